@@ -1,0 +1,3 @@
+from capsule.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,52 @@
+"""The `capsule` command: a thin door that parses arguments and calls the engine.
+
+Not responsible for any engine behaviour. Each command group lives in its own module
+with a `register(subparsers)` function; add a module to COMMAND_MODULES to add a group.
+Invariant: bad usage exits 2 with a message naming the problem; no traceback for user errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from capsule import __version__
+
+# Each module exposes register(subparsers) and sets args.func(args) -> int.
+COMMAND_MODULES = [
+    "capsule.cli.ctx",
+]
+
+
+class UserError(Exception):
+    """A problem with the user's input: printed as one line, exit 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="capsule",
+        description="Context engine for AI coding agents: shrinks tool output once, "
+        "never hides an error, keeps every original recoverable.",
+    )
+    parser.add_argument("--version", action="version", version=f"capsule {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(func(args) or 0)
+    except UserError as exc:
+        print(f"capsule: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,54 @@
+"""CLASSIFY: decide which family an observation belongs to and which transform shrinks it.
+
+Not responsible for running the transform. Command lines are read by the rules table
+(observe/rules, extended by the shell-door work); content without a command is sniffed
+from its first KiB.
+Invariant: anything unrecognised gets family "unknown" and the "default" transform.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Classification:
+    family: str
+    transform_id: str = "default"
+    filter_id: str | None = None
+    passthrough: bool = False   # True: the command must not be rewritten (unattestable)
+    reason: str = ""
+
+
+def classify(command: str | None, head: bytes = b"") -> Classification:
+    if command:
+        found = classify_command(command)
+        if found is not None:
+            return found
+    return sniff_content(head)
+
+
+def classify_command(command: str) -> Classification | None:
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return Classification("unknown", reason="unparseable command line")
+    if not words:
+        return None
+    tool = words[0].rsplit("/", 1)[-1]
+    return Classification(tool or "unknown", reason="first word")
+
+
+def sniff_content(head: bytes) -> Classification:
+    if b"\x00" in head[:1024]:
+        return Classification("binary", reason="NUL byte in first KiB")
+    text = head[:1024].lstrip()
+    if text[:1] in (b"{", b"["):
+        try:
+            json.loads(head)
+            return Classification("json", reason="parses as JSON")
+        except ValueError:
+            pass
+    return Classification("unknown", reason="no rule matched")

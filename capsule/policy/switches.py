@@ -1,0 +1,62 @@
+"""Kill switches and capsule's environment variables: the one place they are named and read.
+
+Not responsible for deciding what a subsystem does when off; each subsystem asks here.
+Invariant: a switch is on when its variable is set to anything but "", "0", "false", "no", "off".
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Mapping
+
+DISABLE = "JACKIN_CTX_DISABLE"
+NO_SHIMS = "JACKIN_CTX_NO_SHIMS"
+NO_MCP = "JACKIN_CTX_NO_MCP"
+NO_REGISTER = "JACKIN_CTX_NO_REGISTER"
+NO_ROUTING = "JACKIN_CTX_NO_ROUTING"
+MEASURE_ONLY = "JACKIN_CTX_MEASURE_ONLY"
+
+ALL_SWITCHES = (DISABLE, NO_SHIMS, NO_MCP, NO_REGISTER, NO_ROUTING, MEASURE_ONLY)
+
+# Non-switch settings.
+STATE_DIR = "JACKIN_CTX_STATE_DIR"
+SOCKET = "JACKIN_CTX_SOCKET"
+RETENTION = "JACKIN_CTX_RETENTION_SECONDS"
+SCOPE = "JACKIN_CTX_SCOPE"
+MODE = "JACKIN_CTX_MODE"
+ROLE = "JACKIN_CTX_ROLE"
+AGENT_MARKER = "JACKIN_CTX_AGENT"
+FAULT_INJECT = "JACKIN_CTX_FAULT_INJECT"  # test-only: name of a transform forced to raise
+
+_FALSE = {"", "0", "false", "no", "off"}
+
+
+def is_on(name: str, env: Mapping[str, str] | None = None) -> bool:
+    value = (env if env is not None else os.environ).get(name, "")
+    return value.strip().lower() not in _FALSE
+
+
+@dataclass(frozen=True)
+class Switches:
+    disable: bool
+    no_shims: bool
+    no_mcp: bool
+    no_register: bool
+    no_routing: bool
+    measure_only: bool
+
+    @classmethod
+    def read(cls, env: Mapping[str, str] | None = None) -> "Switches":
+        return cls(
+            disable=is_on(DISABLE, env),
+            no_shims=is_on(NO_SHIMS, env),
+            no_mcp=is_on(NO_MCP, env),
+            no_register=is_on(NO_REGISTER, env),
+            no_routing=is_on(NO_ROUTING, env),
+            measure_only=is_on(MEASURE_ONLY, env),
+        )
+
+    def as_dict(self) -> dict[str, bool]:
+        return {name: getattr(self, attr) for name, attr in zip(ALL_SWITCHES, (
+            "disable", "no_shims", "no_mcp", "no_register", "no_routing", "measure_only"))}
