@@ -1,0 +1,69 @@
+"""`capsule ctx expand HANDLE [--lines N-M] [--grep REGEX]`: get an original back, byte-exact.
+
+Not responsible for storing (store/archive.py). Invariant (INV-5): with no selector the
+bytes written are exactly the bytes archived; an unknown or expired handle exits 2.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+from capsule.cli.main import UserError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("expand", help="write an archived original to stdout (byte-exact)",
+                       description="Recover the full output behind a footer "
+                       "[full output: capsule ctx expand <<ccr:HASH>>]. Accepts HASH or <<ccr:HASH>>.")
+    p.add_argument("handle", help="the 24-hex handle from the footer")
+    p.add_argument("--lines", metavar="N-M", help="only lines N to M (1-based, inclusive); N or N- also work")
+    p.add_argument("--grep", metavar="REGEX", help="only lines matching REGEX, prefixed with their line number")
+    p.set_defaults(func=cmd_expand)
+
+
+def parse_range(spec: str) -> tuple[int, int | None]:
+    m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d*)\s*)?", spec)
+    if not m:
+        raise UserError(f"--lines {spec!r}: expected N-M, N- or N (1-based line numbers)")
+    first = int(m.group(1))
+    last = None if m.group(2) in ("", None) and "-" in spec else int(m.group(2) or first)
+    if first < 1 or (last is not None and last < first):
+        raise UserError(f"--lines {spec!r}: the range must start at 1 or later and not run backwards")
+    return first, last
+
+
+def cmd_expand(args) -> int:
+    from capsule.store.archive import Archive, UnknownHandle, normalise
+
+    if not re.fullmatch(r"[0-9a-f]{24}", normalise(args.handle)):
+        raise UserError(f"{args.handle!r} is not a capsule handle (24 hex characters, e.g. from <<ccr:HASH>>)")
+    archive = Archive()
+    out = sys.stdout.buffer
+    try:
+        if args.lines is None and args.grep is None:
+            blob, size = archive.open_blob(args.handle)
+            with blob:
+                while chunk := blob.read(1 << 20):
+                    out.write(chunk)
+            return 0
+        data = archive.get(args.handle)
+    except UnknownHandle:
+        raise UserError(f"no archived output for handle {normalise(args.handle)}: it was never stored here "
+                        f"or its retention ({archive.retention_s}s) has passed")
+    lines = data.split(b"\n")
+    if data.endswith(b"\n"):
+        lines.pop()
+    if args.lines is not None:
+        first, last = parse_range(args.lines)
+        for line in lines[first - 1 : last]:
+            out.write(line + b"\n")
+    if args.grep is not None:
+        try:
+            pattern = re.compile(args.grep.encode("utf-8", "surrogateescape"))
+        except re.error as exc:
+            raise UserError(f"--grep {args.grep!r}: bad regular expression: {exc}")
+        for number, line in enumerate(lines, 1):
+            if pattern.search(line):
+                out.write(b"%d:" % number + line + b"\n")
+    return 0

@@ -1,0 +1,62 @@
+"""`capsule ctx gain [--json] [--since WHEN]`: what the ledger says was saved, by family.
+
+Not responsible for measuring (measure/ledger.py). Invariant: numbers come from ledger
+rows only; approximate token counts are labelled as such.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from datetime import datetime
+
+from capsule.cli.main import UserError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("gain", help="tokens saved, by command family",
+                       description="Summarise the ledger: raw tokens, emitted tokens and saving per command family.")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--since", metavar="WHEN", help="only emissions since WHEN: 30m, 2h, 7d, or an ISO date/time")
+    p.set_defaults(func=cmd_gain)
+
+
+def parse_since(spec: str) -> float:
+    m = re.fullmatch(r"(\d+)\s*([smhd])", spec.strip())
+    if m:
+        return time.time() - int(m.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+    try:
+        return datetime.fromisoformat(spec).timestamp()
+    except ValueError:
+        raise UserError(f"--since {spec!r}: expected a duration like 30m, 2h, 7d or an ISO date like 2026-11-29")
+
+
+def cmd_gain(args) -> int:
+    from capsule.measure.ledger import Ledger, summarise
+
+    since = parse_since(args.since) if args.since else None
+    summary = summarise(Ledger().rows(since))
+    if args.json:
+        json.dump(summary, sys.stdout, indent=2)
+        print()
+        return 0
+    print(render(summary))
+    return 0
+
+
+def render(summary: dict) -> str:
+    head = f"{'family':<18}{'emissions':>10}{'raw tok':>12}{'emitted tok':>13}{'saved':>8}"
+    lines = [head, "-" * len(head)]
+    for f in [*summary["families"], summary["total"]]:
+        if f["family"] == "TOTAL":
+            lines.append("-" * len(head))
+        note = "  (measured only)" if f["measured_only"] and f["measured_only"] == f["emissions"] else ""
+        lines.append(f"{f['family']:<18}{f['emissions']:>10}{f['raw_tokens']:>12}{f['emitted_tokens']:>13}"
+                     f"{f['saved_pct']:>7.1f}%{note}")
+    if summary["approximate"]:
+        lines.append("(approx) some token counts are estimates: the tokenizer was unavailable or the payload was huge")
+    if summary["total"]["measured_only"]:
+        lines.append("measure-only rows: output was left untouched; 'emitted' shows the raw size, savings were not applied")
+    return "\n".join(lines)

@@ -1,0 +1,204 @@
+"""`capsule ctx run -- CMD` and `CMD | capsule ctx pipe`: the embedded doors.
+
+Not responsible for shrinking (the engine does). Runs the real command with stdin passed
+through, stdout and stderr captured separately, signals forwarded.
+Invariant (INV-4): the exit status is the command's, or 128+n when it died of signal n.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from capsule.cli.main import UserError
+from capsule.policy import switches
+
+SPOOL_MEMORY = 8 << 20
+FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGWINCH)
+
+
+def register(sub) -> None:
+    run = sub.add_parser(
+        "run", help="run a command and shrink its output",
+        description="Run CMD, then emit its stdout and stderr (separately) through the engine. "
+        "Errors are never hidden; the exit status is CMD's own (128+n on signal n). "
+        "JACKIN_CTX_DISABLE=1: pure passthrough. JACKIN_CTX_MEASURE_ONLY=1: output untouched, savings recorded.")
+    run.add_argument("--intent", help="the step's goal (<= 128 tokens), used by intent-aware transforms")
+    run.add_argument("argv", nargs=argparse_remainder(), metavar="-- CMD [ARGS…]")
+    run.set_defaults(func=cmd_run)
+
+    pipe = sub.add_parser(
+        "pipe", help="shrink stdin as if it were a command's output",
+        description="Read stdin and write the engine's emission to stdout. With --cmd, the command "
+        "line decides the transform; without it, the first KiB of content does.")
+    pipe.add_argument("--cmd", help='the command line that produced the input, e.g. "git log"')
+    pipe.add_argument("--intent", help="the step's goal (<= 128 tokens)")
+    pipe.set_defaults(func=cmd_pipe)
+
+
+def argparse_remainder():
+    import argparse
+
+    return argparse.REMAINDER
+
+
+def cmd_run(args) -> int:
+    argv = list(args.argv)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        raise UserError("ctx run: no command given; usage: capsule ctx run -- CMD [ARGS…]")
+    check_intent(args.intent)
+    if switches.is_on(switches.DISABLE):
+        return _exec_passthrough(argv)
+    return run_and_observe(argv, intent=args.intent)
+
+
+def _exec_passthrough(argv: list[str]) -> int:
+    try:
+        os.execvp(argv[0], argv)
+    except FileNotFoundError:
+        print(f"capsule: {argv[0]}: command not found", file=sys.stderr)
+        return 127
+    except PermissionError:
+        print(f"capsule: {argv[0]}: permission denied", file=sys.stderr)
+        return 126
+
+
+def _copy(pipe, spool, hasher) -> None:
+    while chunk := pipe.read1(1 << 16):
+        spool.write(chunk)
+        hasher.update(chunk)
+    pipe.close()
+
+
+def run_and_observe(argv: list[str], intent: str | None = None) -> int:
+    import blake3
+
+    command = shlex.join(argv)
+    start = time.perf_counter()
+    try:
+        child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except FileNotFoundError:
+        print(f"capsule: {argv[0]}: command not found", file=sys.stderr)
+        return 127
+    except PermissionError:
+        print(f"capsule: {argv[0]}: permission denied", file=sys.stderr)
+        return 126
+    _forward_signals(child)
+    spools, hashers, threads = [], [], []
+    for pipe in (child.stdout, child.stderr):
+        spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY)
+        hasher = blake3.blake3()
+        t = threading.Thread(target=_copy, args=(pipe, spool, hasher), daemon=True)
+        t.start()
+        spools.append(spool), hashers.append(hasher), threads.append(t)
+    for t in threads:
+        t.join()
+    rc = child.wait()
+    status = 128 - rc if rc < 0 else rc
+    duration_ms = (time.perf_counter() - start) * 1000
+    for spool, hasher, stream, out in zip(spools, hashers, ("stdout", "stderr"), (sys.stdout, sys.stderr)):
+        _emit(spool, hasher.hexdigest()[:24], stream, out.buffer, command, status, duration_ms, intent)
+    return status
+
+
+def _emit(spool, digest, stream, out, command, status, duration_ms, intent) -> None:
+    size = spool.tell()
+    if size == 0:
+        return
+    data = None
+    try:
+        from capsule import logs
+        from capsule.engine import Engine, LARGE_BYTES
+
+        logs.configure()
+        engine = _engine()
+        if size <= LARGE_BYTES:
+            spool.seek(0)
+            raw = spool.read()
+            data = engine.observe(raw, command=command, stream=stream, exit_code=status,
+                                  duration_ms=duration_ms, intent=intent).data
+        else:
+            data = engine.observe_file(spool, size, digest, command=command, stream=stream,
+                                       exit_code=status, duration_ms=duration_ms).data or None
+    except Exception:  # noqa: BLE001 - whatever happened, the agent gets the raw output
+        data = None
+    out.flush()
+    if data is not None:
+        out.write(data)
+    else:
+        spool.seek(0)
+        while chunk := spool.read(1 << 20):
+            out.write(chunk)
+    out.flush()
+
+
+_ENGINE = None
+
+
+def _engine():
+    global _ENGINE
+    if _ENGINE is None:
+        from capsule.engine import Engine
+
+        _ENGINE = Engine()
+    return _ENGINE
+
+
+def _forward_signals(child: subprocess.Popen) -> None:
+    def forward(signum, _frame):
+        try:
+            child.send_signal(signum)
+        except ProcessLookupError:
+            pass
+
+    for sig in FORWARDED:
+        signal.signal(sig, forward)
+    # At a terminal, Ctrl-C already reaches the child through the process group; forwarding
+    # it again would turn one graceful interrupt into two. Without a terminal, forward it.
+    if sys.stdin is None or not sys.stdin.isatty():
+        signal.signal(signal.SIGINT, forward)
+    else:
+        signal.signal(signal.SIGINT, lambda *_: None)
+
+
+MAX_INTENT_TOKENS = 128
+
+
+def check_intent(intent: str | None) -> None:
+    if intent is None:
+        return
+    from capsule.measure import tokens
+
+    n = tokens.count(intent)
+    if n > MAX_INTENT_TOKENS:
+        raise UserError(f"--intent is {n} tokens; the limit is {MAX_INTENT_TOKENS}: state the step's goal in a sentence")
+
+
+def cmd_pipe(args) -> int:
+    check_intent(args.intent)
+    data = sys.stdin.buffer.read()
+    out = sys.stdout.buffer
+    if not data:
+        return 0
+    if switches.is_on(switches.DISABLE):
+        out.write(data)
+        return 0
+    try:
+        from capsule import logs
+
+        logs.configure()
+        emitted = _engine().observe(data, command=args.cmd, stream="content" if not args.cmd else "stdout",
+                                    intent=args.intent).data
+    except Exception:  # noqa: BLE001
+        emitted = data
+    out.write(emitted)
+    out.flush()
+    return 0

@@ -1,0 +1,265 @@
+"""The engine: one warm object that observes payloads and records them.
+
+Not responsible for running commands (cli/run.py and the shims do) or for transport
+(the supervisor's socket). Owns the archive and ledger connections for one state dir.
+Invariant: observe() never raises to its caller; on any internal failure the raw bytes
+come back and a warning is logged (fail open).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import blake3
+
+from capsule import paths
+from capsule.measure import tokens
+from capsule.measure.ledger import Ledger, Row
+from capsule.observe import guard, pipeline
+from capsule.observe.classify import classify
+from capsule.observe.types import Context
+from capsule.policy import switches
+from capsule.store.archive import Archive
+
+log = logging.getLogger("capsule.engine")
+
+LARGE_BYTES = 16 << 20      # above this a payload is never loaded whole into memory
+LARGE_HEAD_LINES = 40
+LARGE_TAIL_LINES = 40
+LARGE_VERBATIM_CAP = 200
+MODES = ("off", "measure", "standard", "aggressive")
+EMBEDDED_DEFAULT_MODE = "standard"  # without a role, the laptop default compresses
+
+_VERBATIM_BYTES = re.compile(
+    rb"(?i)\b(error|fatal|failed|failure|panic|exception|traceback|warning|denied|refused|segmentation fault)\b")
+
+
+def default_scope() -> str:
+    for name in (switches.SCOPE, "CLAUDE_CODE_SESSION_ID", "CODEX_THREAD_ID"):
+        if os.environ.get(name):
+            return os.environ[name]
+    return "local"
+
+
+def default_mode() -> str:
+    mode = os.environ.get(switches.MODE, "").strip().lower()
+    return mode if mode in MODES else EMBEDDED_DEFAULT_MODE
+
+
+@dataclass
+class Outcome:
+    data: bytes
+    emission_id: int | None
+    handle: str | None
+
+
+class Engine:
+    def __init__(self, state_dir: Path | None = None, mode: str | None = None, scope: str | None = None):
+        if state_dir is not None:
+            os.environ[switches.STATE_DIR] = str(state_dir)
+        self.state_dir = paths.state_dir()
+        self.mode = mode or default_mode()
+        self.scope = scope or default_scope()
+        self._archive: Archive | None = None
+        self._ledger: Ledger | None = None
+
+    @property
+    def archive(self) -> Archive:
+        if self._archive is None:
+            self._archive = Archive(self.state_dir / paths.ARCHIVE_DB)
+        return self._archive
+
+    @property
+    def ledger(self) -> Ledger:
+        if self._ledger is None:
+            self._ledger = Ledger(self.state_dir / paths.LEDGER_DB)
+        return self._ledger
+
+    def observe(self, raw: bytes, *, command: str | None = None, stream: str = "stdout",
+                exit_code: int | None = None, intent: str | None = None, scope: str | None = None,
+                path: str | None = None, duration_ms: float | None = None, mode: str | None = None,
+                languages: tuple[str, ...] = ()) -> Outcome:
+        sw = switches.Switches.read()
+        if sw.disable or not raw:
+            return Outcome(raw, None, None)
+        mode = mode or self.mode
+        measure_only = sw.measure_only or mode == "measure"
+        try:
+            cls = classify(command, raw[:1024])
+            ctx = Context(command=command, family=cls.family, stream=stream, intent=intent, exit_code=exit_code,
+                          mode="standard" if mode == "measure" else mode, path=path, languages=languages,
+                          filter_id=cls.filter_id)
+            em = pipeline.process(raw, ctx, self.archive, cls, measure_only=measure_only)
+        except Exception as exc:  # noqa: BLE001 - the engine fails open
+            log.warning("pipeline failed: %r; raw output passed through", exc)
+            return Outcome(raw, None, None)
+        for w in em.warnings:
+            log.warning(w)
+        emission_id = self._record(em, command, stream, mode, exit_code, scope, duration_ms, len(raw))
+        return Outcome(em.data, emission_id, em.handle)
+
+    def observe_command(self, command: str, stdout: bytes, stderr: bytes, exit_code: int,
+                        duration_ms: float, scope: str | None = None) -> tuple[bytes, bytes]:
+        out = self.observe(stdout, command=command, stream="stdout", exit_code=exit_code,
+                           scope=scope, duration_ms=duration_ms).data if stdout else stdout
+        err = self.observe(stderr, command=command, stream="stderr", exit_code=exit_code,
+                           scope=scope, duration_ms=duration_ms).data if stderr else stderr
+        return out, err
+
+    def observe_file(self, f: BinaryIO, size: int, digest: str, *, command: str | None, stream: str,
+                     exit_code: int | None, scope: str | None = None, duration_ms: float | None = None) -> Outcome:
+        """A spooled payload: small ones go through observe(); large ones stream (bounded memory)."""
+        if size <= LARGE_BYTES:
+            f.seek(0)
+            return self.observe(f.read(), command=command, stream=stream, exit_code=exit_code,
+                                scope=scope, duration_ms=duration_ms)
+        sw = switches.Switches.read()
+        if sw.disable:
+            return Outcome(b"", None, None)  # caller streams the spool itself
+        try:
+            return self._observe_large(f, size, digest, command, stream, exit_code, scope, duration_ms,
+                                       measure_only=sw.measure_only or self.mode == "measure")
+        except Exception as exc:  # noqa: BLE001
+            log.warning("large payload failed: %r; raw output passed through", exc)
+            return Outcome(b"", None, None)
+
+    def _observe_large(self, f, size, digest, command, stream, exit_code, scope, duration_ms, measure_only):
+        cls = classify(command, _peek(f, 1024))
+        head, tail, verbatim, total = _scan_lines(f)
+        kept = head + verbatim + tail
+        removed = max(total - len(kept), 0)
+        extra = ""
+        if len(verbatim) >= LARGE_VERBATIM_CAP:
+            extra = f"[error/warning lines beyond the first {LARGE_VERBATIM_CAP}: capsule ctx expand HASH --grep]\n"
+        body = b"".join(head + verbatim) + guard.marker(removed).encode() + b"\n" + extra.encode() + b"".join(tail)
+        # Tokens of a payload this size are estimated from its bytes, and labelled so.
+        raw_tokens = tokens.estimate_bytes(size)
+        if measure_only:
+            self._record_large(cls, command, stream, exit_code, scope, duration_ms, size, raw_tokens,
+                               tokens.count_bytes(body), None, removed, applied=False)
+            return Outcome(b"", None, None)
+        handle = self.archive.put_file(f, size, digest, command)
+        text = body.decode("utf-8", "surrogateescape")
+        data = guard.with_footer(text, handle).encode("utf-8", "surrogateescape")
+        emission_id = self._record_large(cls, command, stream, exit_code, scope, duration_ms, size, raw_tokens,
+                                         tokens.count_bytes(data), handle, removed, applied=True, emitted_bytes=len(data))
+        return Outcome(data, emission_id, handle)
+
+    def _record_large(self, cls, command, stream, exit_code, scope, duration_ms, size, raw_tokens, emitted_tokens,
+                      handle, removed, applied, emitted_bytes=0):
+        row = Row(scope=scope or self.scope, command=command, family=cls.family, transform="large_head_tail",
+                  stream=stream, mode=self.mode, applied=applied, raw_tokens=raw_tokens,
+                  emitted_tokens=emitted_tokens if applied else raw_tokens, raw_bytes=size,
+                  emitted_bytes=emitted_bytes if applied else size, exit_code=exit_code, handle=handle,
+                  duration_ms=duration_ms, token_label=tokens.LABEL_APPROX,
+                  manifest=[{"reason": "beyond line budget (large payload)", "count": removed}],
+                  reports=[{"name": "large", "would_emit_tokens": emitted_tokens}])
+        return self._safe_record(row)
+
+    def _record(self, em: pipeline.Emission, command, stream, mode, exit_code, scope, duration_ms, raw_bytes):
+        row = Row(scope=scope or self.scope, command=command, family=em.family, transform=em.transform_id,
+                  stream=stream, mode=mode, applied=em.applied, raw_tokens=em.raw_tokens,
+                  emitted_tokens=em.emitted_tokens if em.applied else em.raw_tokens,
+                  raw_bytes=raw_bytes, emitted_bytes=len(em.data), exit_code=exit_code, handle=em.handle,
+                  duration_ms=duration_ms, token_label=tokens.label(),
+                  manifest=[r.as_dict() for r in em.removals],
+                  reports=[r.as_dict() for r in em.reports] + [{"name": "would_emit", "tokens": em.would_emit_tokens}])
+        return self._safe_record(row)
+
+    def _safe_record(self, row: Row) -> int | None:
+        try:
+            return self.ledger.record(row)
+        except Exception as exc:  # noqa: BLE001 - a ledger failure must not cost the agent its output
+            log.warning("ledger write failed: %r", exc)
+            return None
+
+    def close(self) -> None:
+        for store in (self._archive, self._ledger):
+            if store is not None:
+                store.close()
+
+
+def _peek(f: BinaryIO, n: int) -> bytes:
+    f.seek(0)
+    data = f.read(n)
+    f.seek(0)
+    return data
+
+
+LINE_CAP = 4096      # bytes of one line shown from a large payload
+EDGE_BYTES = 256 << 10
+
+
+def _cap(line: bytes) -> bytes:
+    body = line.rstrip(b"\n")
+    if len(body) > LINE_CAP:
+        body = body[:LINE_CAP] + b"...[line cut]"
+    return body + b"\n"
+
+
+def _scan_lines(f: BinaryIO):
+    """Chunked pass: first lines, last lines, verbatim-class lines between, and the line count.
+
+    Reads 1 MiB at a time and counts newlines in C, so a 1 GB payload (or one 1 GB line)
+    costs constant memory.
+    """
+    f.seek(0, 2)
+    size = f.tell()
+    f.seek(0)
+    head = [_cap(l) for l in f.read(EDGE_BYTES).split(b"\n")[:LARGE_HEAD_LINES]]
+    head_end = sum(len(l) for l in head)
+    tail_start_byte = max(size - EDGE_BYTES, 0)
+    f.seek(tail_start_byte)
+    tail_raw = f.read().split(b"\n")
+    if tail_raw and tail_raw[-1] == b"":
+        tail_raw.pop()
+    tail = [_cap(l) for l in tail_raw[-LARGE_TAIL_LINES:]]
+    tail_bytes = sum(len(l) for l in tail_raw[-LARGE_TAIL_LINES:]) + len(tail)
+    f.seek(0)
+    total, offset, carry = 0, 0, b""
+    verbatim: list[bytes] = []
+    while chunk := f.read(1 << 20):
+        total += chunk.count(b"\n")
+        buf = carry + chunk
+        cut = buf.rfind(b"\n") + 1
+        body, carry = buf[:cut], buf[cut:][-65536:]
+        base = offset - (len(buf) - len(chunk))
+        offset += len(chunk)
+        if len(verbatim) >= LARGE_VERBATIM_CAP:
+            continue
+        for m in _VERBATIM_BYTES.finditer(body):
+            start = body.rfind(b"\n", 0, m.start()) + 1
+            pos = base + start
+            if pos < head_end or pos >= size - tail_bytes:
+                continue
+            line = _cap(body[start:body.find(b"\n", m.end())])
+            if not verbatim or verbatim[-1] != line:
+                verbatim.append(line)
+            if len(verbatim) >= LARGE_VERBATIM_CAP:
+                break
+    if size and not _last_byte_is_newline(f, size):
+        total += 1
+    if total <= len(head) + len(tail):
+        tail = []
+    return head, tail, verbatim, total
+
+
+def _last_byte_is_newline(f: BinaryIO, size: int) -> bool:
+    f.seek(size - 1)
+    return f.read(1) == b"\n"
+
+
+def spool_hash(f: BinaryIO) -> str:
+    f.seek(0)
+    h = blake3.blake3()
+    while chunk := f.read(1 << 20):
+        h.update(chunk)
+    f.seek(0)
+    return h.hexdigest()[:24]

@@ -1,0 +1,135 @@
+"""LEDGER: one row per emission — every token saved or spent, and why.
+
+Not responsible for computing savings (the pipeline does) or for rendering (cli/gain).
+Invariant: append-only; a row is written for every observation the engine handles, in
+every mode (measure-only rows record what would have been saved).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, asdict, field
+from pathlib import Path
+
+from capsule import paths
+from capsule.store.archive import connect
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS emissions(
+  id INTEGER PRIMARY KEY,
+  ts REAL NOT NULL,
+  scope TEXT,
+  command TEXT,
+  family TEXT,
+  transform TEXT,
+  stream TEXT,
+  mode TEXT,
+  applied INTEGER NOT NULL,
+  raw_tokens INTEGER NOT NULL,
+  emitted_tokens INTEGER NOT NULL,
+  raw_bytes INTEGER NOT NULL,
+  emitted_bytes INTEGER NOT NULL,
+  exit_code INTEGER,
+  handle TEXT,
+  duration_ms REAL,
+  token_label TEXT NOT NULL,
+  manifest TEXT NOT NULL,
+  reports TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS emissions_ts ON emissions(ts);
+"""
+
+
+@dataclass
+class Row:
+    scope: str | None
+    command: str | None
+    family: str
+    transform: str
+    stream: str
+    mode: str
+    applied: bool
+    raw_tokens: int
+    emitted_tokens: int
+    raw_bytes: int
+    emitted_bytes: int
+    exit_code: int | None
+    handle: str | None
+    duration_ms: float | None
+    token_label: str
+    manifest: list[dict] = field(default_factory=list)
+    reports: list[dict] = field(default_factory=list)
+    ts: float = field(default_factory=time.time)
+
+
+class Ledger:
+    def __init__(self, path: Path | None = None):
+        self.path = Path(path) if path else paths.ledger_path()
+        self.conn = connect(self.path)
+        with self.conn:
+            self.conn.execute(SCHEMA)
+
+    def record(self, row: Row) -> int:
+        d = asdict(row)
+        d["manifest"] = json.dumps(d["manifest"])
+        d["reports"] = json.dumps(d["reports"])
+        d["applied"] = int(d["applied"])
+        cols = ",".join(d)
+        marks = ",".join(f":{k}" for k in d)
+        with self.conn:
+            self.conn.execute(f"INSERT INTO emissions({cols}) VALUES({marks})", d)
+            return self.conn.last_insert_rowid()
+
+    def get(self, emission_id: int) -> dict | None:
+        cur = self.conn.execute("SELECT * FROM emissions WHERE id=?", (emission_id,))
+        names = [d[0] for d in cur.getdescription()]
+        row = cur.fetchone()
+        if row is None:
+            return None
+        out = dict(zip(names, row))
+        out["manifest"] = json.loads(out["manifest"])
+        out["reports"] = json.loads(out["reports"])
+        return out
+
+    def rows(self, since: float | None = None) -> list[dict]:
+        cur = self.conn.execute(
+            "SELECT id, ts, scope, command, family, transform, stream, mode, applied, raw_tokens, "
+            "emitted_tokens, raw_bytes, emitted_bytes, exit_code, handle, duration_ms, token_label "
+            "FROM emissions WHERE ts >= ? ORDER BY id", (since or 0.0,))
+        names = [d[0] for d in cur.getdescription()]
+        return [dict(zip(names, r)) for r in cur]
+
+    def count(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM emissions").fetchone()[0]
+
+    def stats(self) -> dict:
+        return {"rows": self.count(), "file_bytes": self.path.stat().st_size}
+
+    def integrity(self) -> str:
+        return self.conn.execute("PRAGMA quick_check").fetchone()[0]
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def summarise(rows: list[dict]) -> dict:
+    """Per family and total: raw, emitted, saved %. Measure-only rows count as 'would save'."""
+    fams: dict[str, dict] = {}
+    for r in rows:
+        f = fams.setdefault(r["family"] or "unknown", {"family": r["family"] or "unknown", "emissions": 0,
+                                                        "raw_tokens": 0, "emitted_tokens": 0, "measured_only": 0})
+        f["emissions"] += 1
+        f["raw_tokens"] += r["raw_tokens"]
+        f["emitted_tokens"] += r["emitted_tokens"]
+        f["measured_only"] += 0 if r["applied"] else 1
+    total = {"family": "TOTAL", "emissions": 0, "raw_tokens": 0, "emitted_tokens": 0, "measured_only": 0}
+    for f in fams.values():
+        for k in ("emissions", "raw_tokens", "emitted_tokens", "measured_only"):
+            total[k] += f[k]
+    for f in [*fams.values(), total]:
+        f["saved_tokens"] = f["raw_tokens"] - f["emitted_tokens"]
+        f["saved_pct"] = round(100.0 * f["saved_tokens"] / f["raw_tokens"], 1) if f["raw_tokens"] else 0.0
+    approx = any(r["token_label"] != "cl100k_base" for r in rows)
+    return {"families": sorted(fams.values(), key=lambda f: -f["raw_tokens"]), "total": total,
+            "approximate": approx}

@@ -1,0 +1,59 @@
+"""GUARD: the contracts every emission keeps, whatever the transform did.
+
+Not responsible for shrinking anything. Decides raw-or-transformed, and owns the two
+markers the agent may see: `[N more lines]` and the recovery footer.
+Invariants: never worse in tokens (INV-3); small outputs pass untouched; a lossy emission
+carries exactly one `[N more lines]` marker with kept + N == total, and one footer.
+"""
+
+from __future__ import annotations
+
+import re
+
+SMALL_LINES = 5
+SMALL_TOKENS = 64
+
+MARKER_RE = re.compile(r"^\[(\d+) more lines?\]$")
+FOOTER_PREFIX = "[full output: capsule ctx expand <<ccr:"
+FOOTER_RE = re.compile(r"\[full output: capsule ctx expand <<ccr:([0-9a-f]{24})>>\]")
+
+
+def marker(n: int) -> str:
+    return f"[{n} more line{'s' if n != 1 else ''}]"
+
+
+def footer(handle: str) -> str:
+    return f"{FOOTER_PREFIX}{handle}>>]"
+
+
+def is_small(text: str, tokens: int) -> bool:
+    """Seed 001's fail-open floor: <= 5 lines or <= 64 tokens pass untouched."""
+    return tokens <= SMALL_TOKENS or line_count(text) <= SMALL_LINES
+
+
+def line_count(text: str) -> int:
+    if not text:
+        return 0
+    return text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
+def count_markers(text: str) -> int:
+    return sum(1 for line in text.split("\n") if MARKER_RE.match(line.strip()))
+
+
+def with_marker(text: str, removed: int, original_markers: int) -> str:
+    """Append the single marker unless the transform already placed it."""
+    if removed <= 0 or count_markers(text) > original_markers:
+        return text
+    sep = "" if not text or text.endswith("\n") else "\n"
+    return f"{text}{sep}{marker(removed)}\n"
+
+
+def with_footer(text: str, handle: str) -> str:
+    sep = "" if not text or text.endswith("\n") else "\n"
+    return f"{text}{sep}{footer(handle)}\n"
+
+
+def marker_ok(emitted: str, removed: int, original_markers: int) -> bool:
+    added = count_markers(emitted) - original_markers
+    return added == (1 if removed > 0 else 0)

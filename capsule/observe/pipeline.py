@@ -1,0 +1,128 @@
+"""The observation pipeline for one payload: CLASSIFY → POLICY → TRANSFORM → GUARD → ARCHIVE.
+
+Not responsible for I/O beyond the archive it is handed, nor for the ledger row (the
+engine writes it from the Emission). Pure apart from the archive put.
+Invariants: any transform failure emits raw (INV-4); never worse (INV-3); verbatim-class
+lines survive or raw is emitted (INV-7); a lossy emission has one marker and one footer (INV-5).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field, replace
+
+from capsule.measure import tokens
+from capsule.observe import guard, registry
+from capsule.observe.classify import Classification, classify
+from capsule.observe.types import Context, Removal, StageReport
+from capsule.observe.verbatim import missing_verbatim
+from capsule.policy import switches
+
+log = logging.getLogger("capsule.pipeline")
+
+
+@dataclass
+class Emission:
+    data: bytes                  # what the agent sees
+    raw_tokens: int
+    emitted_tokens: int
+    family: str
+    transform_id: str
+    handle: str | None = None    # set when the emission is lossy
+    applied: bool = True         # False in measure-only mode: data is raw
+    would_emit_tokens: int | None = None
+    removals: list[Removal] = field(default_factory=list)
+    reports: list[StageReport] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    elapsed_ms: float = 0.0
+
+    @property
+    def lossy(self) -> bool:
+        return self.handle is not None
+
+
+def process(raw: bytes, ctx: Context, archive=None, classification: Classification | None = None,
+            measure_only: bool = False) -> Emission:
+    start = time.perf_counter()
+    text = raw.decode("utf-8", "surrogateescape")
+    raw_tokens = tokens.count(text)
+    reports: list[StageReport] = []
+
+    cls = classification or classify(ctx.command, raw[:1024])
+    ctx = replace(ctx, family=cls.family if ctx.family == "unknown" else ctx.family,
+                  filter_id=ctx.filter_id or cls.filter_id)
+    reports.append(StageReport("classify", raw_tokens, raw_tokens, f"{cls.family} -> {cls.transform_id} ({cls.reason})"))
+
+    def passthrough(reason: str, transform_id: str = "passthrough", warn: str | None = None) -> Emission:
+        reports.append(StageReport("guard", raw_tokens, raw_tokens, reason))
+        em = Emission(raw, raw_tokens, raw_tokens, ctx.family, transform_id, reports=reports,
+                      applied=not measure_only, would_emit_tokens=raw_tokens)
+        if warn:
+            em.warnings.append(warn)
+        em.elapsed_ms = (time.perf_counter() - start) * 1000
+        return em
+
+    if ctx.mode == "off" or cls.passthrough:
+        return passthrough(f"passthrough: {'mode off' if ctx.mode == 'off' else cls.reason}")
+    if guard.is_small(text, raw_tokens):
+        return passthrough("small output: untouched")
+
+    # TRANSFORM, isolated: any exception means raw output and a logged warning.
+    tid = cls.transform_id
+    try:
+        if os.environ.get(switches.FAULT_INJECT) in (tid, "*"):
+            raise RuntimeError(f"injected fault in {tid}")
+        result = registry.get(tid)(text, ctx)
+    except Exception as exc:  # noqa: BLE001 - fail open is the contract
+        log.warning("transform %s failed: %r; raw output passed through", tid, exc)
+        return passthrough(f"transform {tid} failed: raw", tid, warn=f"transform {tid} failed: {exc!r}")
+    out_text = result.text
+    reports.append(StageReport("transform", raw_tokens, tokens.count(out_text), result.transform_id, result.removals))
+
+    if out_text == text:
+        return passthrough("transform changed nothing", result.transform_id)
+
+    # POLICY after the fact: every verbatim-class line must still be there.
+    lost = missing_verbatim(text, out_text)
+    if lost:
+        log.warning("transform %s dropped %d verbatim line(s); raw output passed through", tid, len(lost))
+        return passthrough(f"verbatim line lost ({lost[0][:80]!r}): raw", result.transform_id,
+                           warn=f"{result.transform_id} dropped verbatim lines")
+
+    original_markers = guard.count_markers(text)
+    removed = result.removed_lines
+    out_text = guard.with_marker(out_text, removed, original_markers)
+    if not guard.marker_ok(out_text, removed, original_markers):
+        return passthrough("marker contract broken: raw", result.transform_id,
+                           warn=f"{result.transform_id} placed more than one marker")
+
+    handle = None
+    footer_text = out_text
+    # Footer tokens count toward never-worse: measure with a placeholder of the same shape.
+    probe = guard.with_footer(out_text, "0" * 24)
+    emitted_tokens = tokens.count(probe)
+    if emitted_tokens >= raw_tokens:
+        return passthrough(f"never worse: {emitted_tokens} >= {raw_tokens} tokens: raw", result.transform_id)
+
+    if measure_only:
+        reports.append(StageReport("guard", raw_tokens, emitted_tokens, "measure only: raw emitted"))
+        em = Emission(raw, raw_tokens, raw_tokens, ctx.family, result.transform_id, applied=False,
+                      would_emit_tokens=emitted_tokens, removals=result.removals, reports=reports)
+        em.elapsed_ms = (time.perf_counter() - start) * 1000
+        return em
+
+    if archive is not None:
+        handle = archive.put(raw, ctx.command)
+        footer_text = guard.with_footer(out_text, handle)
+    else:
+        footer_text = out_text
+    data = footer_text.encode("utf-8", "surrogateescape")
+    emitted_tokens = tokens.count(footer_text)
+    reports.append(StageReport("guard", raw_tokens, emitted_tokens, "ok"))
+    reports.append(StageReport("archive", emitted_tokens, emitted_tokens, handle or "no archive"))
+    em = Emission(data, raw_tokens, emitted_tokens, ctx.family, result.transform_id, handle=handle,
+                  would_emit_tokens=emitted_tokens, removals=result.removals, reports=reports)
+    em.elapsed_ms = (time.perf_counter() - start) * 1000
+    return em

@@ -1,0 +1,83 @@
+"""POLICY: the verbatim class — lines that no lossy transform may remove (INV-7).
+
+Not responsible for deciding what else to keep; transforms do.
+Invariant: a line that looks like an error, a failure, a warning, a panic or a security
+finding is verbatim-class; the pipeline refuses any lossy result that lost one.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Kept broad on purpose: a false positive costs a few tokens, a false negative hides an error.
+_VERBATIM = re.compile(
+    r"""(?ix)
+    \b(error|errors|err!|fatal|failed|failure|failures|fail|panic(ked)?|exception|traceback
+      |warning|warn|assert(ion)?(error)?|segmentation\ fault|core\ dumped|abort(ed)?
+      |denied|refused|rejected|conflict|cannot|can't|unable\ to|not\ found|no\ such
+      |vulnerab\w*|cve-\d+|unauthori[sz]ed|forbidden|timed?\ ?out|killed|oom
+      |fehler|fehlgeschlagen|erreur|échec|errore|fallo|falló)\b
+    | [A-Z]\w*(Error|Exception)\b
+    | ^E\s{2,} | ^\s*E\s+\S | ^FAIL | ^\s*[-+]{3}\s | ^\s*>\s+\d+\s*\|
+    | ^\s*-->\s | \bexpected\b | \breceived\b | \bleft:| \bright:
+    """
+)
+
+# Lines that mention an error word only as zero counts or in passing success summaries.
+_BENIGN = re.compile(r"(?i)\b(0 (errors?|failed|failures|warnings?)|no (errors|issues|problems|warnings) found|errors?: 0\b|failed: 0\b)")
+
+
+def is_verbatim(line: str) -> bool:
+    if not line.strip():
+        return False
+    if _BENIGN.search(line) and not re.search(r"(?i)\b[1-9]\d* (errors?|failed|failures)\b", line):
+        return False
+    return bool(_VERBATIM.search(line))
+
+
+def verbatim_lines(text: str) -> list[str]:
+    return [line for line in text.split("\n") if is_verbatim(line)]
+
+
+def missing_verbatim(original: str, emitted: str) -> list[str]:
+    """Verbatim-class lines of the original that do not appear (stripped) in the emission."""
+    emitted_lines = {line.strip() for line in emitted.split("\n")}
+    missing = []
+    for line in verbatim_lines(original):
+        stripped = line.strip()
+        if stripped in emitted_lines:
+            continue
+        # A transform may shorten a line only by dropping ANSI codes or trailing space.
+        if _strip_ansi(stripped) in emitted_lines:
+            continue
+        # A run-collapse keeps the line but may annotate it with a count.
+        if stripped in emitted or _strip_ansi(stripped) in emitted:
+            continue
+        missing.append(line)
+    return missing
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+
+def _strip_ansi(s: str) -> str:
+    return _ANSI.sub("", s).replace("\r", "").strip()
+
+
+# Lines an engineer acts on even when they carry no error word: locations, lint codes,
+# failing-test headers, assertion diffs. A line budget keeps them; the guard does not demand them.
+_SALIENT = re.compile(
+    r"""(?x)
+    [\w./-]+\.\w{1,5}:\d+            # path.ext:LINE
+    | File\ "[^"]+",\ line\ \d+       # Python frame
+    | \bat\ .*\(.*:\d+:\d+\)          # JS frame
+    | ^\s*[A-Z]{1,4}\d{2,4}\b         # lint code (E501, F401, SIM118)
+    | [●✗✘×❯›]|\bnot\ ok\b|!==|===
+    | ^\s*(\x1b\[[0-9;]*m)?[-+]\ 
+    | ^\s*(\d+\ (passed|failed|errors?|warnings?)|Tests?:|Test\ Suites:|test\ result:|Found\ \d+|ok\s)
+    """
+)
+
+
+def is_salient(line: str) -> bool:
+    return is_verbatim(line) or bool(_SALIENT.search(line))

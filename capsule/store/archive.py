@@ -1,0 +1,171 @@
+"""ARCHIVE: the CCR store — every original, byte-exact, under its blake3 handle.
+
+Not responsible for deciding what is lossy (the pipeline does) or for display.
+Invariant (INV-5): get(put(data)) == data for every byte string within retention; a handle
+is the first 24 hex characters of blake3(original). Safe under many concurrent writers (WAL).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import BinaryIO
+
+import apsw
+import blake3
+
+from capsule import paths
+from capsule.policy import switches
+
+HANDLE_LEN = 24
+DEFAULT_RETENTION_S = 24 * 3600   # the floor the spec asks for is 30 minutes
+MIN_RETENTION_S = 30 * 60
+CHUNK = 1 << 20
+FTS_MAX_BYTES = 4 << 20           # larger originals are stored but not full-text indexed
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS ccr_entries(
+  hash TEXT PRIMARY KEY,
+  original BLOB NOT NULL,
+  size INTEGER NOT NULL,
+  created_at REAL NOT NULL,
+  expires_at REAL NOT NULL,
+  command TEXT
+);
+CREATE INDEX IF NOT EXISTS ccr_expiry ON ccr_entries(expires_at);
+CREATE VIRTUAL TABLE IF NOT EXISTS ccr_fts USING fts5(hash UNINDEXED, body);
+"""
+
+
+class UnknownHandle(KeyError):
+    """The handle was never stored, or its retention has passed."""
+
+
+def handle_of(data: bytes) -> str:
+    return blake3.blake3(data).hexdigest()[:HANDLE_LEN]
+
+
+def retention_seconds() -> int:
+    raw = os.environ.get(switches.RETENTION)
+    if not raw:
+        return DEFAULT_RETENTION_S
+    try:
+        return max(int(raw), 1)
+    except ValueError:
+        return DEFAULT_RETENTION_S
+
+
+def connect(path: Path) -> apsw.Connection:
+    """A WAL connection that waits instead of failing when another writer holds the lock."""
+    conn = apsw.Connection(str(path))
+    conn.set_busy_timeout(30_000)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
+
+
+class Archive:
+    def __init__(self, path: Path | None = None, retention_s: int | None = None):
+        self.path = Path(path) if path else paths.archive_path()
+        self.retention_s = retention_s if retention_s is not None else retention_seconds()
+        self.conn = connect(self.path)
+        with self.conn:
+            self.conn.execute(SCHEMA)
+
+    def put(self, data: bytes, command: str | None = None) -> str:
+        handle = handle_of(data)
+        now = time.time()
+        with self.conn:
+            self._purge(now)
+            self.conn.execute(
+                "INSERT INTO ccr_entries(hash, original, size, created_at, expires_at, command) "
+                "VALUES(?,?,?,?,?,?) ON CONFLICT(hash) DO UPDATE SET expires_at=excluded.expires_at",
+                (handle, data, len(data), now, now + self.retention_s, command),
+            )
+            if len(data) <= FTS_MAX_BYTES and self.conn.changes() and not self._fts_has(handle):
+                self.conn.execute("INSERT INTO ccr_fts(hash, body) VALUES(?,?)",
+                                  (handle, data.decode("utf-8", "replace")))
+        return handle
+
+    def put_file(self, f: BinaryIO, size: int, handle: str, command: str | None = None) -> str:
+        """Stream a large original in chunks; `handle` was hashed while it was spooled."""
+        now = time.time()
+        with self.conn:
+            self._purge(now)
+            exists = self.conn.execute("SELECT 1 FROM ccr_entries WHERE hash=?", (handle,)).fetchone()
+            if exists:
+                self.conn.execute("UPDATE ccr_entries SET expires_at=? WHERE hash=?", (now + self.retention_s, handle))
+                return handle
+            self.conn.execute(
+                "INSERT INTO ccr_entries(hash, original, size, created_at, expires_at, command) "
+                "VALUES(?, zeroblob(?), ?, ?, ?, ?)",
+                (handle, size, size, now, now + self.retention_s, command),
+            )
+            rowid = self.conn.last_insert_rowid()
+            f.seek(0)
+            with self.conn.blob_open("main", "ccr_entries", "original", rowid, True) as blob:
+                while chunk := f.read(CHUNK):
+                    blob.write(chunk)
+        return handle
+
+    def get(self, handle: str) -> bytes:
+        row = self._row(handle)
+        return bytes(row[1])
+
+    def open_blob(self, handle: str):
+        """(blob reader, size) for streaming a large original back out."""
+        rowid, size = self._rowid(handle)
+        return self.conn.blob_open("main", "ccr_entries", "original", rowid, False), size
+
+    def _rowid(self, handle: str) -> tuple[int, int]:
+        handle = normalise(handle)
+        row = self.conn.execute(
+            "SELECT rowid, size, expires_at FROM ccr_entries WHERE hash=?", (handle,)).fetchone()
+        if row is None or row[2] < time.time():
+            raise UnknownHandle(handle)
+        return row[0], row[1]
+
+    def _row(self, handle: str):
+        handle = normalise(handle)
+        row = self.conn.execute(
+            "SELECT hash, original, expires_at FROM ccr_entries WHERE hash=?", (handle,)).fetchone()
+        if row is None or row[2] < time.time():
+            raise UnknownHandle(handle)
+        return row
+
+    def search(self, query: str, limit: int = 10) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT f.hash FROM ccr_fts f JOIN ccr_entries e ON e.hash=f.hash "
+            "WHERE ccr_fts MATCH ? AND e.expires_at >= ? LIMIT ?", (query, time.time(), limit))
+        return [r[0] for r in rows]
+
+    def stats(self) -> dict:
+        count, total = self.conn.execute("SELECT count(*), coalesce(sum(size),0) FROM ccr_entries").fetchone()
+        return {"entries": count, "bytes": total, "file_bytes": self.path.stat().st_size,
+                "retention_s": self.retention_s}
+
+    def integrity(self) -> str:
+        return self.conn.execute("PRAGMA quick_check").fetchone()[0]
+
+    def _fts_has(self, handle: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM ccr_fts WHERE hash=?", (handle,)).fetchone() is not None
+
+    def _purge(self, now: float) -> None:
+        expired = [r[0] for r in self.conn.execute("SELECT hash FROM ccr_entries WHERE expires_at < ? LIMIT 100", (now,))]
+        for h in expired:
+            self.conn.execute("DELETE FROM ccr_fts WHERE hash=?", (h,))
+            self.conn.execute("DELETE FROM ccr_entries WHERE hash=?", (h,))
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def normalise(handle: str) -> str:
+    """Accept `HASH`, `<<ccr:HASH>>` or `ccr:HASH`."""
+    h = handle.strip()
+    if h.startswith("<<") and h.endswith(">>"):
+        h = h[2:-2]
+    if h.startswith("ccr:"):
+        h = h[4:]
+    return h.lower()
