@@ -16,6 +16,7 @@ TRANSFORMS: dict[str, str] = {
     "line_budget": "capsule.observe.transforms.basic:line_budget",
     "run_collapse": "capsule.observe.transforms.basic:run_collapse",
     "default": "capsule.observe.transforms.basic:default_text",
+    "filter": "capsule.observe.filters.engine:apply",
 }
 
 _loaded: dict[str, TransformFn] = {}
