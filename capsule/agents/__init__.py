@@ -1,0 +1,83 @@
+"""What differs per agent: where its config lives and how capsule registers with it.
+
+Not responsible for the MCP server itself (capsule/mcp) or launching agents (capsule/supervisor).
+Invariant: JACKIN_CTX_NO_MCP and JACKIN_CTX_NO_REGISTER (and the master switch) leave every file
+untouched; registration is a verified merge, idempotent.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from capsule.agents.common import ConfigError
+from capsule.policy import switches
+
+AGENTS = ("claude", "codex")
+
+__all__ = ["AGENTS", "ConfigError", "RegisterResult", "register", "registration_status"]
+
+
+@dataclass
+class RegisterResult:
+    agent: str
+    changed: list[str] = field(default_factory=list)
+    skipped: str | None = None
+
+    def lines(self) -> list[str]:
+        if self.skipped:
+            return [f"{self.agent}: not registered ({self.skipped})"]
+        if not self.changed:
+            return [f"{self.agent}: already registered; nothing changed"]
+        return [f"{self.agent}: updated {p}" for p in self.changed]
+
+
+def _blocked(env) -> str | None:
+    for name in (switches.DISABLE, switches.NO_MCP, switches.NO_REGISTER):
+        if switches.is_on(name, env):
+            return f"{name} is set"
+    return None
+
+
+def register(agent: str, scope: str | None = None, project: Path | str = ".", note: bool = True,
+             env=None) -> RegisterResult:
+    """Register the read door with `agent` (claude|codex); honours the kill switches."""
+    from capsule.agents import claude, codex, notes
+
+    env = os.environ if env is None else env
+    result = RegisterResult(agent)
+    reason = _blocked(env)
+    if reason:
+        result.skipped = reason
+        return result
+    project = Path(project).resolve()
+    if agent == "claude":
+        result.changed = claude.register(scope or "user", project, env)
+    elif agent == "codex":
+        if scope not in (None, "user"):
+            raise ConfigError(f"codex has one config scope (user: $CODEX_HOME/config.toml), not {scope!r}")
+        result.changed = codex.register(env)
+    else:
+        raise ConfigError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
+    if note:
+        target = project / notes.FILES[agent]
+        if notes.add(target):
+            result.changed.append(str(target))
+    return result
+
+
+def registration_status(project: Path | str = ".", env=None) -> dict:
+    """Per agent: {"registered": bool, "locations": [...], "problem": str|None, "note": bool}.
+
+    For `capsule ctx doctor`; reads only, never writes.
+    """
+    from capsule.agents import claude, codex, notes
+
+    env = os.environ if env is None else env
+    project = Path(project).resolve()
+    out = {"claude": claude.status(project, env), "codex": codex.status(env)}
+    for agent, state in out.items():
+        state["note"] = notes.has(project / notes.FILES[agent])
+        state["switched_off"] = _blocked(env)
+    return out

@@ -15,6 +15,8 @@ from capsule import __version__
 
 # Each module exposes register(subparsers) and sets args.func(args) -> int.
 COMMAND_MODULES = [
+    "capsule.cli.mcp",
+    "capsule.cli.index",
     "capsule.cli.ctx",
 ]
 

@@ -1,0 +1,127 @@
+"""Claude Code: register the read door in its MCP config and approve it, merging, never clobbering.
+
+User scope: `mcpServers.capsule` in $CLAUDE_CONFIG_DIR/.claude.json (else ~/.claude.json), tools
+allowed in the user settings.json. Project scope: `<project>/.mcp.json` plus the approval
+`enabledMcpjsonServers` and the tool allow in `<project>/.claude/settings.local.json`.
+Not responsible for launching Claude Code. Invariant: verify, then merge; a corrupt file or a
+foreign `capsule` entry is refused with a message; a second run changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from capsule.agents.common import MARKER_KEY, MARKER_VALUE, SERVER_NAME, ConfigError, is_ours, server_command, write_atomic
+
+TOOL_PERMISSION = f"mcp__{SERVER_NAME}"
+
+
+def config_dir(env=None) -> Path:
+    env = os.environ if env is None else env
+    explicit = env.get("CLAUDE_CONFIG_DIR")
+    return Path(explicit) if explicit else Path.home() / ".claude"
+
+
+def user_config_path(env=None) -> Path:
+    env = os.environ if env is None else env
+    explicit = env.get("CLAUDE_CONFIG_DIR")
+    return Path(explicit) / ".claude.json" if explicit else Path.home() / ".claude.json"
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{path} is not valid JSON ({exc}); fix or move it, then run again") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} holds a JSON {type(data).__name__}, not an object; fix it, then run again")
+    return data
+
+
+def _dump(data: dict) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def entry() -> dict:
+    command, args = server_command()
+    return {"type": "stdio", "command": command, "args": args, "env": {MARKER_KEY: MARKER_VALUE}}
+
+
+def _merge_server(path: Path, data: dict, table_owner: dict) -> bool:
+    servers = table_owner.setdefault("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise ConfigError(f"{path}: mcpServers is not an object; fix it, then run again")
+    current = servers.get(SERVER_NAME)
+    if current is not None and not is_ours(current):
+        raise ConfigError(f"{path}: an mcpServers.{SERVER_NAME} entry exists that capsule did not write; "
+                          f"remove or rename it, then run again")
+    wanted = entry()
+    if current == wanted:
+        return False
+    servers[SERVER_NAME] = wanted
+    return True
+
+
+def _merge_settings(path: Path, approve_mcpjson: bool) -> bool:
+    data = _read_json(path)
+    perms = data.setdefault("permissions", {})
+    if not isinstance(perms, dict) or not isinstance(perms.setdefault("allow", []), list):
+        raise ConfigError(f"{path}: permissions.allow is not a list; fix it, then run again")
+    if TOOL_PERMISSION not in perms["allow"]:
+        perms["allow"].append(TOOL_PERMISSION)
+    if approve_mcpjson:
+        enabled = data.setdefault("enabledMcpjsonServers", [])
+        if not isinstance(enabled, list):
+            raise ConfigError(f"{path}: enabledMcpjsonServers is not a list; fix it, then run again")
+        if SERVER_NAME not in enabled:
+            enabled.append(SERVER_NAME)
+    return write_atomic(path, _dump(data))
+
+
+def register(scope: str = "user", project: Path | str = ".", env=None) -> list[str]:
+    """Merge the server (and its approval); returns the files changed."""
+    project = Path(project).resolve()
+    changed: list[str] = []
+    if scope == "user":
+        path = user_config_path(env)
+        settings = config_dir(env) / "settings.json"
+        approve_mcpjson = False
+    elif scope == "project":
+        path = project / ".mcp.json"
+        settings = project / ".claude" / "settings.local.json"
+        approve_mcpjson = True
+    else:
+        raise ConfigError(f"unknown Claude Code scope {scope!r}; use user or project")
+    data = _read_json(path)
+    _read_json(settings)  # verify both files before writing either
+    if _merge_server(path, data, data) and write_atomic(path, _dump(data)):
+        changed.append(str(path))
+    if _merge_settings(settings, approve_mcpjson):
+        changed.append(str(settings))
+    return changed
+
+
+def status(project: Path | str = ".", env=None) -> dict:
+    project = Path(project).resolve()
+    locations, problems = [], []
+    for label, path in (("user", user_config_path(env)), ("project", project / ".mcp.json")):
+        try:
+            data = _read_json(path)
+        except ConfigError as exc:
+            problems.append(str(exc))
+            continue
+        tables = [data] + ([data["projects"][str(project)]] if label == "user" and isinstance(
+            data.get("projects"), dict) and isinstance(data["projects"].get(str(project)), dict) else [])
+        for table in tables:
+            servers = table.get("mcpServers")
+            if isinstance(servers, dict) and SERVER_NAME in servers:
+                locations.append(f"{label}:{path}" + ("" if is_ours(servers[SERVER_NAME]) else " (not capsule's)"))
+    return {"registered": bool(locations), "locations": locations, "problem": "; ".join(problems) or None}

@@ -1,0 +1,99 @@
+"""Codex: register the read door as `[mcp_servers.capsule]` in $CODEX_HOME/config.toml.
+
+Adds `required = true` (Codex waits for the server) and `default_tools_approval_mode = "approve"`
+(else `codex exec` refuses the call). Not responsible for Codex's other settings.
+Invariant: the file is parsed before and after the edit; a corrupt file or a foreign
+`mcp_servers.capsule` is refused with a message; every other byte of the file is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tomllib
+from pathlib import Path
+
+from capsule.agents.common import MARKER_KEY, MARKER_VALUE, SERVER_NAME, ConfigError, is_ours, server_command, write_atomic
+
+BEGIN = f"# >>> {SERVER_NAME} (managed by `capsule mcp register`; edits here are replaced)"
+END = f"# <<< {SERVER_NAME}"
+
+
+def codex_home(env=None) -> Path:
+    env = os.environ if env is None else env
+    explicit = env.get("CODEX_HOME")
+    return Path(explicit) if explicit else Path.home() / ".codex"
+
+
+def config_path(env=None) -> Path:
+    return codex_home(env) / "config.toml"
+
+
+def _parse(path: Path, text: str) -> dict:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML ({exc}); fix or move it, then run again") from None
+
+
+def block() -> str:
+    command, args = server_command()
+    return "\n".join([
+        BEGIN,
+        f"[mcp_servers.{SERVER_NAME}]",
+        f"command = {json.dumps(command)}",
+        f"args = {json.dumps(args)}",
+        "required = true",
+        'default_tools_approval_mode = "approve"',
+        "",
+        f"[mcp_servers.{SERVER_NAME}.env]",
+        f"{MARKER_KEY} = {json.dumps(MARKER_VALUE)}",
+        END,
+        "",
+    ])
+
+
+_OURS = re.compile(rf"^{re.escape(BEGIN)}\n.*?^{re.escape(END)}\n?", re.S | re.M)
+
+
+def register(env=None) -> list[str]:
+    path = config_path(env)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    data = _parse(path, text)
+    current = (data.get("mcp_servers") or {}).get(SERVER_NAME)
+    if current is not None and not is_ours(current):
+        raise ConfigError(f"{path}: an [mcp_servers.{SERVER_NAME}] table exists that capsule did not write; "
+                          f"remove or rename it, then run again")
+    rest = _OURS.sub("", text)
+    if SERVER_NAME in ((_parse(path, rest).get("mcp_servers")) or {}):
+        raise ConfigError(f"{path}: mcp_servers.{SERVER_NAME} is defined outside capsule's marked block; "
+                          f"remove it, then run again")
+    if _OURS.search(text):   # keep our block where it was, for a stable file
+        new = _OURS.sub(lambda _m: block(), text, count=1)
+    elif text.strip():
+        new = text + ("" if text.endswith("\n") else "\n") + "\n" + block()
+    else:
+        new = block()
+    check = _parse(path, new).get("mcp_servers", {}).get(SERVER_NAME)
+    if not is_ours(check) or check.get("required") is not True:
+        raise ConfigError(f"{path}: merged config did not verify; left unchanged")
+    return [str(path)] if write_atomic(path, new) else []
+
+
+def status(env=None) -> dict:
+    path = config_path(env)
+    try:
+        data = _parse(path, path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {"registered": False, "locations": [], "problem": None}
+    except ConfigError as exc:
+        return {"registered": False, "locations": [], "problem": str(exc)}
+    entry = (data.get("mcp_servers") or {}).get(SERVER_NAME)
+    if entry is None:
+        return {"registered": False, "locations": [], "problem": None}
+    return {"registered": True, "locations": [str(path) + ("" if is_ours(entry) else " (not capsule's)")],
+            "problem": None if entry.get("required") else "required = true is missing"}

@@ -1,0 +1,78 @@
+"""`capsule mcp serve|register|status|forget`: the read door's command group.
+
+Not responsible for the tools (capsule/mcp/server.py) or agent config formats (capsule/agents/).
+Invariant: JACKIN_CTX_NO_MCP keeps the server off; JACKIN_CTX_NO_REGISTER keeps configs untouched.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from capsule.policy import switches
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("mcp", help="the MCP read door: serve, register with agents")
+    sub = p.add_subparsers(dest="mcp_command", metavar="SUBCOMMAND", required=True)
+
+    s = sub.add_parser("serve", help="serve ctx_read/ctx_search/ctx_doc/ctx_expand over stdio")
+    s.add_argument("--root", help="workspace root (default: current directory)")
+    s.add_argument("--scope", help="read-stub scope for this conversation (default: one per server)")
+    s.set_defaults(func=_serve)
+
+    r = sub.add_parser("register", help="register the server in an agent's config (merge, idempotent)")
+    r.add_argument("--agent", required=True, choices=["claude", "codex"])
+    r.add_argument("--scope", default=None,
+                   help="claude: user (~/.claude.json, default) or project (.mcp.json + approval); "
+                        "codex: user ($CODEX_HOME/config.toml)")
+    r.add_argument("--project", default=".", help="project directory (for project scope and the note)")
+    r.add_argument("--no-note", action="store_true", help="do not add the note to CLAUDE.md / AGENTS.md")
+    r.set_defaults(func=_register)
+
+    st = sub.add_parser("status", help="registration state per agent")
+    st.add_argument("--project", default=".")
+    st.set_defaults(func=_status)
+
+    f = sub.add_parser("forget", help="purge read stubs (after compaction): one scope or all")
+    f.add_argument("--scope", help="scope to purge (default: all)")
+    f.set_defaults(func=_forget)
+
+
+def _serve(args) -> int:
+    if switches.is_on(switches.DISABLE) or switches.is_on(switches.NO_MCP):
+        print("capsule mcp: off (JACKIN_CTX_NO_MCP or JACKIN_CTX_DISABLE is set)", file=sys.stderr)
+        return 0
+    from capsule.mcp.server import serve
+
+    return serve(args.root, args.scope)
+
+
+def _register(args) -> int:
+    from capsule import agents
+    from capsule.cli.main import UserError
+
+    try:
+        result = agents.register(args.agent, scope=args.scope, project=args.project, note=not args.no_note)
+    except agents.ConfigError as exc:
+        raise UserError(str(exc)) from None
+    for line in result.lines():
+        print(line)
+    return 0
+
+
+def _status(args) -> int:
+    from capsule import agents
+
+    for agent, state in agents.registration_status(project=args.project).items():
+        where = ", ".join(state["locations"]) or "-"
+        print(f"{agent}: {'registered' if state['registered'] else 'not registered'} ({where})"
+              + (f"; {state['problem']}" if state.get("problem") else ""))
+    return 0
+
+
+def _forget(args) -> int:
+    from capsule.store.stubs import StubStore
+
+    n = StubStore().purge(args.scope)
+    print(f"purged {n} scope(s)")
+    return 0

@@ -1,0 +1,180 @@
+"""The read door: an MCP server (official SDK) exposing ctx_read, ctx_search, ctx_doc, ctx_expand.
+
+Responsible for the tool surface only: names, short descriptions, argument shapes, plain-text
+answers and errors. The behaviour lives in capsule/retrieve and capsule/store.
+Invariant: every tool answers plain text (structured_output=False) and every anticipated failure is
+an isError result whose message names the fix; the whole tools/list stays under 1,500 tokens.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from capsule.policy import switches
+from capsule.retrieve import modes, packer, workspace
+from capsule.retrieve.index import WorkspaceIndex
+from capsule.retrieve.reader import Reader, ReadError, load_text
+from capsule.store.stubs import StubStore
+
+SERVER_NAME = "capsule"
+REFRESH_EVERY_S = 30.0
+DEFAULT_BUDGET = 800
+INSTRUCTIONS = ("Token-lean reads of this workspace: ctx_read (modes), ctx_search (ranked file:line hits), "
+                "ctx_doc (markdown sections), ctx_expand (recover a <<ccr:…>> original).")
+
+
+class ReadDoor:
+    """The state behind the tools: one workspace, one conversation scope, a warm index."""
+
+    def __init__(self, root: Path | str, scope: str | None = None, languages: tuple[str, ...] = ()):
+        self.root = Path(root).resolve()
+        self.scope = scope or os.environ.get(switches.SCOPE) or f"conv:{uuid.uuid4().hex[:12]}"
+        self.stubs = StubStore()
+        self._index: WorkspaceIndex | None = None
+        self._index_lock = threading.Lock()
+        self._refreshed = 0.0
+        self._refreshing = False
+        self.languages = languages
+
+    # -- index, kept warm ------------------------------------------------------------------------
+    def index(self) -> WorkspaceIndex:
+        with self._index_lock:
+            if self._index is None:
+                self._index = WorkspaceIndex(self.root)
+                if self._index.num_docs() == 0:
+                    self._index.refresh()
+                    self._refreshed = time.monotonic()
+        if time.monotonic() - self._refreshed > REFRESH_EVERY_S and not self._refreshing:
+            self._refreshing = True
+            threading.Thread(target=self._background_refresh, daemon=True).start()
+        return self._index
+
+    def _background_refresh(self) -> None:
+        try:
+            self._index.refresh()
+        except Exception:  # another writer holds the index lock, or the tree moved: try next time
+            pass
+        finally:
+            self._refreshed = time.monotonic()
+            self._refreshing = False
+
+    def warm(self) -> None:
+        threading.Thread(target=self.index, daemon=True).start()
+
+    def reader(self) -> Reader:
+        frec = self._index.meta if self._index is not None else None
+        return Reader(self.root, stubs=self.stubs, frecency=frec, languages=self.languages)
+
+    # -- tools -----------------------------------------------------------------------------------
+    def read(self, path: str, mode: str = "auto", fresh: bool = False, task: str = "") -> str:
+        scope = f"task:{task}" if task else self.scope
+        try:
+            return self.reader().read(path, mode, scope=scope, fresh=fresh)
+        except (ValueError, OSError) as exc:
+            raise ToolError(str(exc)) from None
+
+    def search(self, query: str, k: int = 10, budget: int = DEFAULT_BUDGET) -> str:
+        if not query.strip():
+            raise ToolError("empty query; give words or identifiers to look for")
+        k = max(1, min(int(k), 50))
+        ix = self.index()
+        return packer.pack(self.root, ix.search(query, k), query, budget=max(100, int(budget)))
+
+    def doc(self, target: str, section: str = "") -> str:
+        real = None
+        try:
+            real = workspace.resolve(self.root, target)
+        except workspace.WorkspaceError as exc:
+            if "outside the workspace" in str(exc):
+                raise ToolError(str(exc)) from None
+        if real is None:
+            hits = [h for h in self.index().search(target + " " + section, 30)
+                    if h.path.rsplit(".", 1)[-1].lower() in ("md", "markdown", "mdx", "rst", "txt")]
+            if not hits:
+                raise ToolError(f"no markdown file matches {target!r}; give a path or other words")
+            real = workspace.resolve(self.root, hits[0].path)
+        rel = workspace.relative(self.root, real)
+        text = load_text(real, rel)
+        if not section:
+            heads = modes.headings(text)
+            if not heads:
+                return self.read(rel, "full")
+            listing = "\n".join(f"{'  ' * (lvl - 1)}- {title} (line {i + 1})" for i, lvl, title in heads)
+            return f"{rel} sections (ctx_doc with section=… for one):\n{listing}"
+        try:
+            return self.read(rel, f"section:{section}")
+        except ToolError:
+            raise
+
+    def expand(self, handle: str, lines: str = "", grep: str = "") -> str:
+        h = handle.strip().removeprefix("<<").removesuffix(">>").strip()
+        h = h.removeprefix("ccr:")
+        if not h:
+            raise ToolError("give the handle from a [full output: … <<ccr:HASH>>] footer")
+        try:
+            from capsule.store.archive import Archive
+        except ImportError:
+            raise ToolError("the archive is not available in this build") from None
+        try:
+            data = Archive().get(h)
+        except (KeyError, LookupError, FileNotFoundError, ValueError) as exc:
+            raise ToolError(f"no archived output for ccr:{h} ({exc}); it may be past retention") from None
+        if data is None:
+            raise ToolError(f"no archived output for ccr:{h}; it may be past retention")
+        text = data.decode("utf-8", "surrogateescape") if isinstance(data, bytes) else str(data)
+        if lines:
+            try:
+                return modes.lines(text, modes.parse_ranges(lines.removeprefix("lines:")))
+            except ValueError as exc:
+                raise ToolError(str(exc)) from None
+        if grep:
+            needle = grep.lower()
+            rows = [f"{n}| {line}" for n, line in enumerate(text.splitlines(), 1) if needle in line.lower()]
+            return "\n".join(rows) if rows else f"no line of ccr:{h} contains {grep!r}"
+        return text
+
+
+def build_server(door: ReadDoor) -> MCPServer:
+    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS)
+
+    @server.tool(name="ctx_read", structured_output=False, description=(
+        "Read a workspace file. mode: auto (big source files -> signatures), full, signatures, "
+        "lines:N-M or lines:5,10-20, section:<heading>, anchored (lines tagged N#hash). "
+        "A re-read of an unchanged file returns a short stub; fresh=true resends. "
+        "task: your subagent task id, if you are one."))
+    def ctx_read(path: str, mode: str = "auto", fresh: bool = False, task: str = "") -> str:
+        return door.read(path, mode, fresh, task)
+
+    @server.tool(name="ctx_search", structured_output=False, description=(
+        "Ranked search of the workspace (BM25 over paths and content; snake/camelCase split). "
+        "Returns file:line:snippet lines within a token budget."))
+    def ctx_search(query: str, k: int = 10) -> str:
+        return door.search(query, k)
+
+    @server.tool(name="ctx_doc", structured_output=False, description=(
+        "Markdown docs by section. target: a file path or words to find one. "
+        "Without section, lists the headings."))
+    def ctx_doc(target: str, section: str = "") -> str:
+        return door.doc(target, section)
+
+    @server.tool(name="ctx_expand", structured_output=False, description=(
+        "Recover the original of a compressed output from its <<ccr:HASH>> handle; "
+        "optionally only lines (10-40) or lines containing grep."))
+    def ctx_expand(handle: str, lines: str = "", grep: str = "") -> str:
+        return door.expand(handle, lines, grep)
+
+    return server
+
+
+def serve(root: Path | str | None = None, scope: str | None = None) -> int:
+    door = ReadDoor(root or os.getcwd(), scope=scope)
+    door.warm()
+    build_server(door).run("stdio")
+    return 0

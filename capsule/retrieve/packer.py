@@ -1,0 +1,62 @@
+"""The search packer: ranked files -> `file:line:snippet` lines within a token budget.
+
+Not responsible for ranking (index.py) or reading whole files for the agent (reader.py).
+Invariant: the packed answer never exceeds its token budget; when hits are left out, one
+final line says how many.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from capsule.measure.tokens import count
+from capsule.retrieve.index import Hit, query_terms
+
+SNIPPET_CHARS = 160
+SCAN_BYTES = 512 << 10
+LINES_PER_FILE = 2
+
+
+def best_lines(text: str, terms: list[str], per_file: int = LINES_PER_FILE) -> list[tuple[int, str]]:
+    """The lines matching the most distinct query terms (ties: earliest), as (line number, text)."""
+    scored: list[tuple[int, int, str]] = []
+    low_terms = [t for t in terms if len(t) > 1] or terms
+    for n, line in enumerate(text.splitlines(), 1):
+        low = line.lower()
+        score = sum(1 for t in low_terms if t in low)
+        if score:
+            scored.append((-score, n, line))
+    scored.sort()
+    picked = sorted(scored[:per_file], key=lambda s: s[1])
+    return [(n, line) for _s, n, line in picked]
+
+
+def snippet(line: str) -> str:
+    s = line.strip()
+    return s if len(s) <= SNIPPET_CHARS else s[: SNIPPET_CHARS - 1] + "…"
+
+
+def pack(root: Path, hits: list[Hit], query: str, budget: int = 800) -> str:
+    """`path:line:snippet` lines for the hits, best first, that fit in `budget` tokens."""
+    terms = query_terms(query)
+    out: list[str] = []
+    used = 0
+    left = 0
+    for i, hit in enumerate(hits):
+        try:
+            with open(Path(root) / hit.path, "rb") as fh:
+                text = fh.read(SCAN_BYTES).decode("utf-8", "replace")
+        except OSError:
+            continue
+        rows = [f"{hit.path}:{n}:{snippet(line)}" for n, line in best_lines(text, terms)] or [f"{hit.path}:1:(path match)"]
+        cost = count("\n".join(rows)) + 1
+        if used + cost > budget - 12:   # keep room for the "more" line
+            left = len(hits) - i
+            break
+        out.extend(rows)
+        used += cost
+    if not out:
+        return f"no matches for {query!r}" if not hits else f"[{len(hits)} files matched; raise the budget to see them]"
+    if left:
+        out.append(f"[{left} more files matched; narrow the query or raise k]")
+    return "\n".join(out)

@@ -1,0 +1,100 @@
+"""The read door through the official SDK client over stdio, against `capsule mcp serve`."""
+
+from __future__ import annotations
+
+import json
+
+from capsule.measure.tokens import count
+
+from tests.mcp.conftest import Session, text_of
+
+
+def test_tools_list_names_plain_text_and_budget(session):
+    (listing,) = session.run([("tools/list", None)])
+    names = sorted(t.name for t in listing.tools)
+    assert names == ["ctx_doc", "ctx_expand", "ctx_read", "ctx_search"]
+    for tool in listing.tools:
+        assert tool.output_schema is None, f"{tool.name} would reach the model as a JSON wrapper"
+    wire = json.dumps(listing.model_dump(mode="json", by_alias=True, exclude_none=True))
+    assert count(wire) <= 1500
+
+
+def test_read_full_is_verbatim_and_not_structured(session, workspace):
+    (res,) = session.run([("ctx_read", {"path": "pkg/small.py", "mode": "full"})])
+    assert not res.is_error
+    assert text_of(res) == (workspace / "pkg" / "small.py").read_text()
+    assert res.structured_content is None
+
+
+def test_reread_same_scope_is_a_short_stub(session):
+    first, second = session.run([("ctx_read", {"path": "README.md", "mode": "full"}),
+                                 ("ctx_read", {"path": "README.md", "mode": "full"})])
+    assert "pip install demo" in text_of(first)
+    stub = text_of(second)
+    assert "unchanged" in stub and "pip install demo" not in stub
+    assert count(stub) <= 20
+
+
+def test_subagent_task_never_gets_parent_stub(session):
+    parent, child, child_again = session.run([
+        ("ctx_read", {"path": "README.md", "mode": "full"}),
+        ("ctx_read", {"path": "README.md", "mode": "full", "task": "t1"}),
+        ("ctx_read", {"path": "README.md", "mode": "full", "task": "t1"})])
+    assert "pip install demo" in text_of(parent)
+    assert "pip install demo" in text_of(child)          # the task never saw it: full text
+    assert "unchanged" in text_of(child_again)
+
+
+def test_new_server_is_a_new_conversation(workspace, state_dir):
+    s = Session(workspace, state_dir)
+    (first,) = s.run([("ctx_read", {"path": "README.md", "mode": "full"})])
+    (again,) = Session(workspace, state_dir).run([("ctx_read", {"path": "README.md", "mode": "full"})])
+    assert "pip install demo" in text_of(first) and "pip install demo" in text_of(again)
+
+
+def test_errors_are_is_error_with_the_fix(session):
+    outside, unknown, missing = session.run([
+        ("ctx_read", {"path": "../outside.txt"}),
+        ("ctx_read", {"path": "README.md", "mode": "bogus"}),
+        ("ctx_read", {"path": "nope.txt"})])
+    assert outside.is_error and "outside the workspace" in text_of(outside)
+    assert unknown.is_error and "unknown mode" in text_of(unknown) and "lines:N-M" in text_of(unknown)
+    assert missing.is_error and "no such file" in text_of(missing)
+
+
+def test_lines_and_anchored_modes(session):
+    lines, anchored = session.run([("ctx_read", {"path": "README.md", "mode": "lines:1,5-7"}),
+                                   ("ctx_read", {"path": "README.md", "mode": "anchored"})])
+    assert text_of(lines).splitlines() == ["1| # Demo", "5| ## Install", "6| ", "7| pip install demo"]
+    first = text_of(anchored).splitlines()[0]
+    assert first.startswith("1#") and first.endswith("| # Demo")
+
+
+def test_search_finds_camel_and_snake_parts_and_honours_gitignore(session):
+    camel, snake = session.run([("ctx_search", {"query": "token parser"}),
+                                ("ctx_search", {"query": "parse_header", "k": 3})])
+    assert text_of(camel).splitlines()[0].startswith("pkg/parser.py:1:")
+    assert "secret/keys.txt" not in text_of(camel)
+    assert "pkg/parser.py:2:" in text_of(snake)
+
+
+def test_doc_lists_headings_and_returns_a_section(session):
+    listing, section = session.run([("ctx_doc", {"target": "README.md"}),
+                                    ("ctx_doc", {"target": "install demo", "section": "Install"})])
+    assert "Install (line 5)" in text_of(listing)
+    assert text_of(section).startswith("## Install") and "Run it." not in text_of(section)
+
+
+def test_expand_unknown_handle_is_error(session):
+    (res,) = session.run([("ctx_expand", {"handle": "<<ccr:0000deadbeef>>"})])
+    assert res.is_error and "ccr:0000deadbeef" in text_of(res)
+
+
+def test_no_mcp_switch_keeps_server_off(workspace, state_dir):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "capsule", "mcp", "serve", "--root", str(workspace)],
+                          input=b"", capture_output=True, timeout=60,
+                          env={"JACKIN_CTX_STATE_DIR": str(state_dir), "JACKIN_CTX_NO_MCP": "1"})
+    assert proc.returncode == 0 and b"JACKIN_CTX_NO_MCP" in proc.stderr
