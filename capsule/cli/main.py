@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "capsule.cli.mcp",
     "capsule.cli.index",
     "capsule.cli.ctx",
+    "capsule.cli.runtime",
 ]
 
 

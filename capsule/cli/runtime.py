@@ -1,0 +1,267 @@
+"""`capsule up|down|ps|logs|supervise|shims`: launching roles, in Docker or locally.
+
+Not responsible for supervising (capsule/supervisor/) or for Docker itself (the `docker` CLI is
+called as a subprocess). Invariant: a manifest is validated before anything starts; a bad one
+exits 2 with nothing left running.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from capsule import paths
+from capsule.cli.main import UserError
+from capsule.policy import switches
+from capsule.policy.manifest import DEFAULT_ROLE, ManifestError, Role, load_role
+
+IMAGE_ENV = "CAPSULE_IMAGE"
+DEFAULT_IMAGE = "capsule:dev"
+ROLE_IN_CONTAINER = "/etc/capsule/role.toml"
+LABEL = "capsule.managed"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def register(sub) -> None:
+    up = sub.add_parser("up", help="run a role: its container, or locally with --local",
+                        description="Run a role's agent under the capsule supervisor. In Docker by default "
+                        "(workspace mounted, state volume at /state/context); --local runs the supervisor "
+                        "here with the shims first on PATH.")
+    up.add_argument("--role", default=DEFAULT_ROLE, help="a role name from roles/ or a path to a TOML file")
+    up.add_argument("--workspace", type=Path, help="directory mounted as the role's workspace (default: .)")
+    up.add_argument("--detach", "-d", action="store_true", help="start the container in the background")
+    up.add_argument("-e", "--env", action="append", default=[], metavar="VAR=VAL",
+                    help="environment for the agent (e.g. -e JACKIN_CTX_NO_SHIMS=1); repeatable")
+    up.add_argument("--local", action="store_true", help="no Docker: supervise CMD (default: the role's agent) here")
+    up.add_argument("--name", help="container name (default: capsule-ROLE)")
+    up.add_argument("--image", default=os.environ.get(IMAGE_ENV, DEFAULT_IMAGE), help="image (default: %(default)s)")
+    up.add_argument("--grace", type=float, default=5.0, help="seconds stragglers get before SIGKILL")
+    up.add_argument("argv", nargs="*", metavar="-- CMD ARGS", help="the agent command (default: the role's)")
+    up.set_defaults(func=cmd_up)
+
+    down = sub.add_parser("down", help="stop and remove role containers")
+    down.add_argument("names", nargs="*", help="role or container names (default: all capsule containers)")
+    down.add_argument("--volumes", action="store_true", help="also remove their state volumes")
+    down.set_defaults(func=cmd_down)
+
+    ps = sub.add_parser("ps", help="list role containers")
+    ps.set_defaults(func=cmd_ps)
+
+    logs = sub.add_parser("logs", help="a role container's log (the supervisor and the agent)")
+    logs.add_argument("name", help="role or container name")
+    logs.add_argument("-f", "--follow", action="store_true")
+    logs.set_defaults(func=cmd_logs)
+
+    sv = sub.add_parser("supervise", help="the capsule supervisor (the image's entrypoint, PID 1)",
+                        description=f"Run the role's agent (or CMD) under the supervisor. The role comes from "
+                        f"--role, else ${switches.ROLE}, else '{DEFAULT_ROLE}'.")
+    sv.add_argument("--role", help="role name or TOML path")
+    sv.add_argument("--shim-dir", type=Path, default=None,
+                    help=f"shim directory put first on the agent's PATH (default: {paths.CONTAINER_SHIM_DIR} if present)")
+    sv.add_argument("--grace", type=float, default=5.0, help="seconds stragglers get before SIGKILL")
+    sv.add_argument("-v", "--verbose", action="store_true", help="log supervisor events to stderr")
+    sv.add_argument("argv", nargs="*", metavar="-- CMD ARGS")
+    sv.set_defaults(func=cmd_supervise)
+
+    shims = sub.add_parser("shims", help="shim management")
+    shims_sub = shims.add_subparsers(dest="shims_command", metavar="SUBCOMMAND")
+    inst = shims_sub.add_parser("install", help="write the shims into DIR")
+    inst.add_argument("dir", type=Path)
+    inst.add_argument("--socket", help="control socket the shims use when $JACKIN_CTX_SOCKET is unset")
+    inst.add_argument("--python", help="interpreter for the shim (default: /usr/bin/python3)")
+    inst.set_defaults(func=cmd_shims_install)
+    shims.set_defaults(func=lambda args: (shims.print_help(), 2)[1])
+
+
+# ---- helpers ----------------------------------------------------------------------------
+def _role(name: str | None) -> Role:
+    try:
+        return load_role(name or os.environ.get(switches.ROLE) or DEFAULT_ROLE)
+    except ManifestError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _pairs(items: list[str]) -> dict[str, str]:
+    env = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UserError(f"-e {item!r}: expected VAR=VALUE")
+        env[name] = value
+    return env
+
+
+def _argv(args) -> list[str]:
+    argv = list(args.argv or [])
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    return argv
+
+
+def _docker() -> str:
+    docker = shutil.which("docker")
+    if docker is None:
+        raise UserError("docker not found on PATH; install it (scripts/setup-docker.sh) or use --local")
+    return docker
+
+
+# ---- commands ---------------------------------------------------------------------------
+def cmd_supervise(args) -> int:
+    from capsule.supervisor.core import Options, Supervisor, setup_logging  # noqa: PLC0415
+
+    role = _role(args.role)
+    shim_dir = args.shim_dir
+    if shim_dir is None and paths.CONTAINER_SHIM_DIR.is_dir():
+        shim_dir = paths.CONTAINER_SHIM_DIR
+    setup_logging(paths.state_dir(), args.verbose)
+    sup = Supervisor(Options(role=role, command=_argv(args) or None, shim_dir=shim_dir, grace_s=args.grace))
+    return sup.run()
+
+
+def cmd_up(args) -> int:
+    role = _role(args.role)
+    extra = _pairs(args.env)
+    argv = _argv(args)
+    if args.local:
+        return _up_local(role, extra, argv, args)
+    return _up_docker(role, extra, argv, args)
+
+
+def _up_local(role: Role, extra: dict[str, str], argv: list[str], args) -> int:
+    from capsule import shims  # noqa: PLC0415
+    from capsule.supervisor.core import Options, Supervisor, setup_logging  # noqa: PLC0415
+
+    os.environ.update(extra)  # switches passed with -e apply to the supervisor too
+    state = paths.state_dir()
+    shim_dir = state / "shims"
+    shims.install(shim_dir, socket=str(paths.socket_path()))
+    workdir = args.workspace.resolve() if args.workspace else None
+    if workdir is not None and not workdir.is_dir():
+        raise UserError(f"--workspace {args.workspace}: not a directory")
+    setup_logging(state, verbose=False)
+    sup = Supervisor(Options(role=role, command=argv or None, shim_dir=shim_dir, grace_s=args.grace,
+                             workdir=workdir, env=extra))
+    return sup.run()
+
+
+def docker_run_argv(role: Role, extra: dict[str, str], argv: list[str], *, image: str, name: str,
+                    workspace: Path, detach: bool, interactive: bool) -> list[str]:
+    """The `docker run` command line for a role (pure: tests and `up` share it)."""
+    cmd = ["run", "--name", name, "--label", f"{LABEL}=1", "--label", f"capsule.role={role.name}",
+           "-v", f"capsule-state-{role.name}:{paths.CONTAINER_STATE_DIR}",
+           "-v", f"{role.path}:{ROLE_IN_CONTAINER}:ro",
+           "-v", f"{workspace}:{role.workspace_mount}{':ro' if role.workspace_read_only else ''}",
+           "-w", role.workspace_mount,
+           "-e", f"{switches.ROLE}={ROLE_IN_CONTAINER}"]
+    res = role.resources
+    if "cpus" in res:
+        cmd += ["--cpus", str(res["cpus"])]
+    if "memory" in res:
+        cmd += ["--memory", str(res["memory"])]
+    if "pids" in res:
+        cmd += ["--pids-limit", str(res["pids"])]
+    env = dict(role.agent.env)
+    env.update({k: os.environ[k] for k in switches.ALL_SWITCHES if k in os.environ})
+    env.update(extra)
+    for key in sorted(env):
+        cmd += ["-e", f"{key}={env[key]}"]
+    if detach:
+        cmd += ["-d"]
+    else:
+        cmd += ["--rm", "-i"] + (["-t"] if interactive else [])
+    cmd += ["--stop-timeout", "15", image]
+    if argv:
+        cmd += ["--"] + argv
+    return cmd
+
+
+def _up_docker(role: Role, extra: dict[str, str], argv: list[str], args) -> int:
+    docker = _docker()
+    workspace = (args.workspace or Path.cwd()).resolve()
+    if not workspace.is_dir():
+        raise UserError(f"--workspace {workspace}: not a directory")
+    if subprocess.run([docker, "image", "inspect", args.image], capture_output=True).returncode != 0:
+        _build_image(docker, args.image)
+    name = args.name or f"capsule-{role.name}"
+    cmd = docker_run_argv(role, extra, argv, image=args.image, name=name, workspace=workspace,
+                          detach=args.detach, interactive=sys.stdin.isatty() and sys.stdout.isatty())
+    if args.detach:
+        proc = subprocess.run([docker, *cmd], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise UserError(f"docker run failed: {proc.stderr.strip().splitlines()[-1:] or proc.returncode}")
+        print(proc.stdout.strip())
+        return 0
+    return subprocess.call([docker, *cmd])
+
+
+def _build_image(docker: str, image: str) -> None:
+    dockerfile = REPO_ROOT / "Dockerfile"
+    if not dockerfile.is_file():
+        raise UserError(f"image {image} not found and no Dockerfile here to build it; "
+                        "build it from a capsule checkout (scripts/setup-docker.sh) or pass --image")
+    print(f"capsule: building {image} from {dockerfile}", file=sys.stderr)
+    build = [docker, "build", "-t", image]
+    base = os.environ.get("CAPSULE_BASE_IMAGE")
+    if base:
+        build += ["--build-arg", f"BASE_IMAGE={base}"]
+    if (REPO_ROOT / "wheelhouse").is_dir():
+        build += ["--build-arg", "WHEELHOUSE=wheelhouse"]
+    if subprocess.call([*build, str(REPO_ROOT)]) != 0:
+        raise UserError(f"docker build of {image} failed")
+
+
+def _containers(docker: str, names: list[str]) -> list[str]:
+    base = [docker, "ps", "-a", "-q", "--filter", f"label={LABEL}=1"]
+    if not names:
+        return subprocess.run(base, capture_output=True, text=True).stdout.split()
+    ids: list[str] = []
+    for n in names:
+        for flt in (f"label=capsule.role={n}", f"name=^/{n}$"):
+            for cid in subprocess.run([*base, "--filter", flt], capture_output=True, text=True).stdout.split():
+                if cid not in ids:
+                    ids.append(cid)
+    return ids
+
+
+def cmd_down(args) -> int:
+    docker = _docker()
+    ids = _containers(docker, args.names)
+    if not ids:
+        print("capsule: no capsule containers", file=sys.stderr)
+        return 0
+    volumes = []
+    if args.volumes:
+        for cid in ids:
+            out = subprocess.run([docker, "inspect", "-f", '{{index .Config.Labels "capsule.role"}}', cid],
+                                 capture_output=True, text=True).stdout.strip()
+            if out:
+                volumes.append(f"capsule-state-{out}")
+    rc = subprocess.call([docker, "rm", "-f", *ids], stdout=subprocess.DEVNULL)
+    if volumes:
+        subprocess.call([docker, "volume", "rm", "-f", *sorted(set(volumes))], stdout=subprocess.DEVNULL)
+    return rc
+
+
+def cmd_ps(args) -> int:
+    docker = _docker()
+    return subprocess.call([docker, "ps", "-a", "--filter", f"label={LABEL}=1", "--format",
+                            'table {{.Names}}\t{{.Label "capsule.role"}}\t{{.Status}}\t{{.Image}}'])
+
+
+def cmd_logs(args) -> int:
+    docker = _docker()
+    ids = _containers(docker, [args.name])
+    if not ids:
+        raise UserError(f"no capsule container for {args.name!r}; see `capsule ps`")
+    return subprocess.call([docker, "logs", *(["-f"] if args.follow else []), ids[0]])
+
+
+def cmd_shims_install(args) -> int:
+    from capsule import shims  # noqa: PLC0415
+
+    written = shims.install(args.dir, python=args.python, socket=args.socket)
+    print(f"capsule: {len(written)} shims in {Path(args.dir).absolute()} -> {shims.PROGRAM}")
+    return 0

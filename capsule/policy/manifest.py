@@ -1,0 +1,209 @@
+"""Role manifests: find, parse and validate a role TOML against its versioned JSON Schema.
+
+Not responsible for acting on a role (the supervisor and `capsule up` do) nor for kill switches
+(policy/switches.py). Invariant: a manifest with an unknown key or a bad value never yields a
+Role; the error names the file, the key, its line and a hint.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+DATA_DIR = Path(__file__).with_name("data")
+ROLES_DIR = DATA_DIR / "roles"
+SCHEMA_DIR = DATA_DIR / "role-schemas"
+SCHEMA_VERSIONS = {1: "role.v1.schema.json"}
+DEFAULT_ROLE = "default"
+DEFAULT_MODE = "measure"            # new roles count everything and change nothing
+DEFAULT_BUDGET = 2000
+AGENT_COMMANDS = {"claude": ("claude",), "codex": ("codex",), "shell": ("bash",)}
+
+
+class ManifestError(ValueError):
+    """A role manifest that cannot be used; str() is one line naming file, key, line and a hint."""
+
+
+@dataclass(frozen=True)
+class Agent:
+    kind: str
+    model: str | None
+    command: tuple[str, ...]
+    env: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Subsystems:
+    shims: bool = True
+    mcp: bool = True
+    register: bool = True
+    routing: bool = True
+
+
+@dataclass(frozen=True)
+class ContextConfig:
+    mode: str = DEFAULT_MODE
+    languages: tuple[str, ...] = ()
+    standing_budget: int = DEFAULT_BUDGET
+    subsystems: Subsystems = field(default_factory=Subsystems)
+    output: dict[str, Any] = field(default_factory=dict)
+    routing: dict[str, Any] = field(default_factory=dict)
+    filters_extra: tuple[dict[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Role:
+    name: str
+    path: Path
+    description: str
+    agent: Agent
+    workspace_mount: str
+    workspace_read_only: bool
+    resources: dict[str, Any]
+    context: ContextConfig
+    raw: dict[str, Any]
+
+
+def role_names() -> list[str]:
+    return sorted(p.stem for p in ROLES_DIR.glob("*.toml"))
+
+
+def resolve(name_or_path: str | Path) -> Path:
+    """A path to a TOML file, or a role name looked up in the shipped roles/."""
+    text = str(name_or_path)
+    candidate = Path(text).expanduser()
+    if text.endswith(".toml") or "/" in text or candidate.is_file():
+        if not candidate.is_file():
+            raise ManifestError(f"role {text}: no such file")
+        return candidate
+    path = ROLES_DIR / f"{text}.toml"
+    if not path.is_file():
+        raise ManifestError(f"role {text!r}: no such role; known roles: {', '.join(role_names())} "
+                            "(or pass a path to a .toml file)")
+    return path
+
+
+def load_role(name_or_path: str | Path) -> Role:
+    path = resolve(name_or_path)
+    source = path.read_text(encoding="utf-8")
+    try:
+        data = tomllib.loads(source)
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(f"role {path}: not valid TOML: {exc}") from None
+    validate(data, path, source)
+    return _build(data, path)
+
+
+def validate(data: dict[str, Any], path: Path, source: str) -> None:
+    version = data.get("schema")
+    if version not in SCHEMA_VERSIONS:
+        line = _line_of(source, ("schema",))
+        raise ManifestError(f"role {path} line {line}: key \"schema\" is {version!r}; "
+                            f"hint: set schema = {max(SCHEMA_VERSIONS)} (known: {sorted(SCHEMA_VERSIONS)})")
+    validator = jsonschema.Draft202012Validator(_schema(version))
+    errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    if errors:
+        raise ManifestError(_describe(errors[0], path, source))
+
+
+@lru_cache(maxsize=None)
+def _schema(version: int) -> dict[str, Any]:
+    return json.loads((SCHEMA_DIR / SCHEMA_VERSIONS[version]).read_text(encoding="utf-8"))
+
+
+def _describe(err: jsonschema.ValidationError, path: Path, source: str) -> str:
+    keys = tuple(str(k) for k in err.absolute_path)
+    table = "[" + ".".join(keys) + "]" if keys else "the top level"
+    schema = err.schema if isinstance(err.schema, dict) else {}
+    if err.validator == "additionalProperties":
+        allowed = sorted(schema.get("properties", {}))
+        unknown = sorted(set(err.instance) - set(allowed))
+        bad = unknown[0] if unknown else "?"
+        line = _line_of(source, keys + (bad,))
+        return (f"role {path} line {line}: unknown key \"{bad}\" in {table}; "
+                f"allowed: {', '.join(allowed)}")
+    if err.validator == "required":
+        missing = re.findall(r"'([^']+)' is a required property", err.message)
+        name = missing[0] if missing else "?"
+        line = _line_of(source, keys) if keys else 1
+        return f"role {path} line {line}: missing key \"{name}\" in {table}; hint: add {name} = …"
+    line = _line_of(source, keys)
+    dotted = ".".join(keys) or "(top level)"
+    hint = _hint(err, schema)
+    return f"role {path} line {line}: bad value for \"{dotted}\": {err.instance!r}; hint: {hint}"
+
+
+def _hint(err: jsonschema.ValidationError, schema: dict[str, Any]) -> str:
+    if "enum" in schema:
+        return "one of " + ", ".join(repr(v) for v in schema["enum"])
+    if "const" in schema:
+        return f"must be {schema['const']!r}"
+    if "type" in schema and err.validator == "type":
+        return f"expected {schema['type']}"
+    if "pattern" in schema:
+        return f"must match {schema['pattern']}"
+    return err.message
+
+
+_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+_KEY = re.compile(r"^\s*([A-Za-z0-9_.\"'-]+)\s*=")
+
+
+def _line_of(source: str, keys: tuple[str, ...]) -> int:
+    """Line of the longest prefix of `keys` that the file spells (`key =` or a [table]); else 1."""
+    lines: dict[tuple[str, ...], int] = {}
+    table: tuple[str, ...] = ()
+    for number, line in enumerate(source.splitlines(), start=1):
+        header = _HEADER.match(line)
+        if header:
+            table = tuple(_unquote(p) for p in header.group(1).split("."))
+            lines.setdefault(table, number)
+            continue
+        key = _KEY.match(line)
+        if key:
+            full = table + tuple(_unquote(p) for p in key.group(1).split("."))
+            for i in range(len(table) + 1, len(full) + 1):
+                lines.setdefault(full[:i], number)
+    for i in range(len(keys), 0, -1):
+        if keys[:i] in lines:
+            return lines[keys[:i]]
+    return 1
+
+
+def _unquote(part: str) -> str:
+    return part.strip().strip("\"'")
+
+
+def _build(data: dict[str, Any], path: Path) -> Role:
+    agent = data["agent"]
+    ctx = data.get("context", {})
+    kind = agent["kind"]
+    workspace = data.get("workspace", {})
+    return Role(
+        name=data["name"],
+        path=path.resolve(),
+        description=data.get("description", ""),
+        agent=Agent(kind=kind, model=agent.get("model"),
+                    command=tuple(agent.get("command", AGENT_COMMANDS[kind])),
+                    env=dict(agent.get("env", {}))),
+        workspace_mount=workspace.get("mount", "/workspace"),
+        workspace_read_only=bool(workspace.get("read_only", False)),
+        resources=dict(data.get("resources", {})),
+        context=ContextConfig(
+            mode=ctx.get("mode", DEFAULT_MODE),
+            languages=tuple(ctx.get("languages", ())),
+            standing_budget=int(ctx.get("standing_budget", DEFAULT_BUDGET)),
+            subsystems=Subsystems(**ctx.get("subsystems", {})),
+            output=dict(ctx.get("output", {})),
+            routing=dict(ctx.get("routing", {})),
+            filters_extra=tuple(dict(f) for f in ctx.get("filters", {}).get("extra", ())),
+        ),
+        raw=data,
+    )

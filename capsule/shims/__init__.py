@@ -1,0 +1,95 @@
+"""Shim installation: write the one thin shim program and a name for each tool it covers.
+
+Not responsible for what the shim does at run time (shim_template/capsule_shim.py, which must
+stay import-free) nor for the engine behind the socket (supervisor/server.py).
+Invariant: installing twice gives the same files; the shim never imports capsule.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from capsule import paths
+from capsule.policy import switches
+
+PROGRAM = "capsule-shim"
+TEMPLATE = Path(__file__).with_name("shim_template") / "capsule_shim.py"
+TOOLS_FILE = Path(__file__).with_name("tools.txt")
+NESTED = "JACKIN_CTX_IN_SHIM"       # set in the real command's environment: nested shims pass through
+TIMEOUT_S = 2.0                     # engine round trip; slower than this and raw output passes
+MAX_BYTES = 32 << 20                # larger outputs pass raw (the engine has a streaming path instead)
+MARKER = "# capsule-shim:"          # how doctor recognises a capsule shim
+
+
+def tools() -> list[str]:
+    names = []
+    for line in TOOLS_FILE.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            names.append(line)
+    return names
+
+
+def shim_python() -> str:
+    """The interpreter the shim runs under: the system python3 (fast, no venv), else ours."""
+    for cand in ("/usr/bin/python3", "/usr/local/bin/python3"):
+        if os.access(cand, os.X_OK):
+            return cand
+    return getattr(sys, "_base_executable", None) or sys.executable
+
+
+def render(shim_dir: Path, python: str | None = None, socket: str | None = None) -> str:
+    values = {
+        "@PYTHON@": python or shim_python(),
+        "@SHIM_DIR@": repr(str(shim_dir)),
+        "@SOCKET@": repr(socket if socket is not None else str(paths.socket_path())),
+        "@TIMEOUT_S@": repr(TIMEOUT_S),
+        "@MAX_BYTES@": repr(MAX_BYTES),
+        "@SW_DISABLE@": repr(switches.DISABLE),
+        "@SW_NO_SHIMS@": repr(switches.NO_SHIMS),
+        "@ENV_SOCKET@": repr(switches.SOCKET),
+        "@ENV_SCOPE@": repr(switches.SCOPE),
+        "@ENV_MARKER@": repr(switches.AGENT_MARKER),
+        "@ENV_NESTED@": repr(NESTED),
+    }
+    text = TEMPLATE.read_text(encoding="utf-8")
+    for key, value in values.items():
+        text = text.replace(key, value)
+    return text
+
+
+def install(shim_dir: Path | str, names: list[str] | None = None, python: str | None = None,
+            socket: str | None = None) -> list[Path]:
+    """Write DIR/capsule-shim and DIR/<tool> -> capsule-shim for each tool; returns the tool paths."""
+    shim_dir = Path(shim_dir).absolute()
+    shim_dir.mkdir(parents=True, exist_ok=True)
+    program = shim_dir / PROGRAM
+    text = render(shim_dir, python, socket)
+    if not program.is_file() or program.read_text(encoding="utf-8") != text:
+        tmp = program.with_suffix(".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.chmod(0o755)
+        tmp.replace(program)
+    written = []
+    for name in names or tools():
+        link = shim_dir / name
+        if link.is_symlink() and os.readlink(link) == PROGRAM:
+            written.append(link)
+            continue
+        if link.exists() or link.is_symlink():
+            link.unlink()
+        link.symlink_to(PROGRAM)
+        written.append(link)
+    return written
+
+
+def is_capsule_shim(path: Path) -> bool:
+    try:
+        real = Path(path).resolve()
+        with open(real, "rb") as f:
+            head = f.read(256)
+    except OSError:
+        return False
+    return MARKER.encode() in head

@@ -1,0 +1,192 @@
+#!@PYTHON@ -IS
+# capsule-shim: the thin door for shell commands (installed by `capsule shims install`).
+# Runs the real command found later on PATH, then hands its output to the warm engine over the
+# supervisor's control socket. Imports only os, sys and _socket (plus the already-loaded
+# _signal/time): the whole budget is ~15 ms. Raw output on any failure; exit codes bit-exact.
+import os
+import sys
+import _socket
+
+SHIM_DIR = @SHIM_DIR@
+DEFAULT_SOCKET = @SOCKET@
+TIMEOUT_S = @TIMEOUT_S@
+MAX_BYTES = @MAX_BYTES@
+SW_DISABLE = @SW_DISABLE@
+SW_NO_SHIMS = @SW_NO_SHIMS@
+ENV_SOCKET = @ENV_SOCKET@
+ENV_SCOPE = @ENV_SCOPE@
+ENV_MARKER = @ENV_MARKER@
+ENV_NESTED = @ENV_NESTED@
+FALSE = ("", "0", "false", "no", "off")
+SIGNALS = (1, 2, 3, 10, 12, 15, 28)  # HUP INT QUIT USR1 USR2 TERM WINCH
+SHELLS = (b"sh", b"bash", b"dash", b"zsh", b"ksh", b"mksh", b"ash", b"fish", b"busybox")
+
+
+def on(name, env):
+    return env.get(name, "").strip().lower() not in FALSE
+
+
+def find_real(name, env):
+    me = os.path.realpath(sys.argv[0])
+    here = os.path.realpath(SHIM_DIR) if SHIM_DIR else os.path.dirname(me)
+    for d in env.get("PATH", "").split(":"):
+        if not d or os.path.realpath(d) == here:
+            continue
+        cand = d + "/" + name
+        if os.access(cand, os.X_OK) and not os.path.isdir(cand) and os.path.realpath(cand) != me:
+            return cand
+    return None
+
+
+def quote(arg):
+    if arg and all(c.isalnum() or c in "@%+=:,./-_" for c in arg):
+        return arg
+    return "'" + arg.replace("'", "'\"'\"'") + "'"
+
+
+def is_agent_call(env):
+    return env.get("CLAUDECODE") == "1" or bool(env.get("CODEX_THREAD_ID")) or on(ENV_MARKER, env)
+
+
+def final_stage():
+    """False when a shell feeds our stdout somewhere else (a pipe, a file, $(…)): keep it raw."""
+    try:
+        mine = os.readlink("/proc/self/fd/1")
+        ppid = os.getppid()
+        with open("/proc/%d/comm" % ppid, "rb") as f:
+            parent = f.read().strip()
+        if parent not in SHELLS:
+            return True
+        return os.readlink("/proc/%d/fd/1" % ppid) == mine
+    except OSError:
+        return True
+
+
+def read_all(fd):
+    os.lseek(fd, 0, 0)
+    parts = []
+    while True:
+        b = os.read(fd, 1 << 20)
+        if not b:
+            return b"".join(parts)
+        parts.append(b)
+
+
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except BrokenPipeError:
+            return
+        view = view[n:]
+
+
+def ask_engine(path, command, out, err, code, duration_ms, scope):
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        s.settimeout(TIMEOUT_S)
+        s.connect(path)
+        c, sc = command.encode("utf-8", "surrogateescape"), scope.encode("utf-8", "surrogateescape")
+        head = b"OBS1 %d %d %d %d %d %d\n" % (code, int(duration_ms * 1000), len(c), len(out), len(err), len(sc))
+        s.sendall(head + c)
+        s.sendall(out)
+        s.sendall(err)
+        s.sendall(sc)
+        s.shutdown(_socket.SHUT_WR)
+        chunks = []
+        while True:
+            b = s.recv(1 << 20)
+            if not b:
+                break
+            chunks.append(b)
+    finally:
+        s.close()
+    reply = b"".join(chunks)
+    nl = reply.index(b"\n")
+    fields = reply[:nl].split()
+    if fields[0] != b"OK" or len(fields) != 3:
+        return None
+    n_out, n_err = int(fields[1]), int(fields[2])
+    body = reply[nl + 1:]
+    if len(body) != n_out + n_err:
+        return None
+    return body[:n_out], body[n_out:]
+
+
+def main():
+    env = os.environ
+    name = os.path.basename(sys.argv[0])
+    args = sys.argv[1:]
+    real = find_real(name, env)
+    if real is None:
+        sys.stderr.write("capsule-shim: %s: command not found after %s on PATH\n" % (name, SHIM_DIR))
+        return 127
+    sock = env.get(ENV_SOCKET) or DEFAULT_SOCKET
+    if (on(SW_DISABLE, env) or on(SW_NO_SHIMS, env) or env.get(ENV_NESTED) or not is_agent_call(env)
+            or not sock or not os.path.exists(sock) or not final_stage()):
+        os.execv(real, [real] + args)
+    import _signal
+    import time
+    out_fd = os.memfd_create("capsule-out", 1)  # MFD_CLOEXEC
+    err_fd = os.memfd_create("capsule-err", 1)
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.dup2(out_fd, 1)
+            os.dup2(err_fd, 2)
+            env[ENV_NESTED] = "1"
+            os.execv(real, [real] + args)
+        finally:
+            os._exit(127)
+    def forward(signum, frame):
+        try:
+            os.kill(pid, signum)
+        except OSError:
+            pass
+    for sig in SIGNALS:
+        try:
+            _signal.signal(sig, forward)
+        except (OSError, ValueError):
+            pass
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
+    duration_ms = (time.monotonic() - started) * 1000.0
+    if os.WIFSIGNALED(status):
+        code = 128 + os.WTERMSIG(status)
+    else:
+        code = os.waitstatus_to_exitcode(status)
+    out, err = read_all(out_fd), read_all(err_fd)
+    result = None
+    if len(out) + len(err) <= MAX_BYTES:
+        try:
+            result = ask_engine(sock, " ".join([name] + [quote(a) for a in args]), out, err, code,
+                                duration_ms, env.get(ENV_SCOPE, ""))
+        except Exception:
+            result = None
+    if result is not None:
+        out, err = result
+    write_all(1, out)
+    write_all(2, err)
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        for s in SIGNALS:
+            try:
+                _signal.signal(s, _signal.SIG_DFL)
+            except (OSError, ValueError):
+                pass
+        try:
+            _signal.signal(sig, _signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+        except OSError:
+            pass
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,360 @@
+"""The supervisor: PID 1 of the capsule (or a subreaper under `capsule up --local`).
+
+Runs the agent in its own process group, forwards signals to that group, reaps every child and
+orphan, keeps the engine warm behind the control socket, and exits with the agent's status.
+Not responsible for deciding what runs (supervisor/plan.py) or for compression (capsule.engine).
+Invariant: the exit status is the agent's (128+n when signal n killed it); no zombie outlives a
+reap pass; stragglers get SIGTERM, then SIGKILL after the grace period.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+
+from capsule import __version__, paths
+from capsule.policy import switches
+from capsule.policy.manifest import Role
+from capsule.supervisor import plan as planning
+from capsule.supervisor.server import EngineServer
+
+log = logging.getLogger("capsule.supervisor")
+
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT,
+             signal.SIGUSR1, signal.SIGUSR2, signal.SIGWINCH)
+DEFAULT_GRACE_S = 5.0
+REAP_INTERVAL_S = 0.5
+PR_SET_CHILD_SUBREAPER = 36
+
+
+@dataclass
+class Options:
+    role: Role
+    command: list[str] | None = None          # None: the role's agent
+    shim_dir: Path | None = None              # shims first on PATH when shims are on
+    grace_s: float = DEFAULT_GRACE_S
+    workdir: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def exit_code(status: int) -> int:
+    """waitpid status -> shell-style code: the exit code, or 128+n for signal n."""
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status)
+    return 1
+
+
+def agent_kind(role: Role, command: list[str] | None) -> str:
+    if not command:
+        return role.agent.kind
+    base = os.path.basename(command[0])
+    return base if base in ("claude", "codex") else "shell"
+
+
+class Supervisor:
+    def __init__(self, opts: Options):
+        self.opts = opts
+        self.role = opts.role
+        self.switches = switches.Switches.read()
+        self.plan = planning.plan(self.role, self.switches)
+        self.mode = planning.effective_mode(self.role, self.switches)
+        self.state_dir = paths.state_dir()
+        self.socket_path = paths.socket_path()
+        self.agent_pid: int | None = None
+        self.agent_status: int | None = None
+        self.reaped = 0
+        self.started = time.monotonic()
+        self.ready_s: float | None = None
+        self.engine = None
+        self.server: EngineServer | None = None
+        self.registration: dict[str, str] = {}
+        self._done = anyio.Event()
+
+    # ---- lifecycle -------------------------------------------------------------------
+    def run(self) -> int:
+        return anyio.run(self._main)
+
+    async def _main(self) -> int:
+        if os.getpid() != 1:
+            _become_subreaper()
+        try:
+            signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+        except (OSError, ValueError):
+            pass
+        async with anyio.create_task_group() as tg:
+            with anyio.open_signal_receiver(*FORWARDED, signal.SIGCHLD) as signals:
+                if self.plan["engine"].on:
+                    await self._start_engine()
+                    tg.start_soon(self.server.serve)
+                self._register_agents()
+                self.ready_s = time.monotonic() - self.started
+                log.info("ready in %.0f ms: role=%s mode=%s socket=%s", self.ready_s * 1000,
+                         self.role.name, self.mode, self.socket_path if self.server else "-")
+                self._spawn_agent()
+                tg.start_soon(self._on_signals, signals)
+                tg.start_soon(self._reap_periodically)
+                self._reap()
+                await self._done.wait()
+                tg.cancel_scope.cancel()
+        for signum in FORWARDED:  # shutting down: a late signal must not kill us before the reap
+            signal.signal(signum, signal.SIG_IGN)
+        await self._stop_stragglers()
+        if self.server is not None:
+            self.server.close()
+        if self.engine is not None:
+            try:
+                self.engine.close()
+            except Exception:  # noqa: BLE001
+                pass
+        code = exit_code(self.agent_status if self.agent_status is not None else 1 << 8)
+        log.info("agent exited with %d", code)
+        return code
+
+    async def _start_engine(self) -> None:
+        from capsule.engine import Engine  # noqa: PLC0415 - heavy import, only when the engine is on
+
+        def warm():
+            engine = Engine(self.state_dir, mode=self.mode)
+            engine.archive, engine.ledger  # open the stores now, not on the first command
+            from capsule.measure import tokens  # noqa: PLC0415
+            from capsule.observe.classify import classify  # noqa: PLC0415
+            tokens.count("warm up the tokenizer")
+            classify("git status", b"")
+            return engine
+
+        try:
+            self.engine = await anyio.to_thread.run_sync(warm)
+        except Exception as exc:  # noqa: BLE001 - a broken engine means raw output, not a dead agent
+            log.error("engine failed to start (%r); shims will pass raw output", exc)
+            self.engine = None
+        self.server = EngineServer(self.socket_path, self.engine, self.status)
+        await self.server.listen()
+
+    def _register_agents(self) -> None:
+        """Register capsule's MCP read door with the agent (capsule.agents), when plan and switches allow."""
+        kind = agent_kind(self.role, self.opts.command)
+        if not self.plan["register"].on or kind not in ("claude", "codex"):
+            return
+        try:
+            from capsule import agents  # noqa: PLC0415
+
+            result = agents.register(kind, project=self.opts.workdir or Path.cwd(), env=self.agent_env())
+            self.registration = {kind: "; ".join(result.lines())}
+        except Exception as exc:  # noqa: BLE001 - registration failing must not stop the agent
+            log.warning("MCP registration for %s failed: %r", kind, exc)
+            self.registration = {kind: f"failed: {exc}"}
+
+    # ---- the agent -------------------------------------------------------------------
+    def agent_command(self) -> list[str]:
+        if self.opts.command:
+            return list(self.opts.command)
+        cmd = list(self.role.agent.command)
+        model = self.role.agent.model
+        if model and self.plan["routing"].on and self.role.agent.kind in ("claude", "codex"):
+            cmd += ["--model", model]
+        return cmd
+
+    def agent_env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(self.role.agent.env)
+        env.update(self.opts.env)
+        env[switches.STATE_DIR] = str(self.state_dir)
+        env[switches.MODE] = self.mode
+        env[switches.ROLE] = str(self.role.path)
+        if self.server is not None:
+            env[switches.SOCKET] = str(self.socket_path)
+        shim_dir = str(self.opts.shim_dir) if self.opts.shim_dir else None
+        parts = [p for p in env.get("PATH", os.defpath).split(":") if p and p != shim_dir]
+        if shim_dir and self.plan["shims"].on:
+            parts.insert(0, shim_dir)
+        env["PATH"] = ":".join(parts)
+        # The marker says "every command is an agent tool call"; Claude Code and Codex mark their
+        # own tool calls, and their internal commands must stay raw, so only a shell agent gets it.
+        if agent_kind(self.role, self.opts.command) == "shell":
+            env[switches.AGENT_MARKER] = "shell"
+        else:
+            env.pop(switches.AGENT_MARKER, None)
+        return env
+
+    def _spawn_agent(self) -> None:
+        cmd = self.agent_command()
+        env = self.agent_env()
+        if self.opts.workdir:
+            os.chdir(self.opts.workdir)
+        path = _which(cmd[0], env["PATH"])
+        if path is None:
+            log.error("agent command not found: %s", cmd[0])
+            print(f"capsule: agent command not found: {cmd[0]}", file=sys.stderr)
+            self.agent_status = 127 << 8
+            self._done.set()
+            return
+        sigdef = set(FORWARDED) | {signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTTOU, signal.SIGCHLD}
+        self.agent_pid = os.posix_spawn(path, cmd, env, setpgroup=0, setsigdef=sigdef, setsigmask=set())
+        _give_terminal(self.agent_pid)
+        log.info("agent pid %d: %s", self.agent_pid, " ".join(cmd))
+
+    # ---- signals and reaping -----------------------------------------------------------
+    async def _on_signals(self, signals) -> None:
+        async for signum in signals:
+            if signum == signal.SIGCHLD:
+                self._reap()
+            else:
+                self._forward(signum)
+
+    def _forward(self, signum: int) -> None:
+        if self.agent_pid is None or self.agent_status is not None:
+            return
+        log.info("forwarding signal %d to agent group %d", signum, self.agent_pid)
+        try:
+            os.killpg(self.agent_pid, signum)
+        except ProcessLookupError:
+            try:
+                os.kill(self.agent_pid, signum)
+            except ProcessLookupError:
+                pass
+
+    async def _reap_periodically(self) -> None:
+        while True:
+            await anyio.sleep(REAP_INTERVAL_S)
+            self._reap()
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            self.reaped += 1
+            if pid == self.agent_pid:
+                self.agent_status = status
+                _take_terminal()
+                self._done.set()
+
+    async def _stop_stragglers(self) -> None:
+        pids = _descendants(os.getpid())
+        if not pids:
+            self._reap()
+            return
+        log.info("stopping %d straggler(s): SIGTERM, SIGKILL after %.1fs", len(pids), self.opts.grace_s)
+        for pid in pids:
+            _kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + self.opts.grace_s
+        while time.monotonic() < deadline:
+            self._reap()
+            if not _descendants(os.getpid()):
+                return
+            await anyio.sleep(0.05)
+        for pid in _descendants(os.getpid()):
+            _kill(pid, signal.SIGKILL)
+        await anyio.sleep(0.05)
+        self._reap()
+
+    def status(self) -> dict:
+        return {
+            "version": __version__,
+            "pid": os.getpid(),
+            "role": self.role.name,
+            "role_path": str(self.role.path),
+            "mode": self.mode,
+            "agent_pid": self.agent_pid,
+            "reaped": self.reaped,
+            "uptime_s": round(time.monotonic() - self.started, 3),
+            "ready_ms": round((self.ready_s or 0) * 1000, 1),
+            "engine": self.engine is not None,
+            "subsystems": {k: v.as_dict() for k, v in self.plan.items()},
+            "registration": self.registration,
+            "state_dir": str(self.state_dir),
+        }
+
+
+def _which(name: str, path: str) -> str | None:
+    if "/" in name:
+        return name if os.access(name, os.X_OK) else None
+    for d in path.split(":"):
+        cand = os.path.join(d or ".", name)
+        if os.access(cand, os.X_OK) and not os.path.isdir(cand):
+            return cand
+    return None
+
+
+def _kill(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _descendants(root: int) -> list[int]:
+    """Every live process below `root` (as PID 1 that is every other process), zombies excluded."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        rest = stat[stat.rfind(b")") + 2:].split()
+        if rest[0] == b"Z":
+            continue
+        children.setdefault(int(rest[1]), []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _become_subreaper() -> None:
+    """Outside a container, adopt the agent's orphans so they are reaped and stopped with us."""
+    try:
+        import ctypes  # noqa: PLC0415
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except Exception:  # noqa: BLE001 - best effort; PID 1 does not need it
+        pass
+
+
+def _give_terminal(pgid: int) -> None:
+    try:
+        if os.isatty(0):
+            os.tcsetpgrp(0, pgid)
+    except OSError:
+        pass
+
+
+def _take_terminal() -> None:
+    try:
+        if os.isatty(0):
+            os.tcsetpgrp(0, os.getpgrp())
+    except OSError:
+        pass
+
+
+def setup_logging(state_dir: Path, verbose: bool = False) -> None:
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    try:
+        handlers.append(logging.FileHandler(state_dir / paths.LOG_FILE))
+    except OSError:
+        pass
+    for h in handlers:
+        h.setFormatter(logging.Formatter("capsule[%(process)d] %(levelname)s %(name)s: %(message)s"))
+    handlers[0].setLevel(logging.INFO if verbose else logging.WARNING)
+    root = logging.getLogger("capsule")
+    root.setLevel(logging.INFO)
+    for h in handlers:
+        root.addHandler(h)

@@ -1,0 +1,71 @@
+"""Which subsystems run, and why: the role manifest and the kill switches, decided in one place.
+
+Not responsible for starting anything (supervisor/core.py) or printing (cli/doctor.py).
+Invariant: a subsystem is on only when the manifest allows it and no switch forbids it, and every
+decision carries the reason a person can act on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from capsule.policy import switches
+from capsule.policy.manifest import Role
+
+SUBSYSTEMS = ("engine", "shims", "mcp", "register", "routing")
+
+
+@dataclass(frozen=True)
+class Decision:
+    name: str
+    on: bool
+    reason: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def plan(role: Role, sw: switches.Switches) -> dict[str, Decision]:
+    mode = role.context.mode
+    sub = role.context.subsystems
+    out: dict[str, Decision] = {}
+
+    def decide(name: str, checks: list[tuple[bool, str]], on_reason: str) -> Decision:
+        for failed, reason in checks:
+            if failed:
+                out[name] = Decision(name, False, reason)
+                return out[name]
+        out[name] = Decision(name, True, on_reason)
+        return out[name]
+
+    master = (sw.disable, f"switch {switches.DISABLE}")
+    if sw.measure_only and mode in ("standard", "aggressive"):
+        engine_on = f"measure-only (switch {switches.MEASURE_ONLY}; manifest mode={mode})"
+    elif mode == "measure":
+        engine_on = "measure-only (manifest mode=measure)"
+    else:
+        engine_on = f"manifest mode={mode}"
+    engine = decide("engine", [master, (mode == "off", "manifest mode=off")], engine_on)
+    decide("shims", [master, (sw.no_shims, f"switch {switches.NO_SHIMS}"),
+                     (not sub.shims, "manifest [context.subsystems] shims=false"),
+                     (not engine.on, "engine off")], "manifest")
+    mcp = decide("mcp", [master, (sw.no_mcp, f"switch {switches.NO_MCP}"),
+                         (not sub.mcp, "manifest [context.subsystems] mcp=false")], "manifest")
+    decide("register", [master, (sw.no_register, f"switch {switches.NO_REGISTER}"),
+                        (not sub.register, "manifest [context.subsystems] register=false"),
+                        (not mcp.on, "mcp off"),
+                        (role.agent.kind == "shell", "agent kind=shell has no config to register in")],
+           f"agent {role.agent.kind}")
+    decide("routing", [master, (sw.no_routing, f"switch {switches.NO_ROUTING}"),
+                       (not sub.routing, "manifest [context.subsystems] routing=false"),
+                       (not role.context.routing, "manifest has no [context.routing]")], "manifest [context.routing]")
+    return out
+
+
+def effective_mode(role: Role, sw: switches.Switches) -> str:
+    """The mode the engine runs in after switches: off, measure, standard or aggressive."""
+    if sw.disable or role.context.mode == "off":
+        return "off"
+    if sw.measure_only:
+        return "measure"
+    return role.context.mode

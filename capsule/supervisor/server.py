@@ -1,0 +1,145 @@
+"""The control socket: a Unix stream server in the supervisor that keeps the engine warm for shims.
+
+Not responsible for running commands (the shim does) or for compression (capsule.engine).
+Invariant: the socket is owner-only (0600); any failure answers RAW so the shim emits raw output.
+
+Wire protocol, one request per connection (the shim speaks it without importing capsule):
+  OBS1 <exit> <duration_us> <len cmd> <len stdout> <len stderr> <len scope>\\n <bytes…>
+      -> OK <len stdout> <len stderr>\\n <bytes…>   |   RAW\\n
+  PING\\n   -> PONG <pid>\\n
+  STATUS\\n -> JSON (one object) describing the supervisor
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import anyio
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+log = logging.getLogger("capsule.supervisor")
+
+MAX_HEADER = 256
+MAX_PAYLOAD = 64 << 20
+READ_TIMEOUT_S = 30.0
+
+
+class EngineServer:
+    def __init__(self, path: Path, engine: Any | None, status: Callable[[], dict] | None = None):
+        self.path = Path(path)
+        self.engine = engine
+        self.status = status or (lambda: {})
+        self.lock = anyio.Lock()
+        self.served = 0
+        self.failed = 0
+        self._listener = None
+
+    async def listen(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists() or self.path.is_symlink():
+            self.path.unlink()
+        old = os.umask(0o177)
+        try:
+            self._listener = await anyio.create_unix_listener(self.path)
+        finally:
+            os.umask(old)
+        os.chmod(self.path, 0o600)
+
+    async def serve(self) -> None:
+        assert self._listener is not None, "listen() first"
+        async with self._listener:
+            await self._listener.serve(self._handle)
+
+    def close(self) -> None:
+        try:
+            self.path.unlink()
+        except OSError:
+            pass
+
+    async def _handle(self, stream) -> None:
+        async with stream:
+            try:
+                with anyio.fail_after(READ_TIMEOUT_S):
+                    reply = await self._answer(BufferedByteReceiveStream(stream))
+            except Exception as exc:  # noqa: BLE001 - the shim falls back to raw
+                self.failed += 1
+                log.warning("control socket request failed: %r", exc)
+                reply = b"RAW\n"
+            try:
+                await stream.send(reply)
+            except Exception:  # noqa: BLE001 - the shim gave up (timeout); nothing to do
+                pass
+
+    async def _answer(self, buf: BufferedByteReceiveStream) -> bytes:
+        head = await buf.receive_until(b"\n", MAX_HEADER)
+        fields = head.split()
+        verb = fields[0] if fields else b""
+        if verb == b"PING":
+            return b"PONG %d\n" % os.getpid()
+        if verb == b"STATUS":
+            info = dict(self.status())
+            info.update(served=self.served, failed=self.failed)
+            return json.dumps(info, sort_keys=True).encode() + b"\n"
+        if verb != b"OBS1" or len(fields) != 7:
+            raise ValueError(f"bad request header {head[:60]!r}")
+        code, duration_us, n_cmd, n_out, n_err, n_scope = (int(f) for f in fields[1:])
+        if min(n_cmd, n_out, n_err, n_scope) < 0 or n_cmd + n_out + n_err + n_scope > MAX_PAYLOAD:
+            raise ValueError("payload out of bounds")
+        command = (await _exactly(buf, n_cmd)).decode("utf-8", "surrogateescape")
+        out = await _exactly(buf, n_out)
+        err = await _exactly(buf, n_err)
+        scope = (await _exactly(buf, n_scope)).decode("utf-8", "surrogateescape") or None
+        if self.engine is None:
+            return b"RAW\n"
+        async with self.lock:
+            new_out, new_err = await anyio.to_thread.run_sync(
+                self.engine.observe_command, command, out, err, code, duration_us / 1000.0, scope)
+        self.served += 1
+        return b"OK %d %d\n" % (len(new_out), len(new_err)) + bytes(new_out) + bytes(new_err)
+
+
+async def _exactly(buf: BufferedByteReceiveStream, n: int) -> bytes:
+    return await buf.receive_exactly(n) if n else b""
+
+
+def request(path: Path | str, payload: bytes, timeout: float = 2.0) -> bytes:
+    """Client side for the CLI and tests: send one request, return the whole reply."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(str(path))
+        s.sendall(payload)
+        s.shutdown(socket.SHUT_WR)
+        chunks = []
+        while chunk := s.recv(1 << 20):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def ping(path: Path | str, timeout: float = 0.5) -> bool:
+    try:
+        return request(path, b"PING\n", timeout).startswith(b"PONG")
+    except OSError:
+        return False
+
+
+def status(path: Path | str, timeout: float = 1.0) -> dict | None:
+    try:
+        return json.loads(request(path, b"STATUS\n", timeout))
+    except (OSError, ValueError):
+        return None
+
+
+def wait_ready(path: Path | str, timeout: float = 30.0) -> float:
+    """Seconds until the socket answers PING; raises TimeoutError."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if ping(path, 0.2):
+            return time.monotonic() - start
+        time.sleep(0.01)
+    raise TimeoutError(f"no supervisor answered on {path} within {timeout}s")
