@@ -1,0 +1,138 @@
+"""Agent registration: verify-then-merge, idempotent, own entries by marker, corrupt files refused."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+
+import pytest
+
+from capsule import agents
+from capsule.agents import notes
+from capsule.agents.common import MARKER_KEY
+
+
+@pytest.fixture
+def env(tmp_path):
+    return {"CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "CODEX_HOME": str(tmp_path / "codex"),
+            "HOME": str(tmp_path)}
+
+
+@pytest.fixture
+def project(tmp_path):
+    p = tmp_path / "proj"
+    p.mkdir()
+    return p
+
+
+def test_claude_user_scope_merges_and_keeps_other_servers(env, project, tmp_path):
+    cfg = tmp_path / "claude" / ".claude.json"
+    cfg.parent.mkdir()
+    cfg.write_text(json.dumps({"numStartups": 3, "mcpServers": {"other": {"type": "stdio", "command": "x"}}}))
+    result = agents.register("claude", project=project, env=env)
+    data = json.loads(cfg.read_text())
+    assert data["numStartups"] == 3 and data["mcpServers"]["other"] == {"type": "stdio", "command": "x"}
+    ours = data["mcpServers"]["capsule"]
+    assert ours["type"] == "stdio" and ours["args"][-2:] == ["mcp", "serve"] and MARKER_KEY in ours["env"]
+    settings = json.loads((tmp_path / "claude" / "settings.json").read_text())
+    assert "mcp__capsule" in settings["permissions"]["allow"]
+    assert str(cfg) in result.changed and notes.has(project / "CLAUDE.md")
+
+
+def test_claude_project_scope_writes_mcp_json_and_approval(env, project):
+    agents.register("claude", scope="project", project=project, env=env)
+    assert "capsule" in json.loads((project / ".mcp.json").read_text())["mcpServers"]
+    local = json.loads((project / ".claude" / "settings.local.json").read_text())
+    assert local["enabledMcpjsonServers"] == ["capsule"]
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex"])
+def test_second_run_changes_nothing(agent, env, project, tmp_path):
+    agents.register(agent, project=project, env=env)
+    snapshot = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    again = agents.register(agent, project=project, env=env)
+    assert again.changed == [] and "nothing changed" in again.lines()[0]
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == snapshot
+
+
+def test_corrupt_claude_config_is_refused_untouched(env, project, tmp_path):
+    cfg = tmp_path / "claude" / ".claude.json"
+    cfg.parent.mkdir()
+    cfg.write_text("{broken")
+    with pytest.raises(agents.ConfigError, match="not valid JSON"):
+        agents.register("claude", project=project, env=env)
+    assert cfg.read_text() == "{broken"
+    assert not (tmp_path / "claude" / "settings.json").exists()
+
+
+def test_foreign_entry_named_capsule_is_not_clobbered(env, project, tmp_path):
+    cfg = tmp_path / "claude" / ".claude.json"
+    cfg.parent.mkdir()
+    cfg.write_text(json.dumps({"mcpServers": {"capsule": {"command": "someone-elses"}}}))
+    with pytest.raises(agents.ConfigError, match="did not write"):
+        agents.register("claude", project=project, env=env)
+    assert json.loads(cfg.read_text())["mcpServers"]["capsule"] == {"command": "someone-elses"}
+
+
+def test_codex_merges_table_with_required_and_approve(env, project, tmp_path):
+    cfg = tmp_path / "codex" / "config.toml"
+    cfg.parent.mkdir()
+    original = 'model = "o3"\n# my comment\n\n[mcp_servers.other]\ncommand = "x"\n'
+    cfg.write_text(original)
+    agents.register("codex", project=project, env=env)
+    text = cfg.read_text()
+    assert text.startswith(original)
+    data = tomllib.loads(text)
+    ours = data["mcp_servers"]["capsule"]
+    assert ours["required"] is True and ours["default_tools_approval_mode"] == "approve"
+    assert data["mcp_servers"]["other"] == {"command": "x"} and data["model"] == "o3"
+    assert notes.has(project / "AGENTS.md")
+
+
+def test_codex_corrupt_and_foreign_refused(env, project, tmp_path):
+    cfg = tmp_path / "codex" / "config.toml"
+    cfg.parent.mkdir()
+    cfg.write_text("model = \n")
+    with pytest.raises(agents.ConfigError, match="not valid TOML"):
+        agents.register("codex", project=project, env=env)
+    cfg.write_text('[mcp_servers.capsule]\ncommand = "theirs"\n')
+    with pytest.raises(agents.ConfigError, match="did not write"):
+        agents.register("codex", project=project, env=env)
+    assert cfg.read_text() == '[mcp_servers.capsule]\ncommand = "theirs"\n'
+
+
+@pytest.mark.parametrize("switch", ["JACKIN_CTX_NO_REGISTER", "JACKIN_CTX_NO_MCP"])
+def test_switches_leave_files_untouched(switch, env, project, tmp_path):
+    result = agents.register("claude", project=project, env={**env, switch: "1"})
+    assert result.skipped and switch in result.lines()[0]
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+
+
+def test_note_block_is_idempotent_and_keeps_the_file(project):
+    md = project / "CLAUDE.md"
+    md.write_text("# Project rules\n\nBe kind.\n")
+    assert notes.add(md)
+    assert not notes.add(md)
+    text = md.read_text()
+    assert text.startswith("# Project rules\n\nBe kind.\n") and text.count(notes.BEGIN) == 1
+    from capsule.measure.tokens import count
+    assert count(notes.block()) <= 120
+
+
+def test_registration_status_reports_each_agent(env, project):
+    before = agents.registration_status(project, env)
+    assert before["claude"]["registered"] is False and before["codex"]["registered"] is False
+    agents.register("claude", project=project, env=env)
+    agents.register("codex", project=project, env=env)
+    after = agents.registration_status(project, env)
+    assert after["claude"]["registered"] and after["codex"]["registered"] and after["claude"]["note"]
+    assert after["codex"]["problem"] is None
+
+
+def test_register_cli_exits_2_on_corrupt_file(capsule, tmp_path):
+    cfg = tmp_path / "cc" / ".claude.json"
+    cfg.parent.mkdir()
+    cfg.write_text("[1,2")
+    proc = capsule("mcp", "register", "--agent", "claude", "--project", str(tmp_path), "--no-note",
+                   env={"CLAUDE_CONFIG_DIR": str(cfg.parent)})
+    assert proc.returncode == 2 and b"not valid JSON" in proc.stderr
