@@ -31,14 +31,10 @@ def classify(command: str | None, head: bytes = b"") -> Classification:
 
 
 def classify_command(command: str) -> Classification | None:
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return Classification("unknown", reason="unparseable command line")
-    if not words:
-        return None
-    tool = words[0].rsplit("/", 1)[-1]
-    return Classification(tool or "unknown", reason="first word")
+    """The rules table (observe/rules/rules.toml) read through the shell lexer."""
+    from capsule.observe.rules.command import classify_command_line
+
+    return classify_command_line(command)
 
 
 def sniff_content(head: bytes) -> Classification:

@@ -1,0 +1,142 @@
+"""The "filter" transform: find the filter the classifier chose and run it.
+
+Responsible for the filter table (built-in files in filters/data/*.toml, plus trusted
+project `.capsule/filters.toml` and role filter files), for delegation, and for running a
+filter as TOML stages or as a streaming class. Not responsible for trust decisions
+(capsule/policy/trust.py) nor for the marker/footer the pipeline adds.
+Invariant: a filter that raises, loses a verbatim-class line or grows the text yields the
+original text unchanged; removals account for every dropped line.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import re
+from importlib import resources
+from pathlib import Path
+
+from capsule.observe.filters.spec import FilterError, FilterSpec, parse_file
+from capsule.observe.filters.stages import run_stages
+from capsule.observe.filters.streaming import StreamFilter, run_stream
+from capsule.observe.types import Context, TransformResult
+from capsule.observe.verbatim import missing_verbatim
+
+TRANSFORM_ID = "filter"
+PROJECT_FILE = Path(".capsule") / "filters.toml"
+_log = logging.getLogger("capsule")
+
+_builtin: dict[str, FilterSpec] | None = None
+_extra: dict[str, FilterSpec] = {}           # trusted project/role filters, by name
+_extra_sources: dict[str, tuple[str, dict[str, FilterSpec]]] = {}   # path -> (sha256, filters)
+_role_paths: list[str] = []
+
+
+def builtin_filters() -> dict[str, FilterSpec]:
+    """Every built-in filter, parsed once from the package's data files."""
+    global _builtin
+    if _builtin is None:
+        table: dict[str, FilterSpec] = {}
+        data = resources.files("capsule.observe.filters") / "data"
+        for entry in sorted(data.iterdir(), key=lambda e: e.name):
+            if entry.name.endswith(".toml"):
+                for name, spec in parse_file(entry.read_bytes(), f"filters/data/{entry.name}").items():
+                    if name in table:
+                        raise FilterError(f"filters/data/{entry.name}: filter {name!r} also defined in {table[name].source}")
+                    table[name] = spec
+        _builtin = table
+    return _builtin
+
+
+def _load_extra_file(path: str) -> dict[str, FilterSpec]:
+    """Trusted bytes only: read once, verify the pin, parse exactly those bytes."""
+    from capsule.policy.trust import read_trusted
+
+    data, digest = read_trusted(path)
+    if data is None:
+        return {}
+    cached = _extra_sources.get(path)
+    if cached and cached[0] == digest:
+        return cached[1]
+    try:
+        filters = parse_file(data, path)
+    except FilterError as exc:
+        _log.warning("filter file %s not loaded: %s", path, exc)
+        return {}
+    _extra_sources[path] = (digest, filters)
+    return filters
+
+
+def set_role_filters(paths: list[str]) -> None:
+    """Role filter files (`[context.filters].extra`); loaded only when trusted."""
+    _role_paths[:] = [str(p) for p in paths]
+
+
+def refresh_extra(cwd: str | None = None) -> dict[str, FilterSpec]:
+    """Reload the trusted project filters of `cwd` and the role filters."""
+    table: dict[str, FilterSpec] = {}
+    for path in _role_paths:
+        table.update(_load_extra_file(path))
+    project = Path(cwd or os.getcwd()) / PROJECT_FILE
+    if project.is_file():
+        table.update(_load_extra_file(str(project)))
+    _extra.clear()
+    _extra.update(table)
+    return table
+
+
+def extra_filters() -> dict[str, FilterSpec]:
+    return _extra
+
+
+def get_filter(name: str) -> FilterSpec | None:
+    return _extra.get(name) or builtin_filters().get(name)
+
+
+def match_extra(command: str) -> FilterSpec | None:
+    """The first trusted project/role filter whose `match` claims this command."""
+    for spec in _extra.values():
+        if any(p.search(command) for p in spec.match):
+            return spec
+    return None
+
+
+def _streaming_class(spec: FilterSpec) -> type[StreamFilter]:
+    module_name, _, attr = spec.streaming.partition(":")
+    if not module_name.startswith("capsule.observe.filters."):
+        raise FilterError(f"{spec.source}: filter {spec.name!r}: streaming classes must live in capsule.observe.filters")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def run_filter(spec: FilterSpec, text: str, exit_code: int | None, command: str | None = None,
+               _depth: int = 0) -> tuple[str, list, FilterSpec]:
+    """Run one filter (following `delegate`); returns (text, removals, filter actually run)."""
+    if spec.delegate and _depth < 3:
+        for when, target in spec.delegate:
+            if when.search(text):
+                other = get_filter(target)
+                if other is not None:
+                    return run_filter(other, text, exit_code, command, _depth + 1)
+    if spec.streaming:
+        flt = _streaming_class(spec)()
+        flt.command = command
+        out, removals, _ = run_stream(flt, text, exit_code)
+    else:
+        out, removals, _ = run_stages(spec, text, exit_code)
+    return out, removals, spec
+
+
+def apply(text: str, ctx: Context) -> TransformResult:
+    """Transform entry point (registry id "filter")."""
+    spec = get_filter(ctx.filter_id or "") if ctx.filter_id else None
+    if spec is None:
+        return TransformResult(text, TRANSFORM_ID, lossless=True, notes=[f"no filter {ctx.filter_id!r}"])
+    out, removals, ran = run_filter(spec, text, ctx.exit_code, ctx.command)
+    if missing_verbatim(text, out):
+        return TransformResult(text, TRANSFORM_ID, lossless=True,
+                               notes=[f"filter {ran.name} lost an error line; kept raw"])
+    if len(out) > len(text) and text.strip():
+        return TransformResult(text, TRANSFORM_ID, lossless=True, notes=[f"filter {ran.name} did not shrink"])
+    return TransformResult(out, TRANSFORM_ID, removals=removals, lossless=not removals and out == text,
+                           notes=[f"filter {ran.name}"])

@@ -1,0 +1,85 @@
+"""Streaming pytest filter: failures, errors, locations and the summary; no passing tests.
+
+Not responsible for other runners (unittest is a TOML filter). Reads pytest's sections
+(session header, progress, FAILURES/ERRORS, warnings, short summary) line by line.
+Invariant: every E line, location line, FAILED/ERROR line and the final tally survive;
+a nonzero exit with nothing kept emits the last lines rather than an empty success.
+"""
+
+from __future__ import annotations
+
+import re
+
+from capsule.observe.filters.streaming import StreamFilter
+
+_SECTION = re.compile(r"^={3,} (.*?) ={3,}$")
+_TALLY = re.compile(r"^(=+ )?(no tests ran|\d+ (passed|failed|errors?|skipped|deselected|xfailed|xpassed|warnings?|selected|tests? collected)\b.*)")
+_TEST_HEADER = re.compile(r"^_{3,} .* _{3,}$")
+_LOCATION = re.compile(r"^\S+:\d+: ")
+_PROGRESS = re.compile(r"^\S+\.py (\.|s|x|F|E|X)+\s*(\[\s*\d+%\])?$|^[.sxFEX]+\s*(\[\s*\d+%\])?$")
+_VERBOSE = re.compile(r"^\S+::\S.* (PASSED|SKIPPED|XFAIL|XPASS|FAILED|ERROR)\b")
+_KEEP_IN_BLOCK = re.compile(r"^(>|E |E$)|^\S.*(Error|Exception|Warning)\b|^ImportError while|^\s*(raise|assert)\b")
+
+
+class PytestFilter(StreamFilter):
+    def __init__(self) -> None:
+        super().__init__()
+        self.section = "header"
+        self.captured = 0
+        self.tail: list[str] = []
+
+    def feed_line(self, line: str) -> None:
+        self.tail = (self.tail + [line])[-5:]
+        stripped = line.strip()
+        m = _SECTION.match(stripped)
+        if m and not _TALLY.match(stripped):
+            title = m.group(1).lower()
+            self.section = ("failures" if title in ("failures", "errors") else
+                            "warnings" if "warnings summary" in title else
+                            "summary" if "short test summary" in title else
+                            "passes" if title == "passes" else
+                            "durations" if "durations" in title else
+                            "header" if "session starts" in title else "other")
+            self.keep_if(line, self.section in ("durations",), "pytest section banner")
+            return
+        if _TALLY.match(stripped) or stripped.startswith("!!!"):
+            self.emit(line)
+            return
+        if self.section == "header":
+            self.keep_if(line, False, "session header / progress")
+            return
+        if self.section == "failures":
+            if stripped.startswith("----") and "Captured" in stripped:
+                self.captured = 6
+                self.emit(line)
+                return
+            if self.captured:
+                self.captured -= 1
+                self.keep_if(line, bool(stripped) and self.captured > 0, "captured output beyond 5 lines")
+                return
+            keep = bool(_TEST_HEADER.match(stripped) or _LOCATION.match(line) or _KEEP_IN_BLOCK.match(line))
+            self.keep_if(line, keep, "test source / repr context")
+            return
+        if self.section == "warnings":
+            keep = bool(re.search(r"Warning\b", line)) and not line.startswith("-- Docs")
+            self.keep_if(line, keep, "warning context")
+            return
+        if self.section == "summary":
+            self.keep_if(line, not stripped.startswith("PASSED"), "passing test")
+            return
+        if self.section == "passes":
+            self.keep_if(line, False, "passing test output")
+            return
+        if self.section == "durations":
+            self.keep_if(line, bool(stripped), "blank line")
+            return
+        # progress lines outside a header (pytest -q prints no header)
+        if _PROGRESS.match(stripped) or (_VERBOSE.match(stripped) and "PASSED" in stripped):
+            self.keep_if(line, False, "passing test progress")
+            return
+        self.keep_if(line, bool(stripped), "blank line")
+
+    def on_exit(self, exit_code: int | None) -> None:
+        if exit_code not in (0, None) and not any(s.strip() for s in self.out):
+            for line in self.tail:  # never turn a failed run into an empty success
+                self.emit(line)

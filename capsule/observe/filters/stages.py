@@ -1,0 +1,216 @@
+"""Run one TOML filter's stages over a text, in the fixed order of the DSL.
+
+Order: strip ANSI → replace → short-circuit summary (guarded by `unless`, the exit code and
+the verbatim class) → strip/keep lines → collapse repeats → head/tail → max lines → on_empty.
+Not responsible for choosing the filter or loading it (engine.py).
+Invariant: a verbatim-class line (error, failure, warning; observe/verbatim.py) or a line
+matching the filter's `protect` is never dropped by any stage; every dropped original line
+is accounted for in a Removal; a truncation carries exactly one `[N more lines]` marker.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from capsule.observe.filters.spec import FilterSpec
+from capsule.observe.guard import marker
+from capsule.observe.types import Removal
+from capsule.observe.verbatim import is_verbatim
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_CR_REDRAW = re.compile(r"^.*\r(?!$)")   # progress redraws: keep what was drawn last
+
+
+@dataclass
+class Line:
+    no: int          # original 1-based line number (0 for synthesised lines)
+    text: str
+    count: int = 1   # original lines this emitted line stands for (collapse)
+
+
+def split_lines(text: str) -> tuple[list[str], bool]:
+    if not text:
+        return [], False
+    trailing = text.endswith("\n")
+    body = text[:-1] if trailing else text
+    return body.split("\n"), trailing
+
+
+def _preview(text: str) -> str:
+    return text.strip()[:120]
+
+
+class Run:
+    """Accumulates removals, merging adjacent lines dropped for the same reason."""
+
+    def __init__(self) -> None:
+        self.removals: list[Removal] = []
+
+    def drop(self, line: Line, reason: str) -> None:
+        last = self.removals[-1] if self.removals else None
+        if (last is not None and last.reason == reason and last.end is not None
+                and line.no and last.end + 1 == line.no):
+            self.removals[-1] = Removal(reason, last.count + line.count, last.start, line.no, last.preview)
+        else:
+            self.removals.append(Removal(reason, line.count, line.no or None, line.no or None, _preview(line.text)))
+
+    @property
+    def dropped(self) -> int:
+        return sum(r.count for r in self.removals)
+
+
+def _protected(spec: FilterSpec, text: str) -> bool:
+    return is_verbatim(text) or any(p.search(text) for p in spec.protect)
+
+
+def summary_text(spec: FilterSpec, clean: str, exit_code: int | None, lines: list[Line]) -> str | None:
+    """The short-circuit summary, or None when it must not fire."""
+    s = spec.summary
+    if s is None:
+        return None
+    if exit_code is not None and exit_code not in s.exit_codes:
+        return None           # a nonzero exit is never summarised as success
+    if exit_code is None and 0 not in s.exit_codes:
+        return None
+    m = s.when.search(clean)
+    if m is None:
+        return None
+    if s.unless is not None and s.unless.search(clean):
+        return None
+    if any(is_verbatim(line.text) for line in lines):
+        return None           # never swallow an error-bearing line
+    groups = [m.group(0), *m.groups()]
+    out = s.text
+    for i, g in enumerate(groups):
+        out = out.replace("{%d}" % i, g or "")
+    return out
+
+
+def run_stages(spec: FilterSpec, text: str, exit_code: int | None) -> tuple[str, list[Removal], bool]:
+    """Returns (emitted text, removals, placed_marker)."""
+    raw_lines, trailing = split_lines(text)
+    lines = [Line(i + 1, t) for i, t in enumerate(raw_lines)]
+    run = Run()
+
+    if spec.strip_ansi:
+        for line in lines:
+            if "\x1b" in line.text:
+                line.text = ANSI.sub("", line.text)
+            if "\r" in line.text[:-1]:
+                line.text = _CR_REDRAW.sub("", line.text)
+    for pattern, repl in spec.replace:
+        for line in lines:
+            line.text = pattern.sub(repl, line.text)
+
+    clean = "\n".join(line.text for line in lines)
+    short = summary_text(spec, clean, exit_code, lines)
+    if short is not None:
+        for line in lines:
+            run.drop(line, f"summarised by filter {spec.name}")
+        return short + "\n", run.removals, False
+
+    if spec.strip_lines or spec.keep_lines:
+        kept = []
+        for line in lines:
+            if _protected(spec, line.text):
+                kept.append(line)
+            elif any(p.search(line.text) for p in spec.strip_lines):
+                run.drop(line, f"noise line ({spec.name})")
+            elif spec.keep_lines and not any(p.search(line.text) for p in spec.keep_lines):
+                run.drop(line, f"not a result line ({spec.name})")
+            else:
+                kept.append(line)
+        lines = kept
+
+    if spec.collapse_repeats:
+        lines = _collapse_repeats(lines, run)
+    if spec.collapse_blocks:
+        lines = _collapse_blocks(lines, spec.collapse_blocks, run)
+
+    cut_at: int | None = None   # index in `lines` where the truncation marker goes
+    if (spec.head or spec.tail) and len(lines) > spec.head + spec.tail:
+        lines, cut_at = _truncate(spec, lines, spec.head, spec.tail, run, "beyond head/tail")
+    if spec.max_lines and len(lines) > spec.max_lines:
+        head = max(1, spec.max_lines * 2 // 3)
+        tail = spec.max_lines - head
+        lines, cut2 = _truncate(spec, lines, head, tail, run, f"beyond max_lines {spec.max_lines}")
+        cut_at = cut2 if cut_at is None else min(cut_at, cut2)
+
+    out = [line.text for line in lines]
+    if cut_at is not None and run.dropped:
+        out.insert(cut_at, marker(run.dropped))
+    emitted = "\n".join(out)
+    if not emitted.strip() and spec.on_empty is not None and exit_code in (0, None) and not text.strip():
+        emitted = spec.on_empty
+    if emitted and (trailing or not text):
+        emitted += "\n"
+    elif not emitted and not lines and text.strip() == "" and trailing:
+        emitted = text
+    return emitted, run.removals, cut_at is not None and bool(run.dropped)
+
+
+def _collapse_repeats(lines: list[Line], run: Run) -> list[Line]:
+    out: list[Line] = []
+    i = 0
+    while i < len(lines):
+        j = i + 1
+        while j < len(lines) and lines[j].text == lines[i].text:
+            j += 1
+        reps = j - i
+        if reps >= 3 and lines[i].text.strip():
+            first = lines[i]
+            for dup in lines[i + 1:j]:
+                run.drop(dup, "repeated line")
+            out.append(Line(first.no, f"{first.text} (x{reps})", first.count))
+        else:
+            out.extend(lines[i:j])
+        i = j
+    return out
+
+
+def _collapse_blocks(lines: list[Line], max_period: int, run: Run) -> list[Line]:
+    """A block of 2..max_period lines repeated back to back is kept once with a count."""
+    out: list[Line] = []
+    texts = [line.text for line in lines]
+    i = 0
+    n = len(lines)
+    while i < n:
+        best = None
+        for p in range(2, max_period + 1):
+            if i + 2 * p > n:
+                break
+            block = texts[i:i + p]
+            reps = 1
+            while texts[i + reps * p:i + (reps + 1) * p] == block:
+                reps += 1
+            if reps >= 3 and (best is None or reps * p > best[0] * best[1]):
+                best = (reps, p)
+        if best is None:
+            out.append(lines[i])
+            i += 1
+            continue
+        reps, p = best
+        out.extend(lines[i:i + p])
+        for dup in lines[i + p:i + reps * p]:
+            run.drop(dup, f"repeated block of {p} lines")
+        out.append(Line(0, f"[the {p} lines above repeat {reps - 1} more times]"))
+        i += reps * p
+    return out
+
+
+def _truncate(spec: FilterSpec, lines: list[Line], head: int, tail: int, run: Run,
+              reason: str) -> tuple[list[Line], int]:
+    """Keep head + tail lines and every protected line between; returns (lines, cut index)."""
+    end = len(lines) - tail
+    kept = list(lines[:head])
+    cut_at = None
+    for line in lines[head:end]:
+        if line.no and _protected(spec, line.text):
+            kept.append(line)
+        else:
+            if cut_at is None:
+                cut_at = len(kept)
+            run.drop(line, reason)
+    kept.extend(lines[end:])
+    return kept, (cut_at if cut_at is not None else head)

@@ -1,0 +1,80 @@
+"""The streaming filter protocol: line in, flush, and an on-exit hook that sees the exit code.
+
+For tools whose output the TOML DSL cannot shape (pytest sections, go test -json events,
+git diff hunks). Not responsible for choosing a filter; a TOML filter names its streaming
+class with `streaming = "module:Class"` and keeps its inline tests in the TOML file.
+Invariant: on_exit always sees the exit code, so a nonzero exit is never summarised as
+success; every line a filter does not emit is recorded as a Removal with a reason.
+"""
+
+from __future__ import annotations
+
+from capsule.observe.filters.stages import ANSI, Line, Run
+from capsule.observe.guard import marker
+from capsule.observe.verbatim import is_verbatim
+
+
+class StreamFilter:
+    """Base class. Subclasses override feed_line / flush / on_exit and call emit / drop."""
+
+    def __init__(self) -> None:
+        self.out: list[str] = []
+        self._run = Run()
+        self.lineno = 0
+        self._cut_at: int | None = None
+        self._cut_reason = ""
+
+    # --- protocol ---------------------------------------------------------------------
+    def feed_line(self, line: str) -> None:
+        self.emit(line)
+
+    def flush(self) -> None:
+        """End of input: emit anything held back."""
+
+    def on_exit(self, exit_code: int | None) -> None:
+        """Sees the command's exit code (None when unknown) after flush."""
+
+    # --- helpers ----------------------------------------------------------------------
+    def emit(self, text: str) -> None:
+        self.out.append(text)
+
+    def drop(self, text: str, reason: str, lineno: int | None = None) -> None:
+        self._run.drop(Line(lineno if lineno is not None else self.lineno, text), reason)
+
+    def keep_if(self, text: str, keep: bool, reason: str) -> None:
+        """Emit when `keep` or when the line is verbatim-class; otherwise drop with reason."""
+        if keep or is_verbatim(text):
+            self.emit(text)
+        else:
+            self.drop(text, reason)
+
+    def cut_here(self) -> None:
+        """Mark the place a truncation happened: the single marker goes here."""
+        if self._cut_at is None:
+            self._cut_at = len(self.out)
+
+    @property
+    def removals(self):
+        return self._run.removals
+
+
+def run_stream(flt: StreamFilter, text: str, exit_code: int | None) -> tuple[str, list, bool]:
+    """Drive a StreamFilter over a whole text; returns (text, removals, placed_marker)."""
+    trailing = text.endswith("\n")
+    body = text[:-1] if trailing else text
+    if body:
+        for raw in body.split("\n"):
+            flt.lineno += 1
+            flt.feed_line(ANSI.sub("", raw) if "\x1b" in raw else raw)
+    flt.flush()
+    flt.on_exit(exit_code)
+    out = list(flt.out)
+    placed = False
+    dropped = sum(r.count for r in flt.removals)
+    if flt._cut_at is not None and dropped:
+        out.insert(flt._cut_at, marker(dropped))
+        placed = True
+    emitted = "\n".join(out)
+    if emitted and trailing:
+        emitted += "\n"
+    return emitted, flt.removals, placed

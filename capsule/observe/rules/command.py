@@ -1,0 +1,50 @@
+"""Classify a command line: lex it, peel prefixes, and find the one filter for its output.
+
+Not responsible for content sniffing (classify.sniff_content) nor for running filters.
+Invariant: an unattestable line (backticks, $( ), file redirects, heredocs) is passthrough;
+a compound line gets a filter only when every segment whose output reaches the agent
+agrees on it (built-ins such as `cd` are ignored); otherwise None (content sniffing).
+"""
+
+from __future__ import annotations
+
+from capsule.observe import lexer
+from capsule.observe.classify import Classification
+from capsule.observe.rules import Rule, match, normalise
+
+TRANSFORM_ID = "filter"
+
+
+def classify_command_line(command: str, cwd: str | None = None) -> Classification | None:
+    try:
+        lexed = lexer.lex(command)
+    except lexer.LexError as exc:
+        return Classification("unknown", passthrough=True, reason=f"unparseable command line: {exc}")
+    if lexed.unattestable:
+        return Classification("unknown", passthrough=True,
+                              reason="unattestable: " + ", ".join(lexed.unattestable))
+    from capsule.observe.filters import engine
+
+    extra = engine.refresh_extra(cwd)
+    chosen: list[tuple[str, str, str]] = []      # (filter, family, reason)
+    for segment in lexed.segments:
+        stage = segment.visible
+        words = normalise(stage.words)
+        if extra:
+            spec = engine.match_extra(" ".join(words))
+            if spec is not None:
+                chosen.append((spec.name, spec.family or "custom", f"trusted filter {spec.name} ({spec.source})"))
+                continue
+        found = match(stage.words)
+        if found == "ignore":
+            continue
+        if isinstance(found, Rule):
+            chosen.append((found.filter, found.family, f"rule {found.pattern.pattern}"))
+            continue
+        return None     # content or unknown output reaches the agent: let content sniffing decide
+    if not chosen:
+        return None
+    if len({c[0] for c in chosen}) != 1:
+        return None
+    name, family, reason = chosen[-1]
+    return Classification(family, TRANSFORM_ID, filter_id=name, reason=reason)
