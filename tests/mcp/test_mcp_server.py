@@ -98,3 +98,17 @@ def test_no_mcp_switch_keeps_server_off(workspace, state_dir):
                           input=b"", capture_output=True, timeout=60,
                           env={"JACKIN_CTX_STATE_DIR": str(state_dir), "JACKIN_CTX_NO_MCP": "1"})
     assert proc.returncode == 0 and b"JACKIN_CTX_NO_MCP" in proc.stderr
+
+
+def test_expand_recovers_archived_original_lines_and_grep(session, state_dir):
+    from capsule.store.archive import Archive
+
+    original = b"".join(b"row %d value\n" % i for i in range(1, 41)) + b"ERROR boom\n"
+    handle = Archive().put(original)
+    full, part, grep = session.run([
+        ("ctx_expand", {"handle": f"<<ccr:{handle}>>"}),
+        ("ctx_expand", {"handle": handle, "lines": "2-3"}),
+        ("ctx_expand", {"handle": handle, "grep": "error"})])
+    assert text_of(full).encode() == original
+    assert text_of(part) == "2| row 2 value\n3| row 3 value"
+    assert text_of(grep) == "41| ERROR boom"
