@@ -182,6 +182,9 @@ def main():
                 pass
         try:
             _signal.signal(sig, _signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass
+        try:
             os.kill(os.getpid(), sig)
         except OSError:
             pass

@@ -1,0 +1,142 @@
+"""The thin shim: exit codes bit-exact, passthrough rules, raw output whenever the engine is not there."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket as pysocket
+import subprocess
+import threading
+
+import pytest
+
+from capsule import shims
+
+AGENT = {"CLAUDECODE": "1"}
+
+
+def raw(shimenv, *argv):
+    return subprocess.run([str(shimenv.real_dir / argv[0]), *argv[1:]], capture_output=True)
+
+
+@pytest.mark.parametrize("code", [0, 1, 2, 42, 126, 127, 255])
+def test_exit_codes_are_bit_exact_through_the_engine(shimenv, code):
+    before = shimenv.served()
+    got = shimenv.run("talk", "3", "2", str(code), **AGENT)
+    assert got.returncode == code
+    assert got.stdout == raw(shimenv, "talk", "3", "2", str(code)).stdout  # small: untouched
+    assert got.stderr == b"err line 1\nerr line 2\n"
+    assert shimenv.served() == before + 1
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL, signal.SIGUSR1])
+def test_death_by_signal_is_reproduced(shimenv, sig):
+    direct = raw(shimenv, "die", str(int(sig)))
+    got = shimenv.run("die", str(int(sig)), **AGENT)
+    assert direct.returncode == -sig
+    assert got.returncode == -sig, "the shim dies of the same signal, as the real command did"
+    assert got.stdout == b"before\n"
+
+
+def test_agent_call_long_output_is_compressed_with_a_handle(shimenv):
+    got = shimenv.run("talk", "3000", "0", "0", **AGENT)
+    full = raw(shimenv, "talk", "3000").stdout
+    assert got.returncode == 0
+    assert len(got.stdout) < len(full)
+    assert b"capsule ctx expand <<ccr:" in got.stdout
+
+
+@pytest.mark.parametrize("extra, engine", [
+    ({}, False),                                           # not an agent tool call: raw
+    ({"CLAUDECODE": "1"}, True),
+    ({"CODEX_THREAD_ID": "t-1"}, True),
+    ({"JACKIN_CTX_AGENT": "shell"}, True),                 # the supervisor's marker
+    ({"CLAUDECODE": "0"}, False),
+    ({"CLAUDECODE": "1", "JACKIN_CTX_DISABLE": "1"}, False),
+    ({"CLAUDECODE": "1", "JACKIN_CTX_NO_SHIMS": "1"}, False),
+    ({"CLAUDECODE": "1", "JACKIN_CTX_NO_SHIMS": "0"}, True),
+    ({"CLAUDECODE": "1", shims.NESTED: "1"}, False),      # inside another shimmed command
+])
+def test_passthrough_rules(shimenv, extra, engine):
+    before = shimenv.served()
+    got = shimenv.run("talk", "3000", **extra)
+    assert got.returncode == 0
+    assert shimenv.served() == before + (1 if engine else 0)
+    if not engine:
+        assert got.stdout == raw(shimenv, "talk", "3000").stdout
+
+
+def test_pipeline_stage_and_redirect_stay_raw(shimenv, tmp_path):
+    before = shimenv.served()
+    got = subprocess.run(["bash", "-c", "talk 3000 | wc -l; talk 3000 > out.txt; echo $(talk 2000 | tail -1)"],
+                         env=shimenv.env(**AGENT), capture_output=True, cwd=tmp_path)
+    assert got.stdout.split() [0] == b"3000"
+    assert (tmp_path / "out.txt").read_bytes() == raw(shimenv, "talk", "3000").stdout
+    assert got.stdout.endswith(b"out line 2000 of a long listing\n")
+    assert shimenv.served() == before
+
+
+def test_engine_down_passes_raw(shimenv, tmp_path):
+    want = raw(shimenv, "talk", "3000", "1", "3")
+    for sock in (tmp_path / "missing.sock", "/dev/null"):
+        got = shimenv.run("talk", "3000", "1", "3", JACKIN_CTX_SOCKET=str(sock), **AGENT)
+        assert (got.returncode, got.stdout, got.stderr) == (3, want.stdout, want.stderr)
+
+
+def _server(path, reply: bytes | None):
+    srv = pysocket.socket(pysocket.AF_UNIX, pysocket.SOCK_STREAM)
+    srv.bind(str(path))
+    srv.listen(4)
+    conns = []
+
+    def serve():
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            conns.append(conn)
+            if reply is not None:
+                while conn.recv(1 << 16):
+                    pass
+                conn.sendall(reply)
+                conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv
+
+
+@pytest.mark.parametrize("reply", [None, b"garbage", b"OK 9 0\nshort", b"RAW\n"])
+def test_engine_slow_or_failing_passes_raw(shimenv, tmp_path, reply):
+    path = tmp_path / "bad.sock"
+    srv = _server(path, reply)
+    try:
+        want = raw(shimenv, "talk", "400", "1", "4")
+        got = shimenv.run("talk", "400", "1", "4", JACKIN_CTX_SOCKET=str(path), **AGENT)
+        assert (got.returncode, got.stdout, got.stderr) == (4, want.stdout, want.stderr)
+    finally:
+        srv.close()
+
+
+def test_loop_guard_skips_shim_dirs_and_reports_missing(shimenv, tmp_path):
+    alias = tmp_path / "alias"
+    alias.symlink_to(shimenv.shim_dir)
+    env = shimenv.env(**AGENT)
+    env["PATH"] = f"{shimenv.shim_dir}:{alias}:{shimenv.shim_dir}:{shimenv.real_dir}"
+    got = subprocess.run(["talk", "2"], env=env, capture_output=True, timeout=30)
+    assert got.returncode == 0 and got.stdout.startswith(b"out line 1")
+    env["PATH"] = f"{shimenv.shim_dir}:{alias}"
+    got = subprocess.run(["talk"], env=env, capture_output=True, timeout=30)
+    assert got.returncode == 127 and b"command not found" in got.stderr
+
+
+def test_install_is_idempotent_and_uses_the_tool_list(tmp_path):
+    first = shims.install(tmp_path / "s")
+    program = (tmp_path / "s" / shims.PROGRAM).read_text()
+    second = shims.install(tmp_path / "s")
+    assert first == second and "git" in [p.name for p in first]
+    assert (tmp_path / "s" / shims.PROGRAM).read_text() == program
+    assert program.startswith("#!") and " -IS\n" in program.splitlines()[0] + "\n"
+    assert shims.is_capsule_shim(tmp_path / "s" / "git")
+    imports = [line for line in program.splitlines() if line.strip().startswith(("import ", "from "))]
+    assert sorted({line.split()[1] for line in imports}) == ["_signal", "_socket", "os", "sys", "time"]
