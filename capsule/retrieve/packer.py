@@ -15,17 +15,34 @@ from capsule.retrieve.index import Hit, query_terms
 SNIPPET_CHARS = 160
 SCAN_BYTES = 512 << 10
 LINES_PER_FILE = 2
+CANDIDATES = 64          # occurrences per term looked at when choosing lines
 
 
 def best_lines(text: str, terms: list[str], per_file: int = LINES_PER_FILE) -> list[tuple[int, str]]:
     """The lines matching the most distinct query terms (ties: earliest), as (line number, text)."""
-    scored: list[tuple[int, int, str]] = []
     low_terms = [t for t in terms if len(t) > 1] or terms
-    for n, line in enumerate(text.splitlines(), 1):
-        low = line.lower()
-        score = sum(1 for t in low_terms if t in low)
-        if score:
-            scored.append((-score, n, line))
+    low = text.lower()
+    starts: set[int] = set()
+    for t in low_terms:       # candidate lines: the first CANDIDATES occurrences of each term (C-speed find)
+        pos = low.find(t)
+        for _ in range(CANDIDATES):
+            if pos < 0:
+                break
+            start = low.rfind("\n", 0, pos) + 1
+            starts.add(start)
+            nxt = low.find("\n", pos)
+            if nxt < 0:
+                break
+            pos = low.find(t, nxt)
+    scored: list[tuple[int, int, str]] = []
+    line_no, last = 1, 0
+    for start in sorted(starts):
+        line_no += low.count("\n", last, start)
+        last = start
+        end = low.find("\n", start)
+        end = len(low) if end < 0 else end
+        score = sum(1 for t in low_terms if t in low[start:end])
+        scored.append((-score, line_no, text[start:end].rstrip("\r")))
     scored.sort()
     picked = sorted(scored[:per_file], key=lambda s: s[1])
     return [(n, line) for _s, n, line in picked]
