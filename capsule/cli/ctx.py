@@ -13,6 +13,7 @@ CTX_MODULES = [
     "capsule.cli.expand",
     "capsule.cli.gain",
     "capsule.cli.trust",
+    "capsule.cli.doctor",
 ]
 
 

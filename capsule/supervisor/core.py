@@ -67,6 +67,9 @@ class Supervisor:
         self.switches = switches.Switches.read()
         self.plan = planning.plan(self.role, self.switches)
         self.mode = planning.effective_mode(self.role, self.switches)
+        self.conflicts = _probe_conflicts() if self.plan["shims"].on else []
+        if self.conflicts:  # INV-8: one shell-rewrite path; capsule steps back and says why
+            self.plan["shims"] = planning.Decision("shims", False, f"conflict (INV-8): {self.conflicts[0]}")
         self.state_dir = paths.state_dir()
         self.socket_path = paths.socket_path()
         self.agent_pid: int | None = None
@@ -274,8 +277,21 @@ class Supervisor:
             "engine": self.engine is not None,
             "subsystems": {k: v.as_dict() for k, v in self.plan.items()},
             "registration": self.registration,
+            "conflicts": self.conflicts,
             "state_dir": str(self.state_dir),
         }
+
+
+def _probe_conflicts() -> list[str]:
+    from capsule.policy import conflicts  # noqa: PLC0415
+
+    env = dict(os.environ)
+    try:
+        return conflicts.hook_conflicts(env) + [f"{t} on PATH: {h}" for t in conflicts.REWRITERS
+                                                for h in conflicts.which_all(t, env.get("PATH", ""))]
+    except Exception as exc:  # noqa: BLE001 - the probe must not stop the agent
+        log.warning("conflict probe failed: %r", exc)
+        return []
 
 
 def _which(name: str, path: str) -> str | None:

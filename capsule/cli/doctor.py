@@ -1,0 +1,161 @@
+"""`capsule ctx doctor [--json] [--gate]`: what is on, what is off and why, on one screen.
+
+Not responsible for changing anything: it reads the role, the switches, the state store, PATH,
+agent configs and the supervisor's STATUS. Invariant (INV-6): with --gate it exits 1 when the
+standing context capsule injects is over the role's token budget (or a conflict exists).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from capsule import __version__, paths
+from capsule.cli.main import UserError
+from capsule.policy import conflicts, switches
+from capsule.policy.manifest import DEFAULT_ROLE, ManifestError, load_role
+from capsule.supervisor import plan as planning
+from capsule.supervisor import server
+
+
+def register(sub) -> None:
+    p = sub.add_parser("doctor", help="what is on, what is off and why",
+                       description="Version, role and mode; each subsystem on/off with the reason; state store "
+                       "integrity; shims and conflicts (INV-8); MCP registration; standing-context tokens (INV-6).")
+    p.add_argument("--role", help="role name or TOML path (default: the running one, $JACKIN_CTX_ROLE, or default)")
+    p.add_argument("--json", action="store_true", help="machine-readable report")
+    p.add_argument("--gate", action="store_true",
+                   help="exit 1 when standing context exceeds the role's budget or a conflict is found")
+    p.set_defaults(func=cmd_doctor)
+
+
+def _store(path: Path) -> dict:
+    info: dict = {"path": str(path), "exists": path.exists()}
+    if not info["exists"]:
+        return info
+    info["bytes"] = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+    try:
+        import apsw  # noqa: PLC0415
+
+        con = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+        info["integrity"] = con.execute("PRAGMA quick_check").fetchall()[0][0]
+        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        info["rows"] = {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchall()[0][0]
+                        for t in tables if "fts" not in t.lower() and not t.startswith("sqlite_")}
+        con.close()
+    except Exception as exc:  # noqa: BLE001 - a broken store is a finding, not a crash
+        info["integrity"] = f"error: {exc}"
+    return info
+
+
+def standing_context(subsystems: dict[str, planning.Decision]) -> dict:
+    """Tokens capsule injects into every conversation: MCP tool schemas + instructions + notes."""
+    from capsule.measure import tokens  # noqa: PLC0415
+
+    parts: dict[str, int] = {}
+    if subsystems["mcp"].on:
+        try:
+            import anyio  # noqa: PLC0415
+
+            from capsule.mcp.server import INSTRUCTIONS, ReadDoor, build_server  # noqa: PLC0415
+
+            with tempfile.TemporaryDirectory() as tmp:
+                tools = anyio.run(build_server(ReadDoor(tmp)).list_tools)
+            schemas = json.dumps([t.model_dump(exclude_none=True, mode="json") for t in tools], sort_keys=True)
+            parts["mcp tool schemas"] = tokens.count(schemas)
+            parts["mcp instructions"] = tokens.count(INSTRUCTIONS)
+        except Exception as exc:  # noqa: BLE001
+            parts[f"mcp (unavailable: {type(exc).__name__})"] = 0
+    if subsystems["register"].on:
+        try:
+            from capsule.agents import notes  # noqa: PLC0415
+
+            parts["agent instruction note"] = tokens.count(notes.block())
+        except Exception:  # noqa: BLE001
+            pass
+    return {"tokens": sum(parts.values()), "parts": parts, "label": tokens.label()}
+
+
+def collect(role_arg: str | None = None) -> dict:
+    sock = paths.socket_path()
+    running = server.status(sock) if sock.exists() else None
+    name = role_arg or os.environ.get(switches.ROLE) or (running or {}).get("role_path") or DEFAULT_ROLE
+    try:
+        role = load_role(name)
+    except ManifestError as exc:
+        raise UserError(str(exc)) from None
+    sw = switches.Switches.read()
+    subsystems = planning.plan(role, sw)
+    shim = conflicts.shim_state()
+    found = conflicts.probe()
+    try:
+        from capsule.agents import registration_status  # noqa: PLC0415
+
+        mcp = registration_status(Path.cwd())
+    except Exception as exc:  # noqa: BLE001
+        mcp = {"error": str(exc)}
+    standing = standing_context(subsystems)
+    standing["budget"] = role.context.standing_budget
+    standing["over"] = standing["tokens"] > role.context.standing_budget
+    state = paths.state_dir()
+    return {
+        "version": __version__,
+        "role": {"name": role.name, "path": str(role.path), "agent": role.agent.kind},
+        "mode": planning.effective_mode(role, sw),
+        "switches": sw.as_dict(),
+        "subsystems": {k: v.as_dict() for k, v in subsystems.items()},
+        "supervisor": running,
+        "state": {"dir": str(state), "archive": _store(state / paths.ARCHIVE_DB),
+                  "ledger": _store(state / paths.LEDGER_DB)},
+        "shims": {"dirs": shim.dirs, "first_on_path": shim.first, "present": bool(shim.dirs)},
+        "conflicts": found,
+        "mcp_registration": mcp,
+        "standing_context": standing,
+    }
+
+
+def render(r: dict) -> str:
+    lines = [f"capsule {r['version']}  role {r['role']['name']} ({r['role']['agent']})  mode {r['mode']}"]
+    sup = r["supervisor"]
+    lines.append(f"supervisor   {'pid %s, up %.0fs, %s served' % (sup['pid'], sup['uptime_s'], sup['served']) if sup else 'not running (embedded mode)'}")
+    for name, d in r["subsystems"].items():
+        lines.append(f"  {name:<10} {'on ' if d['on'] else 'off'}  {d['reason']}")
+    on = [k for k, v in r["switches"].items() if v]
+    lines.append(f"switches     {', '.join(on) if on else 'none set'}")
+    for key in ("archive", "ledger"):
+        s = r["state"][key]
+        if s["exists"]:
+            rows = ", ".join(f"{t}={n}" for t, n in s.get("rows", {}).items())
+            lines.append(f"{key:<12} {s['bytes']:,} bytes  integrity {s.get('integrity')}  {rows}")
+        else:
+            lines.append(f"{key:<12} (none yet) {s['path']}")
+    sh = r["shims"]
+    lines.append(f"shims        {'first on PATH: ' + sh['dirs'][0] if sh['first_on_path'] else ('present but shadowed' if sh['present'] else 'not on PATH')}")
+    lines.append(f"conflicts    {'none' if not r['conflicts'] else ''}")
+    lines += [f"  ! {c}" for c in r["conflicts"]]
+    for agent, st in r["mcp_registration"].items():
+        if isinstance(st, dict):
+            where = ", ".join(st.get("locations") or []) or "no"
+            lines.append(f"mcp {agent:<8} registered: {where}{'  (' + st['problem'] + ')' if st.get('problem') else ''}")
+    sc = r["standing_context"]
+    parts = ", ".join(f"{k} {v}" for k, v in sc["parts"].items()) or "nothing injected"
+    verdict = "OVER BUDGET" if sc["over"] else "within budget"
+    lines.append(f"standing     {sc['tokens']} tokens ({sc['label']}) of {sc['budget']} budget: {verdict}  [{parts}]")
+    return "\n".join(lines)
+
+
+def cmd_doctor(args) -> int:
+    report = collect(args.role)
+    if args.json:
+        print(json.dumps(report, indent=2, sort_keys=True))
+    else:
+        print(render(report))
+    if args.gate and (report["standing_context"]["over"] or report["conflicts"]):
+        print("capsule: doctor --gate failed: "
+              + ("standing context over budget" if report["standing_context"]["over"] else "conflicting tools"),
+              file=sys.stderr)
+        return 1
+    return 0
