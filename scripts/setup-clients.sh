@@ -18,3 +18,4 @@ need() {  # need BIN PACKAGE
 command -v npm >/dev/null 2>&1 || { echo "setup-clients: npm not found; install Node.js >= 18 first" >&2; exit 1; }
 need claude @anthropic-ai/claude-code
 need mcp-inspector @modelcontextprotocol/inspector
+need codex @openai/codex

@@ -84,3 +84,50 @@ def test_inspector_tools_call_ok_and_error(workspace, state_dir):
     hits = _inspector(workspace, state_dir, "--method", "tools/call", "--tool-name", "ctx_search",
                       "--tool-arg", "query=TokenParser")
     assert hits.get("isError") is False and hits["content"][0]["text"].startswith("pkg/parser.py:1:")
+
+
+def _result_text(result: dict) -> str:
+    content = result["content"]
+    return content if isinstance(content, str) else "\n".join(c.get("text", "") for c in content)
+
+
+def test_claude_code_end_to_end_model_sees_plain_text_then_a_stub(workspace, state_dir, tmp_path):
+    """Claude Code, driven by a local fake of the Messages API, calls ctx_read twice in one conversation."""
+    from tests.mcp.fake_anthropic import FakeMessages
+
+    fake = FakeMessages("mcp__capsule__ctx_read", [{"path": "README.md", "mode": "full"},
+                                                  {"path": "README.md", "mode": "full"},
+                                                  {"path": "pkg/big.py"}])
+    try:
+        env = {**_claude_env(tmp_path, state_dir), "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "test",
+               "MCP_CONNECTION_NONBLOCKING": "0"}
+        agents.register("claude", project=workspace, env=env, note=False)
+        proc = subprocess.run([_client("claude"), "-p", "read the readme twice", "--allowedTools", "mcp__capsule",
+                               "--output-format", "json"], cwd=workspace, env=env, capture_output=True, text=True,
+                              timeout=240, stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        results = fake.tool_results()
+        assert len(results) == 3, json.dumps(fake.requests)[-3000:]
+        first, second, big = (_result_text(r) for r in results)
+        assert first == (workspace / "README.md").read_text()           # plain text, no {"result": …} wrapper
+        assert "unchanged since you read it" in second and count(second) <= 20
+        assert "def function_0(alpha, beta):" in big and "x5 = alpha" not in big
+        assert not any(r.get("is_error") for r in results)
+        offered = fake.offered_tools()
+        assert sorted(t["name"] for t in offered) == ["mcp__capsule__ctx_doc", "mcp__capsule__ctx_expand",
+                                                      "mcp__capsule__ctx_read", "mcp__capsule__ctx_search"]
+        assert count(json.dumps(offered)) <= 1500
+    finally:
+        fake.close()
+
+
+def test_codex_accepts_the_registered_table(workspace, tmp_path):
+    env = {**os.environ, "CODEX_HOME": str(tmp_path / "codex-home")}
+    (tmp_path / "codex-home").mkdir()
+    (tmp_path / "codex-home" / "config.toml").write_text('check_for_update_on_startup = false\n')
+    agents.register("codex", project=workspace, env=env)
+    proc = subprocess.run([_client("codex"), "mcp", "get", "capsule"], env=env, capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    assert "enabled: true" in proc.stdout and "default_tools_approval_mode: approve" in proc.stdout
+    assert "mcp serve" in proc.stdout
