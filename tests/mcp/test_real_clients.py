@@ -131,3 +131,34 @@ def test_codex_accepts_the_registered_table(workspace, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "enabled: true" in proc.stdout and "default_tools_approval_mode: approve" in proc.stdout
     assert "mcp serve" in proc.stdout
+
+
+def _output_text(item: dict) -> str:
+    out = item["output"]
+    return out if isinstance(out, str) else "\n".join(p.get("text", "") for p in out)
+
+
+def test_codex_end_to_end_calls_the_registered_server(workspace, state_dir, tmp_path):
+    """Codex exec, driven by a local fake of the Responses API, calls ctx_read twice through our table."""
+    from tests.mcp.fake_openai import FakeResponses
+
+    fake = FakeResponses("mcp__capsule", [("ctx_read", {"path": "README.md", "mode": "full"}),
+                                          ("ctx_read", {"path": "README.md", "mode": "full"})])
+    try:
+        home = tmp_path / "codex-home"
+        home.mkdir()
+        (home / "config.toml").write_text(fake.provider_config())
+        env = {**os.environ, "CODEX_HOME": str(home), "OPENAI_API_KEY": "test", "JACKIN_CTX_STATE_DIR": str(state_dir)}
+        agents.register("codex", project=workspace, env=env, note=False)
+        proc = subprocess.run([_client("codex"), "exec", "--skip-git-repo-check",
+                               "--dangerously-bypass-approvals-and-sandbox", "read the readme twice"],
+                              cwd=workspace, env=env, capture_output=True, text=True, timeout=240,
+                              stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        outputs = [_output_text(o) for o in fake.outputs()]
+        assert len(outputs) == 2, proc.stderr[-2000:]
+        readme = (workspace / "README.md").read_text()
+        assert readme in outputs[0] and '{"result"' not in outputs[0]
+        assert "unchanged since you read it" in outputs[1] and readme not in outputs[1]
+    finally:
+        fake.close()
