@@ -1,0 +1,102 @@
+"""Log shaping: template clustering (numbers, ids, hashes, timestamps masked) with counts;
+the first and last line of each repeated template kept verbatim; error lines untouched.
+
+Not responsible for parsing structured (JSON) logs — the JSON crusher does — nor for the
+`[N more lines]` marker (the pipeline adds it).
+Invariant: every error/warning line and every line whose template occurs fewer than
+MIN_REPEAT times is kept byte-exact, in order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from capsule.observe.types import Context, Removal, TransformResult
+
+TRANSFORM_ID = "logs"
+MIN_REPEAT = 3
+
+_MASKS = [
+    (re.compile(r"\b[a-z][a-z0-9+.-]*://\S+"), "<url>"),
+    (re.compile(r"(?:\.{0,2}/[\w.@%+-]+){2,}/?"), "<path>"),
+    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"), "<ts>"),
+    (re.compile(r"\b\d{1,2}[./]\d{1,2}[./]\d{2,4}\b"), "<date>"),
+    (re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?\b"), "<time>"),
+    (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"), "<uuid>"),
+    (re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b"), "<ip>"),
+    (re.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{7,64}\b"), "<hex>"),
+    (re.compile(r"\b[A-Za-z]+[-_]?\d+[A-Za-z0-9_-]*\b"), "<id>"),
+    (re.compile(r"\d+(?:\.\d+)?"), "<n>"),
+]
+
+
+def template(line: str) -> str:
+    """The line with its variable parts masked."""
+    t = line.strip()
+    for pat, repl in _MASKS:
+        t = pat.sub(repl, t)
+    return t
+
+
+def _verbatim():
+    try:
+        from capsule.observe.verbatim import is_verbatim
+        return is_verbatim
+    except ImportError:  # the rule the policy module states, narrowed
+        pat = re.compile(r"(?i)\b(error|fatal|fail\w*|panic|exception|traceback|warn\w*)\b")
+        return lambda line: bool(pat.search(line))
+
+
+def cluster(text: str, ctx: Context) -> TransformResult:
+    """Transform entry point."""
+    lines = text.split("\n")
+    trailing = bool(lines) and lines[-1] == ""
+    if trailing:
+        lines = lines[:-1]
+    is_verbatim = _verbatim()
+    shown_lines = [ln.rsplit("\r", 1)[-1] if "\r" in ln.rstrip("\r") else ln for ln in lines]
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, ln in enumerate(shown_lines):
+        if ln.strip():
+            groups[template(ln)].append(i)
+    drop: dict[int, str] = {}
+    counts: dict[int, int] = {}
+    for tpl, idx in groups.items():
+        if len(idx) < MIN_REPEAT:
+            continue
+        middle = [i for i in idx[1:-1] if not is_verbatim(lines[i])]
+        if not middle:
+            continue
+        for i in middle:
+            drop[i] = tpl
+        counts[idx[0]] = len(idx)
+    out: list[str] = []
+    removals: list[Removal] = []
+    run: list[int] = []
+    redraws = 0
+    for i in range(len(lines) + 1):
+        if i < len(lines) and i in drop:
+            run.append(i)
+            continue
+        if run:
+            removals.append(Removal(f"repeated log template ({len(groups[drop[run[0]]])}×): "
+                                    f"{drop[run[0]][:60]}", len(run), run[0] + 1, run[-1] + 1,
+                                    lines[run[0]].strip()[:120]))
+            run = []
+        if i == len(lines):
+            break
+        line = lines[i]
+        if shown_lines[i] is not line and not is_verbatim(line):
+            redraws += 1
+            line = shown_lines[i]
+        if i in counts:
+            line += f"  [×{counts[i]} like this; first and last shown]"
+        out.append(line)
+    if not removals and not redraws:
+        return TransformResult(text, TRANSFORM_ID, lossless=True, notes=["no repeated templates"])
+    if redraws:
+        removals.append(Removal(f"terminal redraws (\\r) in {redraws} lines: last frame kept", 0))
+    return TransformResult("\n".join(out) + ("\n" if trailing else ""), TRANSFORM_ID,
+                           removals=removals,
+                           notes=[f"{len(drop)} lines in {len(counts)} templates folded"])
