@@ -30,6 +30,13 @@ INSTRUCTIONS = ("Token-lean reads of this workspace: ctx_read (modes), ctx_searc
                 "ctx_doc (markdown sections), ctx_expand (recover a <<ccr:…>> original).")
 
 
+def passive() -> bool:
+    """Measure/off modes and the measure-only or master switch: count, change nothing unasked."""
+    if switches.is_on(switches.DISABLE) or switches.is_on(switches.MEASURE_ONLY):
+        return True
+    return os.environ.get(switches.MODE, "").strip().lower() in ("off", "measure")
+
+
 class ReadDoor:
     """The state behind the tools: one workspace, one conversation scope, a warm index."""
 
@@ -42,15 +49,20 @@ class ReadDoor:
         self._refreshed = 0.0
         self._refreshing = False
         self.languages = languages
+        self._ledger_db = None
 
     # -- index, kept warm ------------------------------------------------------------------------
     def index(self) -> WorkspaceIndex:
         with self._index_lock:
             if self._index is None:
                 self._index = WorkspaceIndex(self.root)
-                if self._index.num_docs() == 0:
+            if self._index.num_docs() == 0 and not self._refreshed:
+                try:
                     self._index.refresh()
-                    self._refreshed = time.monotonic()
+                except Exception as exc:  # another process holds the writer: it is building the same index
+                    raise ToolError(f"the workspace index is being built elsewhere ({exc}); "
+                                    f"retry in a moment or run `capsule index status`") from None
+                self._refreshed = time.monotonic()
         if time.monotonic() - self._refreshed > REFRESH_EVERY_S and not self._refreshing:
             self._refreshing = True
             threading.Thread(target=self._background_refresh, daemon=True).start()
@@ -66,19 +78,48 @@ class ReadDoor:
             self._refreshing = False
 
     def warm(self) -> None:
-        threading.Thread(target=self.index, daemon=True).start()
+        """Open (and if needed build) the index in the background so the first search is warm."""
+        def run():
+            try:
+                self.index()
+            except Exception:  # reported to the agent by the first ctx_search instead
+                pass
+        threading.Thread(target=run, daemon=True).start()
 
     def reader(self) -> Reader:
         frec = self._index.meta if self._index is not None else None
-        return Reader(self.root, stubs=self.stubs, frecency=frec, languages=self.languages)
+        return Reader(self.root, stubs=self.stubs, frecency=frec, languages=self.languages, passive=passive())
+
+    def _ledger(self, result, scope: str, started: float) -> None:
+        """One ledger row per read; a ledger failure never fails the read."""
+        try:
+            from capsule.measure.ledger import Ledger, Row
+            from capsule.measure.tokens import count, label
+
+            if self._ledger_db is None:
+                self._ledger_db = Ledger()
+            transform = f"read:{result.kind if result.kind != 'full' else result.mode.split(':')[0]}"
+            raw, sent = result.source, result.would_send
+            self._ledger_db.record(Row(
+                scope=scope, command=f"ctx_read {result.path} {result.mode}", family="read", transform=transform,
+                stream="content", mode="measure" if passive() else "standard", applied=not passive(),
+                raw_tokens=count(raw), emitted_tokens=count(sent),
+                raw_bytes=len(raw.encode("utf-8", "surrogateescape")),
+                emitted_bytes=len(sent.encode("utf-8", "surrogateescape")), exit_code=None, handle=None,
+                duration_ms=(time.perf_counter() - started) * 1000, token_label=label()))
+        except Exception:
+            pass
 
     # -- tools -----------------------------------------------------------------------------------
     def read(self, path: str, mode: str = "auto", fresh: bool = False, task: str = "") -> str:
         scope = f"task:{task}" if task else self.scope
+        started = time.perf_counter()
         try:
-            return self.reader().read(path, mode, scope=scope, fresh=fresh)
+            result = self.reader().read_result(path, mode, scope=scope, fresh=fresh)
         except (ValueError, OSError) as exc:
             raise ToolError(str(exc)) from None
+        self._ledger(result, scope, started)
+        return result.text
 
     def search(self, query: str, k: int = 10, budget: int = DEFAULT_BUDGET) -> str:
         if not query.strip():

@@ -8,6 +8,7 @@ a stub only ever goes to the scope that received the content (capsule/store/stub
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from capsule.retrieve import modes, workspace
@@ -76,23 +77,45 @@ def render(text: str, rel: str, mode: Mode | None, languages: tuple[str, ...] = 
     raise ModeError(f"unknown mode {mode.name!r}; use one of: {modes.MODES_HELP}")
 
 
+@dataclass(frozen=True)
+class ReadResult:
+    text: str           # what the agent gets
+    path: str           # workspace-relative
+    mode: str           # the mode key served (auto resolved)
+    kind: str           # full | stub | delta (the stub decision; "full" without a scope)
+    source: str         # the file's text (for the ledger's raw count; never stored)
+    would_send: str     # what an active door sends (differs from text only when passive)
+
+
 class Reader:
-    def __init__(self, root: Path | str, stubs=None, frecency=None, languages: tuple[str, ...] = ()):
+    """passive=True (measure/off modes): auto reads stay full and stubs are only counted, never sent."""
+
+    def __init__(self, root: Path | str, stubs=None, frecency=None, languages: tuple[str, ...] = (),
+                 passive: bool = False):
         self.root = Path(root).resolve()
         self.stubs = stubs
         self.frecency = frecency
         self.languages = tuple(languages)
+        self.passive = passive
 
     def read(self, path: str, mode: str | None = None, scope: str = "", fresh: bool = False) -> str:
+        return self.read_result(path, mode, scope, fresh).text
+
+    def read_result(self, path: str, mode: str | None = None, scope: str = "", fresh: bool = False) -> ReadResult:
         parsed = modes.parse(mode)
         try:
             real = workspace.resolve(self.root, path)
         except WorkspaceError as exc:
             raise ReadError(str(exc)) from None
         rel = workspace.relative(self.root, real)
-        key, out = render(load_text(real, rel), rel, parsed, self.languages)
+        source = load_text(real, rel)
+        active_key, active_out = render(source, rel, parsed, self.languages)
+        key, out = ("full", source) if self.passive and parsed is None else (active_key, active_out)
         if self.frecency is not None:
             self.frecency.touch(rel)
         if self.stubs is None or not scope:
-            return out
-        return self.stubs.decide(scope, rel, key, out, fresh=fresh).text
+            return ReadResult(out, rel, key, "full", source, active_out)
+        decision = self.stubs.decide(scope, rel, key, out, fresh=fresh)
+        if self.passive:
+            return ReadResult(out, rel, key, "full", source, decision.text)
+        return ReadResult(decision.text, rel, key, decision.kind, source, decision.text)

@@ -112,3 +112,26 @@ def test_expand_recovers_archived_original_lines_and_grep(session, state_dir):
     assert text_of(full).encode() == original
     assert text_of(part) == "2| row 2 value\n3| row 3 value"
     assert text_of(grep) == "41| ERROR boom"
+
+
+def test_reads_are_in_the_ledger(session, state_dir):
+    from capsule.measure.ledger import Ledger
+
+    session.run([("ctx_read", {"path": "pkg/big.py"}), ("ctx_read", {"path": "pkg/big.py"})])
+    rows = [r for r in Ledger().rows() if r["family"] == "read"]
+    assert [r["transform"] for r in rows] == ["read:signatures", "read:stub"]
+    assert all(r["applied"] and r["emitted_tokens"] < r["raw_tokens"] for r in rows)
+    assert rows[1]["emitted_tokens"] <= 20
+
+
+def test_measure_mode_changes_nothing_unasked_but_counts(workspace, state_dir):
+    from capsule.measure.ledger import Ledger
+    from tests.mcp.conftest import BIG_PY
+
+    s = Session(workspace, state_dir, {"JACKIN_CTX_MODE": "measure"})
+    auto, again, asked = s.run([("ctx_read", {"path": "pkg/big.py"}), ("ctx_read", {"path": "pkg/big.py"}),
+                                ("ctx_read", {"path": "pkg/big.py", "mode": "lines:1-2"})])
+    assert text_of(auto) == BIG_PY and text_of(again) == BIG_PY      # no signatures, no stub
+    assert text_of(asked).startswith("1| def function_0")             # an explicit mode is honoured
+    rows = [r for r in Ledger().rows() if r["family"] == "read"]
+    assert not rows[0]["applied"] and rows[1]["emitted_tokens"] <= 20  # what the stub would have saved
