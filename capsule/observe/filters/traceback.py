@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from capsule.observe.filters.stages import Line, _collapse_blocks, _collapse_repeats
+from capsule.observe.filters.stages import _CR_REDRAW, Line, _collapse_blocks, _collapse_repeats
 from capsule.observe.filters.streaming import StreamFilter
 from capsule.observe.verbatim import is_verbatim
 
@@ -52,6 +52,66 @@ def collapse_similar(lines: list[Line], run, keep_edges: int = 2) -> list[Line]:
     return out
 
 
+SHAPE_MIN = 8        # a shape seen this often (not verbatim) keeps its first 2 and last occurrence
+
+
+def collapse_shapes(lines: list[Line], run) -> list[Line]:
+    """Interleaved log lines: a frequent non-error shape keeps its first two and its last line."""
+    counts: dict[str, int] = {}
+    for line in lines:
+        if line.no and not is_verbatim(line.text):
+            key = shape(line.text)
+            if key:
+                counts[key] = counts.get(key, 0) + 1
+    seen: dict[str, int] = {}
+    out: list[Line] = []
+    for line in lines:
+        key = shape(line.text) if line.no and not is_verbatim(line.text) else ""
+        total = counts.get(key, 0)
+        if total < SHAPE_MIN:
+            out.append(line)
+            continue
+        seen[key] = seen.get(key, 0) + 1
+        n = seen[key]
+        if n <= 2 or n == total:
+            out.append(line)
+            if n == 2:
+                out.append(Line(0, f"[{total - 3} more lines like the above omitted: {key}]"))
+        else:
+            run.drop(line, "frequent log line")
+    return out
+
+
+def collapse_shape_blocks(lines: list[Line], max_period: int, run) -> list[Line]:
+    """A block of 2..max_period lines repeated with only numbers changing keeps its first and last copy."""
+    out: list[Line] = []
+    shapes = [_NUM.sub("#", line.text) for line in lines]
+    i, n = 0, len(lines)
+    while i < n:
+        best = None
+        for p in range(2, max_period + 1):
+            if i + 3 * p > n:
+                break
+            block = shapes[i:i + p]
+            reps = 1
+            while shapes[i + reps * p:i + (reps + 1) * p] == block:
+                reps += 1
+            if reps >= 4 and (best is None or reps * p > best[0] * best[1]):
+                best = (reps, p)
+        if best is None:
+            out.append(lines[i])
+            i += 1
+            continue
+        reps, p = best
+        out.extend(lines[i:i + p])
+        for dup in lines[i + p:i + (reps - 1) * p]:
+            run.drop(dup, f"repeated block of {p} lines")
+        out.append(Line(0, f"[the {p} lines above repeat {reps - 2} more times with different numbers]"))
+        out.extend(lines[i + (reps - 1) * p:i + reps * p])
+        i += reps * p
+    return out
+
+
 class PythonRunFilter(StreamFilter):
     """Buffered: needs the whole output to see blocks; emits at flush."""
 
@@ -60,13 +120,17 @@ class PythonRunFilter(StreamFilter):
         self.lines: list[Line] = []
 
     def feed_line(self, line: str) -> None:
+        if "\r" in line.rstrip("\r"):
+            line = _CR_REDRAW.sub("", line)   # progress redraws: what was drawn last
         self.lines.append(Line(self.lineno, line))
 
     def flush(self) -> None:
         lines = self._trim_frames(self.lines)
         lines = _collapse_repeats(lines, self._run)
         lines = _collapse_blocks(lines, 8, self._run)
+        lines = collapse_shape_blocks(lines, 6, self._run)
         lines = collapse_similar(lines, self._run)
+        lines = collapse_shapes(lines, self._run)
         for line in lines:
             self.emit(line.text)
 

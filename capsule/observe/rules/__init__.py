@@ -64,7 +64,8 @@ def normalise(words: list[str]) -> list[str]:
     """Tool basename; `python -m X` read as X; git's global options dropped."""
     if not words:
         return words
-    words = [words[0].rsplit("/", 1)[-1], *words[1:]]
+    if not words[0].startswith(("./", "../")):
+        words = [words[0].rsplit("/", 1)[-1], *words[1:]]
     tool = words[0]
     if re.fullmatch(r"python[0-9.]*|pypy[0-9.]*", tool) and len(words) > 2 and words[1] == "-m":
         return normalise(words[2:])

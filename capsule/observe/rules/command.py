@@ -2,8 +2,9 @@
 
 Not responsible for content sniffing (classify.sniff_content) nor for running filters.
 Invariant: an unattestable line (backticks, $( ), file redirects, heredocs) is passthrough;
-a compound line gets a filter only when every segment whose output reaches the agent
-agrees on it (built-ins such as `cd` are ignored); otherwise None (content sniffing).
+a compound line gets a filter only when every segment whose output reaches the agent is
+claimed by a rule (built-ins such as `cd` are ignored); the last segment's filter wins.
+A segment with content or unknown output makes the whole line None (content sniffing).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ def classify_command_line(command: str, cwd: str | None = None) -> Classificatio
         return None     # content or unknown output reaches the agent: let content sniffing decide
     if not chosen:
         return None
-    if len({c[0] for c in chosen}) != 1:
-        return None
     name, family, reason = chosen[-1]
+    if len({c[0] for c in chosen}) != 1:
+        # several tools print: the last one's filter (it also keeps every error line of the others)
+        reason = f"last of {len(chosen)} segments: {reason}"
     return Classification(family, TRANSFORM_ID, filter_id=name, reason=reason)
