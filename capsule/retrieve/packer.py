@@ -15,7 +15,7 @@ from capsule.retrieve.index import Hit, query_terms
 SNIPPET_CHARS = 160
 SCAN_BYTES = 512 << 10
 LINES_PER_FILE = 2
-CANDIDATES = 64          # occurrences per term looked at when choosing lines
+CANDIDATES = 24          # occurrences per term looked at when choosing lines
 
 
 def best_lines(text: str, terms: list[str], per_file: int = LINES_PER_FILE) -> list[tuple[int, str]]:
@@ -53,10 +53,15 @@ def snippet(line: str) -> str:
     return s if len(s) <= SNIPPET_CHARS else s[: SNIPPET_CHARS - 1] + "…"
 
 
+def _cost(text: str) -> int:
+    """A cheap upper estimate of tokens (code runs ~3.5-4 chars a token); the total is counted exactly."""
+    return len(text) // 3 + 2
+
+
 def pack(root: Path, hits: list[Hit], query: str, budget: int = 800) -> str:
     """`path:line:snippet` lines for the hits, best first, that fit in `budget` tokens."""
     terms = query_terms(query)
-    out: list[str] = []
+    groups: list[list[str]] = []
     used = 0
     left = 0
     for i, hit in enumerate(hits):
@@ -66,14 +71,18 @@ def pack(root: Path, hits: list[Hit], query: str, budget: int = 800) -> str:
         except OSError:
             continue
         rows = [f"{hit.path}:{n}:{snippet(line)}" for n, line in best_lines(text, terms)] or [f"{hit.path}:1:(path match)"]
-        cost = count("\n".join(rows)) + 1
+        cost = _cost("\n".join(rows))
         if used + cost > budget - 12:   # keep room for the "more" line
             left = len(hits) - i
             break
-        out.extend(rows)
+        groups.append(rows)
         used += cost
-    if not out:
+    while groups and count("\n".join(r for g in groups for r in g)) > budget - 12:
+        groups.pop()                     # the estimate was low: drop the weakest file
+        left += 1
+    if not groups:
         return f"no matches for {query!r}" if not hits else f"[{len(hits)} files matched; raise the budget to see them]"
+    out = [r for g in groups for r in g]
     if left:
         out.append(f"[{left} more files matched; narrow the query or raise k]")
     return "\n".join(out)
