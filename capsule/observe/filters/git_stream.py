@@ -139,6 +139,9 @@ class GitFilter(StreamFilter):
             return
         self._flush_hunk()
         self.in_diff = line.startswith(("rename ", "copy ", "Binary files"))
+        if not line.strip():
+            self.drop(line, "blank line")
+            return
         if self.cut:
             self.keep_if(line, False, f"diff beyond {MAX_DIFF_LINES} lines")
         else:

@@ -14,7 +14,7 @@ import re
 from capsule.observe.filters.streaming import StreamFilter
 
 _NOISE = re.compile(r"^(=== (RUN|PAUSE|CONT|NAME)|\s*--- PASS|PASS$|ok\s|coverage: |\s*$)")
-_RUNTIME = re.compile(r"^(\t/usr/(local/)?(lib/)?go[^/]*/src/|\t\S*/go/src/(testing|runtime)/|goroutine \d+ \[|created by testing|(testing|runtime)\.\S+\(|panic\(\{)")
+_RUNTIME = re.compile(r"^(\t/usr/(local/)?(lib/)?go[^/]*/src/|\t\S*/go/src/(testing|runtime)/|goroutine \d+ \[|created by testing|(testing|runtime)\.\S+\(|panic\(\{|[\w.*/()\[\]-]+\(.*\)$)")
 
 
 class GoTestJsonFilter(StreamFilter):

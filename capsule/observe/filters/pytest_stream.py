@@ -18,6 +18,7 @@ _TEST_HEADER = re.compile(r"^_{3,} .* _{3,}$")
 _LOCATION = re.compile(r"^\S+:\d+: ")
 _PROGRESS = re.compile(r"^\S+\.py (\.|s|x|F|E|X)+\s*(\[\s*\d+%\])?$|^[.sxFEX]+\s*(\[\s*\d+%\])?$")
 _VERBOSE = re.compile(r"^\S+::\S.* (PASSED|SKIPPED|XFAIL|XPASS|FAILED|ERROR)\b")
+_INTROSPECTION = re.compile(r"^E\s+\+\s+(where|and)\s")
 _KEEP_IN_BLOCK = re.compile(r"^(>|E |E$)|^\S.*(Error|Exception|Warning)\b|^ImportError while|^\s*(raise|assert)\b")
 
 
@@ -58,6 +59,8 @@ class PytestFilter(StreamFilter):
                 self.keep_if(line, bool(stripped) and self.captured > 0, "captured output beyond 5 lines")
                 return
             keep = bool(_TEST_HEADER.match(stripped) or _LOCATION.match(line) or _KEEP_IN_BLOCK.match(line))
+            if _INTROSPECTION.match(line):
+                keep = False      # pytest's "+  where x = f()" rewriting detail
             self.keep_if(line, keep, "test source / repr context")
             return
         if self.section == "warnings":
