@@ -1,7 +1,8 @@
 """Claude Code: register the read door in its MCP config and approve it, merging, never clobbering.
 
 User scope: `mcpServers.capsule` in $CLAUDE_CONFIG_DIR/.claude.json (else ~/.claude.json), tools
-allowed in the user settings.json. Project scope: `<project>/.mcp.json` plus the approval
+allowed in the user settings.json, plus PreCompact / SessionStart(clear|compact) hooks running
+`capsule mcp forget` so read stubs never outlive the context that held the content. Project scope: `<project>/.mcp.json` plus the approval
 `enabledMcpjsonServers` and the tool allow in `<project>/.claude/settings.local.json`.
 Not responsible for launching Claude Code. Invariant: verify, then merge; a corrupt file or a
 foreign `capsule` entry is refused with a message; a second run changes nothing.
@@ -11,11 +12,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from pathlib import Path
 
 from capsule.agents.common import MARKER_KEY, MARKER_VALUE, SERVER_NAME, ConfigError, is_ours, server_command, write_atomic
 
 TOOL_PERMISSION = f"mcp__{SERVER_NAME}"
+FORGET_HOOKS = (("PreCompact", ""), ("SessionStart", "clear|compact"))
 
 
 def config_dir(env=None) -> Path:
@@ -70,8 +73,38 @@ def _merge_server(path: Path, data: dict, table_owner: dict) -> bool:
     return True
 
 
+def forget_command() -> str:
+    command, args = server_command()
+    return shlex.join([command, *args[:-1], "forget"])
+
+
+def _is_our_hook_group(group: object) -> bool:
+    hooks = group.get("hooks") if isinstance(group, dict) else None
+    return bool(hooks) and all(isinstance(h, dict) and str(h.get("command", "")).endswith(" mcp forget")
+                               and "capsule" in str(h.get("command", "")) for h in hooks)
+
+
+def _merge_hooks(path: Path, data: dict) -> None:
+    """Compaction and /clear empty the model's context while the server lives on: purge the stubs."""
+    hooks = data.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise ConfigError(f"{path}: hooks is not an object; fix it, then run again")
+    for event, matcher in FORGET_HOOKS:
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise ConfigError(f"{path}: hooks.{event} is not a list; fix it, then run again")
+        ours = {"matcher": matcher, "hooks": [{"type": "command", "command": forget_command()}]}
+        for i, group in enumerate(groups):
+            if _is_our_hook_group(group):
+                groups[i] = ours
+                break
+        else:
+            groups.append(ours)
+
+
 def _merge_settings(path: Path, approve_mcpjson: bool) -> bool:
     data = _read_json(path)
+    _merge_hooks(path, data)
     perms = data.setdefault("permissions", {})
     if not isinstance(perms, dict) or not isinstance(perms.setdefault("allow", []), list):
         raise ConfigError(f"{path}: permissions.allow is not a list; fix it, then run again")

@@ -136,3 +136,30 @@ def test_register_cli_exits_2_on_corrupt_file(capsule, tmp_path):
     proc = capsule("mcp", "register", "--agent", "claude", "--project", str(tmp_path), "--no-note",
                    env={"CLAUDE_CONFIG_DIR": str(cfg.parent)})
     assert proc.returncode == 2 and b"not valid JSON" in proc.stderr
+
+
+def test_claude_compaction_hooks_purge_stubs_and_merge_idempotently(env, project, tmp_path):
+    settings = tmp_path / "claude" / "settings.json"
+    settings.parent.mkdir()
+    theirs = {"matcher": "", "hooks": [{"type": "command", "command": "echo mine"}]}
+    settings.write_text(json.dumps({"hooks": {"PreCompact": [theirs]}}))
+    agents.register("claude", project=project, env=env, note=False)
+    agents.register("claude", project=project, env=env, note=False)
+    hooks = json.loads(settings.read_text())["hooks"]
+    assert hooks["PreCompact"][0] == theirs and len(hooks["PreCompact"]) == 2
+    ours = hooks["PreCompact"][1]["hooks"][0]["command"]
+    assert ours.endswith("mcp forget")
+    assert hooks["SessionStart"][0]["matcher"] == "clear|compact"
+
+
+def test_forget_hook_command_really_purges(env, project, state_dir):
+    import shlex
+    import subprocess
+
+    from capsule.agents.claude import forget_command
+    from capsule.store.stubs import StubStore
+
+    StubStore().decide("conv:x", "a.txt", "full", "hello\n")
+    proc = subprocess.run(shlex.split(forget_command()), capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert StubStore().scopes() == []

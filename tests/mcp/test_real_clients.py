@@ -162,3 +162,28 @@ def test_codex_end_to_end_calls_the_registered_server(workspace, state_dir, tmp_
         assert "unchanged since you read it" in outputs[1] and readme not in outputs[1]
     finally:
         fake.close()
+
+
+def test_claude_code_compaction_purges_the_read_stubs(workspace, state_dir, tmp_path):
+    """The PreCompact hook written at registration runs `capsule mcp forget` in the real client."""
+    from capsule.store.stubs import StubStore
+    from tests.mcp.fake_anthropic import FakeMessages
+
+    fake = FakeMessages("mcp__capsule__ctx_read", [{"path": "README.md", "mode": "full"}])
+    try:
+        env = {**_claude_env(tmp_path, state_dir), "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "test",
+               "MCP_CONNECTION_NONBLOCKING": "0"}
+        agents.register("claude", project=workspace, env=env, note=False)
+
+        def claude(*args):
+            proc = subprocess.run([_client("claude"), "-p", *args, "--output-format", "json"], cwd=workspace, env=env,
+                                  capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
+            assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+            return json.loads(proc.stdout)
+
+        session = claude("read the readme", "--allowedTools", "mcp__capsule")["session_id"]
+        assert len(StubStore().scopes()) == 1
+        claude("/compact", "--resume", session)
+        assert StubStore().scopes() == []
+    finally:
+        fake.close()
