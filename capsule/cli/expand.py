@@ -41,29 +41,41 @@ def cmd_expand(args) -> int:
     archive = Archive()
     out = sys.stdout.buffer
     try:
-        if args.lines is None and args.grep is None:
-            blob, size = archive.open_blob(args.handle)
-            with blob:
-                while chunk := blob.read(1 << 20):
-                    out.write(chunk)
-            return 0
-        data = archive.get(args.handle)
+        chunks = archive.iter_chunks(args.handle)
     except UnknownHandle:
         raise UserError(f"no archived output for handle {normalise(args.handle)}: it was never stored here "
                         f"or its retention ({archive.retention_s}s) has passed")
-    lines = data.split(b"\n")
-    if data.endswith(b"\n"):
-        lines.pop()
-    if args.lines is not None:
-        first, last = parse_range(args.lines)
-        for line in lines[first - 1 : last]:
-            out.write(line + b"\n")
+    if args.lines is None and args.grep is None:
+        for chunk in chunks:
+            out.write(chunk)
+        return 0
+    first, last = parse_range(args.lines) if args.lines is not None else (1, None)
+    pattern = None
     if args.grep is not None:
         try:
             pattern = re.compile(args.grep.encode("utf-8", "surrogateescape"))
         except re.error as exc:
             raise UserError(f"--grep {args.grep!r}: bad regular expression: {exc}")
-        for number, line in enumerate(lines, 1):
-            if pattern.search(line):
-                out.write(b"%d:" % number + line + b"\n")
+    for number, line in _lines(chunks):
+        if number < first:
+            continue
+        if last is not None and number > last:
+            break
+        if pattern is None:
+            out.write(line + b"\n")
+        elif pattern.search(line):
+            out.write(b"%d:" % number + line + b"\n")
     return 0
+
+
+def _lines(chunks):
+    """Numbered lines from a stream of chunks, without joining the whole original."""
+    number, carry = 0, b""
+    for chunk in chunks:
+        parts = (carry + chunk).split(b"\n")
+        carry = parts.pop()
+        for line in parts:
+            number += 1
+            yield number, line
+    if carry:
+        yield number + 1, carry

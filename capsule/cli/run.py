@@ -7,6 +7,7 @@ Invariant (INV-4): the exit status is the command's, or 128+n when it died of si
 
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import signal
@@ -128,7 +129,9 @@ def _emit(spool, digest, stream, out, command, status, duration_ms, intent) -> N
         else:
             data = engine.observe_file(spool, size, digest, command=command, stream=stream,
                                        exit_code=status, duration_ms=duration_ms).data or None
-    except Exception:  # noqa: BLE001 - whatever happened, the agent gets the raw output
+    except Exception as exc:  # noqa: BLE001 - whatever happened, the agent gets the raw output
+        logging.getLogger("capsule.run").warning("engine failed on %s of %r: %r; raw output passed through",
+                                                 stream, command, exc)
         data = None
     out.flush()
     if data is not None:
@@ -197,7 +200,8 @@ def cmd_pipe(args) -> int:
         logs.configure()
         emitted = _engine().observe(data, command=args.cmd, stream="content" if not args.cmd else "stdout",
                                     intent=args.intent).data
-    except Exception:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001
+        logging.getLogger("capsule.run").warning("engine failed on piped input: %r; raw passed through", exc)
         emitted = data
     out.write(emitted)
     out.flush()

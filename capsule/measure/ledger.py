@@ -13,7 +13,8 @@ from dataclasses import dataclass, asdict, field
 from pathlib import Path
 
 from capsule import paths
-from capsule.store.archive import connect
+from capsule.store import sqlite
+from capsule.store.sqlite import connect
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS emissions(
@@ -39,6 +40,11 @@ CREATE TABLE IF NOT EXISTS emissions(
 );
 CREATE INDEX IF NOT EXISTS emissions_ts ON emissions(ts);
 """
+
+SUMMARY_COLUMNS = ("id", "ts", "scope", "command", "family", "transform", "stream", "mode", "applied",
+                   "raw_tokens", "emitted_tokens", "raw_bytes", "emitted_bytes", "exit_code", "handle",
+                   "duration_ms", "token_label")
+ALL_COLUMNS = SUMMARY_COLUMNS + ("manifest", "reports")
 
 
 @dataclass
@@ -67,7 +73,7 @@ class Ledger:
     def __init__(self, path: Path | None = None):
         self.path = Path(path) if path else paths.ledger_path()
         self.conn = connect(self.path)
-        with self.conn:
+        with sqlite.write(self.conn):
             self.conn.execute(SCHEMA)
 
     def record(self, row: Row) -> int:
@@ -77,28 +83,24 @@ class Ledger:
         d["applied"] = int(d["applied"])
         cols = ",".join(d)
         marks = ",".join(f":{k}" for k in d)
-        with self.conn:
+        with sqlite.write(self.conn):
             self.conn.execute(f"INSERT INTO emissions({cols}) VALUES({marks})", d)
             return self.conn.last_insert_rowid()
 
     def get(self, emission_id: int) -> dict | None:
-        cur = self.conn.execute("SELECT * FROM emissions WHERE id=?", (emission_id,))
-        names = [d[0] for d in cur.getdescription()]
-        row = cur.fetchone()
+        row = self.conn.execute(f"SELECT {', '.join(ALL_COLUMNS)} FROM emissions WHERE id=?",
+                                (emission_id,)).fetchone()
         if row is None:
             return None
-        out = dict(zip(names, row))
+        out = dict(zip(ALL_COLUMNS, row))
         out["manifest"] = json.loads(out["manifest"])
         out["reports"] = json.loads(out["reports"])
         return out
 
     def rows(self, since: float | None = None) -> list[dict]:
-        cur = self.conn.execute(
-            "SELECT id, ts, scope, command, family, transform, stream, mode, applied, raw_tokens, "
-            "emitted_tokens, raw_bytes, emitted_bytes, exit_code, handle, duration_ms, token_label "
-            "FROM emissions WHERE ts >= ? ORDER BY id", (since or 0.0,))
-        names = [d[0] for d in cur.getdescription()]
-        return [dict(zip(names, r)) for r in cur]
+        cur = self.conn.execute(f"SELECT {', '.join(SUMMARY_COLUMNS)} FROM emissions WHERE ts >= ? ORDER BY id",
+                                (since or 0.0,))
+        return [dict(zip(SUMMARY_COLUMNS, r)) for r in cur]
 
     def count(self) -> int:
         return self.conn.execute("SELECT count(*) FROM emissions").fetchone()[0]

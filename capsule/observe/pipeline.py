@@ -19,6 +19,7 @@ from capsule.observe.classify import Classification, classify
 from capsule.observe.types import Context, Removal, StageReport
 from capsule.observe.verbatim import missing_verbatim
 from capsule.policy import switches
+from capsule.store.archive import handle_of
 
 log = logging.getLogger("capsule.pipeline")
 
@@ -98,11 +99,11 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
         return passthrough("marker contract broken: raw", result.transform_id,
                            warn=f"{result.transform_id} placed more than one marker")
 
-    handle = None
-    footer_text = out_text
-    # Footer tokens count toward never-worse: measure with a placeholder of the same shape.
-    probe = guard.with_footer(out_text, "0" * 24)
-    emitted_tokens = tokens.count(probe)
+    # The handle is a pure function of the original, so the footer can be measured exactly
+    # before anything is stored; footer tokens count toward never-worse.
+    handle = handle_of(raw)
+    footer_text = guard.with_footer(out_text, handle)
+    emitted_tokens = tokens.count(footer_text)
     if emitted_tokens >= raw_tokens:
         return passthrough(f"never worse: {emitted_tokens} >= {raw_tokens} tokens: raw", result.transform_id)
 
@@ -114,12 +115,8 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
         return em
 
     if archive is not None:
-        handle = archive.put(raw, ctx.command)
-        footer_text = guard.with_footer(out_text, handle)
-    else:
-        footer_text = out_text
+        archive.put(raw, ctx.command)
     data = footer_text.encode("utf-8", "surrogateescape")
-    emitted_tokens = tokens.count(footer_text)
     reports.append(StageReport("guard", raw_tokens, emitted_tokens, "ok"))
     reports.append(StageReport("archive", emitted_tokens, emitted_tokens, handle or "no archive"))
     em = Emission(data, raw_tokens, emitted_tokens, ctx.family, result.transform_id, handle=handle,

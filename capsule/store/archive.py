@@ -12,16 +12,18 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
-import apsw
 import blake3
 
 from capsule import paths
 from capsule.policy import switches
+from capsule.store import sqlite
+from capsule.store.sqlite import connect
 
 HANDLE_LEN = 24
 DEFAULT_RETENTION_S = 24 * 3600   # the floor the spec asks for is 30 minutes
 MIN_RETENTION_S = 30 * 60
 CHUNK = 1 << 20
+STORED_CHUNK = 64 << 20           # SQLite caps one blob near 1 GB: large originals are stored in parts
 FTS_MAX_BYTES = 4 << 20           # larger originals are stored but not full-text indexed
 
 SCHEMA = """
@@ -34,6 +36,12 @@ CREATE TABLE IF NOT EXISTS ccr_entries(
   command TEXT
 );
 CREATE INDEX IF NOT EXISTS ccr_expiry ON ccr_entries(expires_at);
+CREATE TABLE IF NOT EXISTS ccr_chunks(
+  hash TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY(hash, seq)
+);
 CREATE VIRTUAL TABLE IF NOT EXISTS ccr_fts USING fts5(hash UNINDEXED, body);
 """
 
@@ -56,27 +64,18 @@ def retention_seconds() -> int:
         return DEFAULT_RETENTION_S
 
 
-def connect(path: Path) -> apsw.Connection:
-    """A WAL connection that waits instead of failing when another writer holds the lock."""
-    conn = apsw.Connection(str(path))
-    conn.set_busy_timeout(30_000)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    return conn
-
-
 class Archive:
     def __init__(self, path: Path | None = None, retention_s: int | None = None):
         self.path = Path(path) if path else paths.archive_path()
         self.retention_s = retention_s if retention_s is not None else retention_seconds()
         self.conn = connect(self.path)
-        with self.conn:
+        with sqlite.write(self.conn):
             self.conn.execute(SCHEMA)
 
     def put(self, data: bytes, command: str | None = None) -> str:
         handle = handle_of(data)
         now = time.time()
-        with self.conn:
+        with sqlite.write(self.conn):
             self._purge(now)
             self.conn.execute(
                 "INSERT INTO ccr_entries(hash, original, size, created_at, expires_at, command) "
@@ -89,50 +88,63 @@ class Archive:
         return handle
 
     def put_file(self, f: BinaryIO, size: int, handle: str, command: str | None = None) -> str:
-        """Stream a large original in chunks; `handle` was hashed while it was spooled."""
+        """Store a large original in parts, reading it in chunks; `handle` was hashed while spooling."""
         now = time.time()
-        with self.conn:
+        with sqlite.write(self.conn):
             self._purge(now)
             exists = self.conn.execute("SELECT 1 FROM ccr_entries WHERE hash=?", (handle,)).fetchone()
             if exists:
                 self.conn.execute("UPDATE ccr_entries SET expires_at=? WHERE hash=?", (now + self.retention_s, handle))
                 return handle
+            # An empty `original` marks a chunked entry; `size` is the true length.
             self.conn.execute(
                 "INSERT INTO ccr_entries(hash, original, size, created_at, expires_at, command) "
-                "VALUES(?, zeroblob(?), ?, ?, ?, ?)",
-                (handle, size, size, now, now + self.retention_s, command),
-            )
-            rowid = self.conn.last_insert_rowid()
+                "VALUES(?, x'', ?, ?, ?, ?)", (handle, size, now, now + self.retention_s, command))
             f.seek(0)
-            with self.conn.blob_open("main", "ccr_entries", "original", rowid, True) as blob:
-                while chunk := f.read(CHUNK):
-                    blob.write(chunk)
+            seq = 0
+            while True:
+                self.conn.execute("INSERT INTO ccr_chunks(hash, seq, data) VALUES(?, ?, zeroblob(?))",
+                                  (handle, seq, min(STORED_CHUNK, size - seq * STORED_CHUNK)))
+                rowid = self.conn.last_insert_rowid()
+                with self.conn.blob_open("main", "ccr_chunks", "data", rowid, True) as blob:
+                    left = blob.length()
+                    while left and (chunk := f.read(min(CHUNK, left))):
+                        blob.write(chunk)
+                        left -= len(chunk)
+                seq += 1
+                if seq * STORED_CHUNK >= size:
+                    break
         return handle
 
     def get(self, handle: str) -> bytes:
-        row = self._row(handle)
-        return bytes(row[1])
+        return b"".join(self.iter_chunks(handle))
 
-    def open_blob(self, handle: str):
-        """(blob reader, size) for streaming a large original back out."""
-        rowid, size = self._rowid(handle)
-        return self.conn.blob_open("main", "ccr_entries", "original", rowid, False), size
-
-    def _rowid(self, handle: str) -> tuple[int, int]:
+    def iter_chunks(self, handle: str):
+        """The original in pieces of at most 1 MiB, in order: constant memory for any size."""
         handle = normalise(handle)
         row = self.conn.execute(
-            "SELECT rowid, size, expires_at FROM ccr_entries WHERE hash=?", (handle,)).fetchone()
+            "SELECT rowid, size, expires_at, length(original) FROM ccr_entries WHERE hash=?", (handle,)).fetchone()
         if row is None or row[2] < time.time():
             raise UnknownHandle(handle)
-        return row[0], row[1]
+        rowid, size, _, stored = row
+        if stored == size:
+            parts = [("ccr_entries", "original", rowid)]
+        else:
+            parts = [("ccr_chunks", "data", r[0]) for r in self.conn.execute(
+                "SELECT rowid FROM ccr_chunks WHERE hash=? ORDER BY seq", (handle,))]
+        return self._read_parts(parts)
 
-    def _row(self, handle: str):
-        handle = normalise(handle)
-        row = self.conn.execute(
-            "SELECT hash, original, expires_at FROM ccr_entries WHERE hash=?", (handle,)).fetchone()
-        if row is None or row[2] < time.time():
-            raise UnknownHandle(handle)
-        return row
+    def _read_parts(self, parts):
+        for table, column, rowid in parts:
+            with self.conn.blob_open("main", table, column, rowid, False) as blob:
+                while chunk := blob.read(CHUNK):
+                    yield chunk
+
+    def size_of(self, handle: str) -> int:
+        row = self.conn.execute("SELECT size, expires_at FROM ccr_entries WHERE hash=?", (normalise(handle),)).fetchone()
+        if row is None or row[1] < time.time():
+            raise UnknownHandle(normalise(handle))
+        return row[0]
 
     def search(self, query: str, limit: int = 10) -> list[str]:
         rows = self.conn.execute(
@@ -155,6 +167,7 @@ class Archive:
         expired = [r[0] for r in self.conn.execute("SELECT hash FROM ccr_entries WHERE expires_at < ? LIMIT 100", (now,))]
         for h in expired:
             self.conn.execute("DELETE FROM ccr_fts WHERE hash=?", (h,))
+            self.conn.execute("DELETE FROM ccr_chunks WHERE hash=?", (h,))
             self.conn.execute("DELETE FROM ccr_entries WHERE hash=?", (h,))
 
     def close(self) -> None:

@@ -1,0 +1,93 @@
+"""Any size and many at once: a 1 GB stdout in bounded memory, 64 concurrent runs on one state dir."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import blake3
+
+from capsule.measure.ledger import Ledger
+
+GIB = 1 << 30
+LINE = b"2026-11-29T10:00:00Z worker-7 processed batch 1234567 in 12 ms status=ok\n"
+
+
+def _env(state_dir, **extra):
+    return {**os.environ, "JACKIN_CTX_STATE_DIR": str(state_dir), **extra}
+
+
+def test_one_gigabyte_stdout_bounded_memory_and_byte_exact(state_dir, tmp_path):
+    # The producer writes exactly 1 GiB of log lines, with one error buried in the middle.
+    producer = tmp_path / "produce.py"
+    producer.write_text(
+        "import sys\n"
+        f"line = {LINE!r}\n"
+        f"n = {GIB} // len(line)\n"
+        "out = sys.stdout.buffer\n"
+        "chunk = line * 4096\n"
+        "for i in range(0, n, 4096):\n"
+        "    k = min(4096, n - i)\n"
+        "    out.write(chunk if k == 4096 else line * k)\n"
+        "    if i == 4096 * 3000:\n"
+        "        out.write(b'ERROR worker-7 batch 99 failed: disk quota exceeded\\n')\n"
+        f"out.write(b'x' * ({GIB} - n * len(line) - len(b'ERROR worker-7 batch 99 failed: disk quota exceeded\\n')))\n"
+    )
+    measure = tmp_path / "measure.py"
+    measure.write_text(
+        "import resource, subprocess, sys\n"
+        "p = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE)\n"
+        "sys.stdout.buffer.write(p.stdout)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
+        "sys.exit(p.returncode)\n"
+    )
+    r = subprocess.run([sys.executable, str(measure), sys.executable, "-m", "capsule", "ctx", "run", "--",
+                        sys.executable, str(producer)], capture_output=True, env=_env(state_dir), timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    peak_kib = int(r.stderr.decode().strip().splitlines()[-1])
+    assert peak_kib <= 200 * 1024, f"peak RSS {peak_kib} KiB"
+    out = r.stdout
+    assert len(out) < 64 * 1024
+    assert b"ERROR worker-7 batch 99 failed: disk quota exceeded" in out
+    handle = re.search(rb"<<ccr:([0-9a-f]{24})>>", out).group(1).decode()
+    # Expand streams the original back; hash it without holding it.
+    expected = blake3.blake3()
+    proc = subprocess.Popen([sys.executable, str(producer)], stdout=subprocess.PIPE)
+    expected_size = 0
+    while chunk := proc.stdout.read(1 << 20):
+        expected.update(chunk)
+        expected_size += len(chunk)
+    proc.wait()
+    assert expected_size >= GIB
+    got = blake3.blake3()
+    size = 0
+    exp = subprocess.Popen([sys.executable, "-m", "capsule", "ctx", "expand", handle], stdout=subprocess.PIPE,
+                           env=_env(state_dir))
+    while chunk := exp.stdout.read(1 << 20):
+        got.update(chunk)
+        size += len(chunk)
+    assert exp.wait() == 0
+    assert size == expected_size
+    assert got.hexdigest() == expected.hexdigest()
+    row = Ledger(state_dir / "ledger.db").rows()[-1]
+    assert row["raw_bytes"] == expected_size and row["token_label"] == "approx"
+
+
+def test_sixty_four_concurrent_runs_lose_no_row(state_dir):
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "capsule", "ctx", "run", "--", "seq", str(i), str(i + 2000)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(state_dir))
+        for i in range(64)
+    ]
+    results = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    for out, err in results:
+        assert b"locked" not in err
+        assert b"[full output: capsule ctx expand" in out
+    rows = Ledger(state_dir / "ledger.db").rows()
+    assert len(rows) == 64
+    assert sorted(r["command"] for r in rows) == sorted(f"seq {i} {i + 2000}" for i in range(64))
+    log = (state_dir / "capsule.log")
+    assert not log.exists() or "locked" not in log.read_text()

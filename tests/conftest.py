@@ -1,0 +1,35 @@
+"""Shared fixtures: an isolated state directory and a way to run the real `capsule` CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def state_dir(tmp_path, monkeypatch) -> Path:
+    d = tmp_path / "state"
+    d.mkdir()
+    monkeypatch.setenv("JACKIN_CTX_STATE_DIR", str(d))
+    for name in ("JACKIN_CTX_DISABLE", "JACKIN_CTX_MEASURE_ONLY", "JACKIN_CTX_MODE", "JACKIN_CTX_FAULT_INJECT",
+                 "JACKIN_CTX_RETENTION_SECONDS"):
+        monkeypatch.delenv(name, raising=False)
+    return d
+
+
+@pytest.fixture
+def capsule(state_dir):
+    """Run the installed CLI as a user would: capsule(*args, input=b"", env={...})."""
+
+    def run(*args: str, input: bytes | None = None, env: dict | None = None, timeout: float = 120):
+        full_env = {**os.environ, "JACKIN_CTX_STATE_DIR": str(state_dir), **(env or {})}
+        return subprocess.run([sys.executable, "-m", "capsule", *args], input=input, capture_output=True,
+                              env=full_env, timeout=timeout, cwd=REPO)
+
+    return run

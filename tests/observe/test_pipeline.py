@@ -1,0 +1,151 @@
+"""The pipeline's contracts: never worse, small passthrough, one marker, verbatim kept, fail open."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from hypothesis import given, settings, strategies as st
+
+from capsule.measure import tokens
+from capsule.observe import guard, registry
+from capsule.observe.pipeline import process
+from capsule.observe.transforms.basic import default_text, line_budget
+from capsule.observe.types import Context, Removal, TransformResult
+from capsule.store.archive import Archive
+
+
+def _numbered(n: int, word: str = "line") -> bytes:
+    return "".join(f"{word} {i} of a long listing with some words\n" for i in range(n)).encode()
+
+
+def test_small_output_passes_untouched(state_dir):
+    raw = b"a\nb\nc\n"
+    em = process(raw, Context(command="ls"), Archive(state_dir / "a.db"))
+    assert em.data == raw and em.handle is None
+
+
+def test_long_output_shrinks_with_one_marker_and_footer(state_dir):
+    raw = _numbered(1000)
+    em = process(raw, Context(command="mystery-tool"), Archive(state_dir / "a.db"))
+    text = em.data.decode()
+    assert em.emitted_tokens < em.raw_tokens
+    assert guard.count_markers(text) == 1
+    assert text.count("[full output: capsule ctx expand <<ccr:") == 1
+    assert text.rstrip("\n").endswith(f"<<ccr:{em.handle}>>]")
+    assert Archive(state_dir / "a.db").get(em.handle) == raw
+
+
+def test_error_in_the_middle_survives_the_line_budget(state_dir):
+    lines = _numbered(500).decode().split("\n")
+    lines[250] = "src/app.py:17: error: Incompatible types in assignment"
+    raw = "\n".join(lines).encode()
+    em = process(raw, Context(command="mystery-tool"), Archive(state_dir / "a.db"))
+    assert b"src/app.py:17: error: Incompatible types in assignment" in em.data
+    assert len(em.data) < len(raw)
+
+
+def test_transform_that_drops_an_error_line_is_refused(state_dir):
+    def lossy(text, ctx):
+        kept = [l for l in text.split("\n") if "FAILED" not in l]
+        return TransformResult("\n".join(kept[:5]), "lossy", [Removal("test", len(kept) - 5)])
+
+    registry.register("test_lossy", f"{__name__}:_lossy_for_registry")
+    globals()["_lossy_for_registry"] = lossy
+    raw = _numbered(200) + b"FAILED tests/test_x.py::test_y - AssertionError\n"
+    from capsule.observe.classify import Classification
+
+    em = process(raw, Context(), Archive(state_dir / "a.db"), Classification("x", "test_lossy"))
+    assert em.data == raw
+    assert em.warnings
+
+
+def test_transform_exception_gives_raw_output(state_dir):
+    def broken(text, ctx):
+        raise ValueError("boom")
+
+    globals()["_broken_for_registry"] = broken
+    registry.register("test_broken", f"{__name__}:_broken_for_registry")
+    from capsule.observe.classify import Classification
+
+    raw = _numbered(300)
+    em = process(raw, Context(), Archive(state_dir / "a.db"), Classification("x", "test_broken"))
+    assert em.data == raw
+    assert "boom" in em.warnings[0]
+
+
+def test_never_worse_when_transform_inflates(state_dir):
+    def inflate(text, ctx):
+        return TransformResult(text + text, "inflate", [])
+
+    globals()["_inflate_for_registry"] = inflate
+    registry.register("test_inflate", f"{__name__}:_inflate_for_registry")
+    from capsule.observe.classify import Classification
+
+    raw = _numbered(300)
+    em = process(raw, Context(), Archive(state_dir / "a.db"), Classification("x", "test_inflate"))
+    assert em.data == raw and em.emitted_tokens == em.raw_tokens
+
+
+def test_fault_injection_through_the_cli_passes_raw_and_logs(capsule, state_dir):
+    raw = _numbered(400)
+    r = capsule("ctx", "pipe", input=raw, env={"JACKIN_CTX_FAULT_INJECT": "*"})
+    assert r.returncode == 0
+    assert r.stdout == raw
+    assert "injected fault" in (state_dir / "capsule.log").read_text()
+
+
+def test_invalid_utf8_and_binary_round_trip(state_dir):
+    raw = b"".join(b"caf\xe9 \xff\xfe line %d\n" % i for i in range(300))
+    archive = Archive(state_dir / "a.db")
+    em = process(raw, Context(command="cat log"), archive)
+    assert em.handle and archive.get(em.handle) == raw
+    # Every kept line re-encodes to its original bytes.
+    body = em.data.split(b"\n")[0]
+    assert body == b"caf\xe9 \xff\xfe line 0"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="abcxyz \t", min_size=0, max_size=12), min_size=0, max_size=400),
+       st.integers(min_value=4, max_value=120))
+def test_line_budget_keeps_plus_marker_equals_total(lines, budget):
+    text = "\n".join(lines)
+    result = line_budget(text, Context(), budget=budget)
+    out_lines = result.text.split("\n")
+    markers = [l for l in out_lines if guard.MARKER_RE.match(l)]
+    if result.removed_lines == 0:
+        assert result.text == text
+        return
+    assert len(markers) == 1
+    n = int(guard.MARKER_RE.match(markers[0]).group(1))
+    assert n == result.removed_lines
+    assert len(out_lines) - 1 + n == len(text.split("\n"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["same line", "other", "x", "", "error: boom", "ok"]), min_size=0, max_size=600))
+def test_default_transform_accounts_for_every_line(lines):
+    text = "\n".join(lines)
+    result = default_text(text, Context())
+    out = guard.with_marker(result.text, result.removed_lines, guard.count_markers(text))
+    assert guard.marker_ok(out, result.removed_lines, guard.count_markers(text))
+    body = out[:-1] if out.endswith("\n") and not text.endswith("\n") else out
+    shown = [l for l in body.split("\n") if not guard.MARKER_RE.match(l)]
+    assert len(shown) + result.removed_lines == len(text.split("\n"))
+    if "error: boom" in lines:
+        assert "error: boom" in out
+
+
+def test_same_input_same_bytes_over_real_outputs(state_dir, tmp_path):
+    """Determinism over outputs made by running real tools (git, python, seq)."""
+    outputs = [
+        subprocess.run(["git", "log", "--stat", "-n", "30"], capture_output=True).stdout,
+        subprocess.run([sys.executable, "-m", "pydoc", "json"], capture_output=True).stdout,
+        subprocess.run(["seq", "1", "2000"], capture_output=True).stdout,
+        subprocess.run(["ls", "-la", "/usr/bin"], capture_output=True).stdout,
+    ]
+    for raw in outputs:
+        a = process(raw, Context(command="x"), Archive(tmp_path / "a1.db"))
+        b = process(raw, Context(command="x"), Archive(tmp_path / "a2.db"))
+        assert a.data == b.data
+        assert tokens.count(a.data.decode("utf-8", "surrogateescape")) <= tokens.count_bytes(raw)
