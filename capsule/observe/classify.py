@@ -8,7 +8,6 @@ Invariant: anything unrecognised gets family "unknown" and the "default" transfo
 
 from __future__ import annotations
 
-import json
 import shlex
 from dataclasses import dataclass
 
@@ -38,13 +37,8 @@ def classify_command(command: str) -> Classification | None:
 
 
 def sniff_content(head: bytes) -> Classification:
-    if b"\x00" in head[:1024]:
-        return Classification("binary", reason="NUL byte in first KiB")
-    text = head[:1024].lstrip()
-    if text[:1] in (b"{", b"["):
-        try:
-            json.loads(head)
-            return Classification("json", reason="parses as JSON")
-        except ValueError:
-            pass
-    return Classification("unknown", reason="no rule matched")
+    """Content without a command rule: typed by its first KiB (observe/content/sniff.py)."""
+    from capsule.observe.content.sniff import sniff
+
+    family, transform_id, reason = sniff(head)
+    return Classification(family, transform_id, reason=reason)

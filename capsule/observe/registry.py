@@ -17,6 +17,20 @@ TRANSFORMS: dict[str, str] = {
     "run_collapse": "capsule.observe.transforms.basic:run_collapse",
     "default": "capsule.observe.transforms.basic:default_text",
     "filter": "capsule.observe.filters.engine:apply",
+    # the content door (capsule/observe/content)
+    "binary": "capsule.observe.content.binary:describe",
+    "html": "capsule.observe.content.markdown:html",
+    "json": "capsule.observe.content.json_crusher:crush",
+    "logs": "capsule.observe.content.logs:cluster",
+    "lossless": "capsule.observe.content.gate:lossless",
+    "markdown": "capsule.observe.content.markdown:slice_markdown",
+    "outline": "capsule.observe.content.outline:transform",
+    "prose": "capsule.observe.content.prose:shrink",
+    "reflex": "capsule.observe.content.reflex:reflex",
+    "search": "capsule.observe.content.search:shape",
+    "tabular": "capsule.observe.content.tabular:sample",
+    "toml": "capsule.observe.content.yaml_toml:toml",
+    "yaml": "capsule.observe.content.yaml_toml:yaml",
 }
 
 _loaded: dict[str, TransformFn] = {}

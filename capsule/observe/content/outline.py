@@ -421,8 +421,14 @@ def outline(source: str, path: str, languages=(), detail: str = "auto") -> Trans
 
 
 def transform(text: str, ctx: Context) -> TransformResult:
-    """Pipeline entry: outline ctx.path's text with the role's grammars."""
-    return outline(text, ctx.path or "", ctx.languages)
+    """Pipeline entry: outline ctx.path's text with the role's grammars (a sniffed family
+    "source:LANG" names the language of piped source without a path)."""
+    path = ctx.path or ""
+    if language_for(path, text) is None and ctx.family.startswith("source:"):
+        lang = ctx.family.split(":", 1)[1]
+        ext = next((e for e, name in EXTENSIONS.items() if name == lang), "")
+        path = (path or "stdin") + ext
+    return outline(text, path, ctx.languages)
 
 
 def _render(plan: _Plan, path: str, lang: str, has_error: bool) -> TransformResult:
