@@ -120,7 +120,7 @@ def main():
     args = sys.argv[1:]
     real = find_real(name, env)
     if real is None:
-        sys.stderr.write("capsule-shim: %s: command not found after %s on PATH\n" % (name, SHIM_DIR))
+        write_all(2, ("capsule-shim: %s: command not found after %s on PATH\n" % (name, SHIM_DIR)).encode())
         return 127
     sock = env.get(ENV_SOCKET) or DEFAULT_SOCKET
     if (on(SW_DISABLE, env) or on(SW_NO_SHIMS, env) or env.get(ENV_NESTED) or not is_agent_call(env)
@@ -131,15 +131,13 @@ def main():
     out_fd = os.memfd_create("capsule-out", 1)  # MFD_CLOEXEC
     err_fd = os.memfd_create("capsule-err", 1)
     started = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.dup2(out_fd, 1)
-            os.dup2(err_fd, 2)
-            env[ENV_NESTED] = "1"
-            os.execv(real, [real] + args)
-        finally:
-            os._exit(127)
+    child_env = dict(env)
+    child_env[ENV_NESTED] = "1"
+    try:
+        pid = os.posix_spawn(real, [real] + args, child_env,
+                             file_actions=[(os.POSIX_SPAWN_DUP2, out_fd, 1), (os.POSIX_SPAWN_DUP2, err_fd, 2)])
+    except OSError:
+        os.execv(real, [real] + args)  # could not spawn: run it raw in our place
     def forward(signum, frame):
         try:
             os.kill(pid, signum)
@@ -192,4 +190,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    os._exit(main())  # output went out with os.write; skip interpreter teardown (~ms)

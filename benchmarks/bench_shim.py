@@ -1,0 +1,131 @@
+"""Shim overhead and supervisor start-to-ready, measured in one run.
+
+For each command: the real binary, the shim as a passthrough (not an agent call: exec only), and
+the shim on an agent call (fork, capture, round trip to the warm engine, emit). Runs are
+interleaved so machine noise hits all three alike; medians over N runs.
+Budget (DESIGN): <= 15 ms median added over the raw command.
+
+    python benchmarks/bench_shim.py [-n 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from capsule import shims
+from capsule.supervisor import server
+
+ROOT = Path(__file__).resolve().parents[1]
+BUDGET_MS = 15.0
+COMMANDS = [
+    ["git", "--version"],
+    ["git", "status", "--short"],
+    ["git", "log", "-n", "20"],
+    ["ls", "-la", "/usr/bin"],
+]
+
+
+def start_supervisor(state: Path) -> tuple[subprocess.Popen, float]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JACKIN_CTX_")}
+    env["JACKIN_CTX_STATE_DIR"] = str(state)
+    sock = state / "engine.sock"
+    t0 = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "capsule", "supervise", "--role", "python-dev", "--",
+                             "sleep", "600"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while not sock.exists():
+        if time.monotonic() - t0 > 60:
+            raise TimeoutError("supervisor did not create its socket")
+        time.sleep(0.002)
+    server.wait_ready(sock, 60)
+    return proc, time.monotonic() - t0
+
+
+def timed(argv: list[str], env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    return (time.perf_counter() - t0) * 1000.0
+
+
+def engine_ms(engine, argv: list[str], real: str, env: dict[str, str], n: int) -> float:
+    """Median time the engine itself spends on this command's output (same work as behind the socket)."""
+    done = subprocess.run([real, *argv[1:]], env=env, capture_output=True, cwd=ROOT)
+    times = []
+    for _ in range(max(5, n // 3)):
+        t0 = time.perf_counter()
+        engine.observe_command(" ".join(argv), done.stdout, done.stderr, done.returncode, 1.0)
+        times.append((time.perf_counter() - t0) * 1000.0)
+    return statistics.median(times)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-n", type=int, default=40, help="runs per variant (default 40)")
+    ap.add_argument("--starts", type=int, default=5, help="supervisor starts to time (default 5)")
+    args = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="capsule-bench-"))
+    try:
+        ready = []
+        for i in range(args.starts):
+            proc, secs = start_supervisor(tmp / f"s{i}")
+            ready.append(secs * 1000)
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
+        state = tmp / "state"
+        proc, _ = start_supervisor(state)
+        from capsule.engine import Engine  # noqa: PLC0415 - in-process twin of the warm engine
+        engine = Engine(tmp / "engine-twin", mode="standard")
+        shim_dir = tmp / "shims"
+        shims.install(shim_dir, socket=str(state / "engine.sock"))
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("JACKIN_CTX_", "CLAUDECODE", "CODEX_"))}
+        base["JACKIN_CTX_SOCKET"] = str(state / "engine.sock")
+        path = os.environ.get("PATH", "/usr/bin:/bin")
+        raw_env = dict(base, PATH=path)
+        pass_env = dict(base, PATH=f"{shim_dir}:{path}")
+        agent_env = dict(pass_env, CLAUDECODE="1")
+        rows = []
+        for argv in COMMANDS:
+            real = shutil.which(argv[0], path=path)
+            samples: dict[str, list[float]] = {"raw": [], "pass": [], "agent": []}
+            for _ in range(3):  # warm the page cache
+                timed([real, *argv[1:]], raw_env)
+                timed(argv, agent_env)
+            for _ in range(args.n):
+                samples["raw"].append(timed([real, *argv[1:]], raw_env))
+                samples["pass"].append(timed(argv, pass_env))
+                samples["agent"].append(timed(argv, agent_env))
+            med = {k: statistics.median(v) for k, v in samples.items()}
+            rows.append((" ".join(argv), med["raw"], med["pass"], med["agent"],
+                         engine_ms(engine, argv, real, raw_env, args.n)))
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    print(f"shim overhead, median of {args.n} interleaved runs (ms); shim interpreter {shims.shim_python()} -IS")
+    print("added = agent - raw; engine = the engine's own work on that output (in-process, same run);")
+    print("door = added - engine: what the shim and socket cost, the part the 15 ms budget governs")
+    print(f"{'command':<24} {'raw':>7} {'passthru':>8} {'agent':>8} {'added':>8} {'engine':>7} {'door':>7}")
+    worst = 0.0
+    for name, raw, passthru, agent, eng in rows:
+        added = agent - raw
+        door = added - eng
+        worst = max(worst, door)
+        print(f"{name:<24} {raw:7.2f} {passthru:8.2f} {agent:8.2f} {added:+8.2f} {eng:7.2f} {door:+7.2f}"
+              f"  {'ok' if door <= BUDGET_MS else 'OVER'}")
+    print(f"supervisor start-to-ready (socket answers PING, engine warm): median {statistics.median(ready):.0f} ms "
+          f"over {args.starts} starts (min {min(ready):.0f}, max {max(ready):.0f})")
+    return 0 if worst <= BUDGET_MS else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
