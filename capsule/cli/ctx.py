@@ -14,6 +14,7 @@ CTX_MODULES = [
     "capsule.cli.gain",
     "capsule.cli.trust",
     "capsule.cli.doctor",
+    "capsule.cli.audit",
 ]
 
 
