@@ -16,6 +16,7 @@ from capsule.observe.filters.streaming import StreamFilter
 _COMMIT = re.compile(r"^(\W*\s*)?commit ([0-9a-f]{7,40})(.*)$")
 _HEADER_FIELD = re.compile(r"^(\W*\s*)?(Author|Date|Merge|Commit|AuthorDate|CommitDate):\s+(.*)$")
 _FILE_META = re.compile(r"^(index [0-9a-f,]+\.\.|similarity index|dissimilarity index|old mode|new mode|deleted file mode|new file mode)")
+_ONE_FILE_STAT = re.compile(r"^ 1 file changed, ")
 MAX_DIFF_LINES = 600
 CONTEXT = 1
 
@@ -37,10 +38,12 @@ class GitFilter(StreamFilter):
         self.in_diff = False
         self.emitted_diff = 0
         self.cut = False
+        self.commits = 0
 
     # --- commits ------------------------------------------------------------------------
     def _start_commit(self, m: re.Match) -> None:
         self._end_commit()
+        self.commits += 1
         self.commit = {"line": self.lineno, "head": f"{m.group(1) or ''}commit {m.group(2)}{m.group(3)}",
                        "author": "", "date": "", "subject": None, "lines": [], "graph": m.group(1) or ""}
 
@@ -141,6 +144,9 @@ class GitFilter(StreamFilter):
         self.in_diff = line.startswith(("rename ", "copy ", "Binary files"))
         if not line.strip():
             self.drop(line, "blank line")
+            return
+        if self.commits >= 2 and _ONE_FILE_STAT.match(line):
+            self.drop(line, "per-commit shortstat of a one-file commit")
             return
         if self.cut:
             self.keep_if(line, False, f"diff beyond {MAX_DIFF_LINES} lines")
