@@ -35,15 +35,16 @@ def main() -> int:
     if args.json:
         print(json.dumps({"rows": rows, "cases": [r.__dict__ for r in results]}, indent=1))
         return 0
-    cols = ["family", "cases", "raw_tokens", "emitted_tokens", "reduction_pct", "must_keep", "worse", "p50_ms", "p95_ms"]
-    print(f"{cols[0]:<18}" + "".join(f"{c:>15}" for c in cols[1:]))
+    cols = ["family", "cases", "raw_tokens", "emitted_tokens", "reduction_pct", "must_keep", "worse", "nondeterm",
+            "p50_ms", "p95_ms"]
+    print(f"{cols[0]:<18}" + "".join(f"{c:>13}" for c in cols[1:]))
     for r in rows:
         mk = f"{r['must_keep_kept']}/{r['must_keep_total']}"
-        vals = [r["cases"], r["raw_tokens"], r["emitted_tokens"], f"{r['reduction_pct']}%", mk, r["worse"], r["p50_ms"], r["p95_ms"]]
-        print(f"{r['family']:<18}" + "".join(f"{v:>15}" for v in vals))
+        vals = [r["cases"], r["raw_tokens"], r["emitted_tokens"], f"{r['reduction_pct']}%", mk, r["worse"], r["nondeterministic"], r["p50_ms"], r["p95_ms"]]
+        print(f"{r['family']:<18}" + "".join(f"{v:>13}" for v in vals))
     if args.misses:
         for r in results:
-            if r.missing or r.worse:
+            if r.missing or r.worse or not r.deterministic:
                 print(f"\n{r.case} [{r.transform}] worse={r.worse}")
                 for m in r.missing:
                     print(f"   missing: {m[:150]}")

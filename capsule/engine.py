@@ -158,7 +158,7 @@ class Engine:
                   stream=stream, mode=self.mode, applied=applied, raw_tokens=raw_tokens,
                   emitted_tokens=emitted_tokens if applied else raw_tokens, raw_bytes=size,
                   emitted_bytes=emitted_bytes if applied else size, exit_code=exit_code, handle=handle,
-                  duration_ms=duration_ms, token_label=tokens.LABEL_APPROX,
+                  duration_ms=duration_ms, token_label=tokens.LABEL_APPROX, would_emit_tokens=emitted_tokens,
                   manifest=[{"reason": "beyond line budget (large payload)", "count": removed}],
                   reports=[{"name": "large", "would_emit_tokens": emitted_tokens}])
         return self._safe_record(row)
@@ -168,7 +168,7 @@ class Engine:
                   stream=stream, mode=mode, applied=em.applied, raw_tokens=em.raw_tokens,
                   emitted_tokens=em.emitted_tokens if em.applied else em.raw_tokens,
                   raw_bytes=raw_bytes, emitted_bytes=len(em.data), exit_code=exit_code, handle=em.handle,
-                  duration_ms=duration_ms, token_label=tokens.label(),
+                  duration_ms=duration_ms, token_label=tokens.label(), would_emit_tokens=em.would_emit_tokens,
                   manifest=[r.as_dict() for r in em.removals],
                   reports=[r.as_dict() for r in em.reports] + [{"name": "would_emit", "tokens": em.would_emit_tokens}])
         return self._safe_record(row)

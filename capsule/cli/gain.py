@@ -58,5 +58,6 @@ def render(summary: dict) -> str:
     if summary["approximate"]:
         lines.append("(approx) some token counts are estimates: the tokenizer was unavailable or the payload was huge")
     if summary["total"]["measured_only"]:
-        lines.append("measure-only rows: output was left untouched; 'emitted' shows the raw size, savings were not applied")
+        lines.append(f"measure-only: {summary['total']['measured_only']} emissions left untouched; applying the "
+                     f"transforms would have saved {summary['total']['would_save_tokens']} more tokens")
     return "\n".join(lines)

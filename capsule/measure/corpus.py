@@ -30,6 +30,7 @@ class CaseResult:
     ms: float
     missing: list[str] = field(default_factory=list)
     transform: str = ""
+    deterministic: bool = True
 
 
 def load_case(folder: Path) -> dict:
@@ -58,6 +59,8 @@ def run_case(engine, case: dict, use_intent: bool = False) -> CaseResult:
     outcome = engine.observe(case["output"], command=case["command"], exit_code=case["exit_code"],
                              intent=case["intent"] if use_intent else None)
     ms = (time.perf_counter() - start) * 1000
+    again = engine.observe(case["output"], command=case["command"], exit_code=case["exit_code"],
+                           intent=case["intent"] if use_intent else None)
     from capsule.measure import tokens
 
     raw_tokens = tokens.count_bytes(case["output"])
@@ -68,7 +71,7 @@ def run_case(engine, case: dict, use_intent: bool = False) -> CaseResult:
     row = engine.ledger.get(outcome.emission_id) if outcome.emission_id else None
     return CaseResult(case["case"], case["family"], raw_tokens, emitted_tokens, len(case["must_keep"]),
                       len(case["must_keep"]) - len(missing), emitted_tokens > raw_tokens, ms, missing,
-                      row["transform"] if row else "passthrough")
+                      row["transform"] if row else "passthrough", again.data == outcome.data)
 
 
 def run_corpus(corpus: Path, use_intent: bool = False) -> list[CaseResult]:
@@ -98,6 +101,7 @@ def _row(family: str, rs: list[CaseResult]) -> dict:
         "reduction_pct": round(100.0 * (raw - out) / raw, 1) if raw else 0.0,
         "must_keep_kept": sum(r.kept for r in rs), "must_keep_total": sum(r.must_keep for r in rs),
         "worse": sum(r.worse for r in rs),
+        "nondeterministic": sum(not r.deterministic for r in rs),
         "p50_ms": round(statistics.median(times), 2) if times else 0.0,
         "p95_ms": round(times[min(len(times) - 1, int(0.95 * len(times)))], 2) if times else 0.0,
     }

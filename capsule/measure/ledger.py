@@ -29,6 +29,7 @@ CREATE TABLE IF NOT EXISTS emissions(
   applied INTEGER NOT NULL,
   raw_tokens INTEGER NOT NULL,
   emitted_tokens INTEGER NOT NULL,
+  would_emit_tokens INTEGER,
   raw_bytes INTEGER NOT NULL,
   emitted_bytes INTEGER NOT NULL,
   exit_code INTEGER,
@@ -42,7 +43,7 @@ CREATE INDEX IF NOT EXISTS emissions_ts ON emissions(ts);
 """
 
 SUMMARY_COLUMNS = ("id", "ts", "scope", "command", "family", "transform", "stream", "mode", "applied",
-                   "raw_tokens", "emitted_tokens", "raw_bytes", "emitted_bytes", "exit_code", "handle",
+                   "raw_tokens", "emitted_tokens", "would_emit_tokens", "raw_bytes", "emitted_bytes", "exit_code", "handle",
                    "duration_ms", "token_label")
 ALL_COLUMNS = SUMMARY_COLUMNS + ("manifest", "reports")
 
@@ -64,6 +65,7 @@ class Row:
     handle: str | None
     duration_ms: float | None
     token_label: str
+    would_emit_tokens: int | None = None   # what the transform would have emitted (measure-only rows)
     manifest: list[dict] = field(default_factory=list)
     reports: list[dict] = field(default_factory=list)
     ts: float = field(default_factory=time.time)
@@ -116,18 +118,22 @@ class Ledger:
 
 
 def summarise(rows: list[dict]) -> dict:
-    """Per family and total: raw, emitted, saved %. Measure-only rows count as 'would save'."""
+    """Per family and total: raw, emitted, saved %; measure-only rows add to 'would save' instead."""
     fams: dict[str, dict] = {}
     for r in rows:
         f = fams.setdefault(r["family"] or "unknown", {"family": r["family"] or "unknown", "emissions": 0,
-                                                        "raw_tokens": 0, "emitted_tokens": 0, "measured_only": 0})
+                                                        "raw_tokens": 0, "emitted_tokens": 0, "measured_only": 0,
+                                                        "would_save_tokens": 0})
         f["emissions"] += 1
         f["raw_tokens"] += r["raw_tokens"]
         f["emitted_tokens"] += r["emitted_tokens"]
         f["measured_only"] += 0 if r["applied"] else 1
-    total = {"family": "TOTAL", "emissions": 0, "raw_tokens": 0, "emitted_tokens": 0, "measured_only": 0}
+        if not r["applied"] and r.get("would_emit_tokens") is not None:
+            f["would_save_tokens"] += r["raw_tokens"] - r["would_emit_tokens"]
+    total = {"family": "TOTAL", "emissions": 0, "raw_tokens": 0, "emitted_tokens": 0, "measured_only": 0,
+             "would_save_tokens": 0}
     for f in fams.values():
-        for k in ("emissions", "raw_tokens", "emitted_tokens", "measured_only"):
+        for k in ("emissions", "raw_tokens", "emitted_tokens", "measured_only", "would_save_tokens"):
             total[k] += f[k]
     for f in [*fams.values(), total]:
         f["saved_tokens"] = f["raw_tokens"] - f["emitted_tokens"]

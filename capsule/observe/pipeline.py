@@ -87,6 +87,8 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
 
     # POLICY after the fact: every verbatim-class line must still be there.
     lost = missing_verbatim(text, out_text)
+    reports.append(StageReport("policy", raw_tokens, raw_tokens,
+                               f"verbatim-class lines lost: {len(lost)}" if lost else "every verbatim-class line kept"))
     if lost:
         log.warning("transform %s dropped %d verbatim line(s); raw output passed through", tid, len(lost))
         return passthrough(f"verbatim line lost ({lost[0][:80]!r}): raw", result.transform_id,

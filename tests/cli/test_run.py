@@ -85,9 +85,10 @@ def test_measure_only_leaves_output_untouched_but_records_savings(capsule, state
     assert r.stdout == subprocess.run(["seq", "1", "5000"], capture_output=True).stdout
     rows = Ledger(state_dir / "ledger.db").rows()
     assert len(rows) == 1 and rows[0]["applied"] == 0
-    full = Ledger(state_dir / "ledger.db").get(rows[0]["id"])
-    would = [r for r in full["reports"] if r["name"] == "would_emit"][0]["tokens"]
-    assert would < rows[0]["raw_tokens"]
+    assert rows[0]["emitted_tokens"] == rows[0]["raw_tokens"]
+    assert 0 < rows[0]["would_emit_tokens"] < rows[0]["raw_tokens"]
+    gain = capsule("ctx", "gain").stdout.decode()
+    assert "measure-only: 1 emissions left untouched" in gain
 
 
 def test_run_writes_a_ledger_row_with_the_fields(capsule, state_dir):

@@ -1,0 +1,50 @@
+"""Cold start of the embedded door: `capsule ctx run -- true` against `true`, same run.
+
+    python benchmarks/bench_startup.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def timed(argv: list[str], runs: int, env: dict) -> list[float]:
+    out = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=30)
+    args = ap.parse_args()
+    capsule = os.path.join(os.path.dirname(sys.executable), "capsule")
+    with tempfile.TemporaryDirectory() as state:
+        env = {**os.environ, "JACKIN_CTX_STATE_DIR": state}
+        cases = [
+            ("true", ["true"]),
+            ("capsule ctx run -- true", [capsule, "ctx", "run", "--", "true"]),
+            ("git --version", ["git", "--version"]),
+            ("capsule ctx run -- git --version", [capsule, "ctx", "run", "--", "git", "--version"]),
+            ("seq 1 20000", ["seq", "1", "20000"]),
+            ("capsule ctx run -- seq 1 20000", [capsule, "ctx", "run", "--", "seq", "1", "20000"]),
+        ]
+        timed(cases[1][1], 3, env)  # warm the page cache and create the stores
+        print(f"{'command':<38}{'p50 ms':>10}{'p95 ms':>10}")
+        for name, argv in cases:
+            t = sorted(timed(argv, args.runs, env))
+            print(f"{name:<38}{statistics.median(t):>10.1f}{t[int(0.95 * (len(t) - 1))]:>10.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

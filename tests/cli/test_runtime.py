@@ -1,0 +1,68 @@
+"""`capsule up --local`, `capsule shims install`, and the docker command line `capsule up` builds."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from capsule.cli.runtime import docker_run_argv
+from capsule.policy.manifest import load_role
+
+
+def cli(tmp_path, *args, env=None, cwd=None):
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("JACKIN_CTX_", "CLAUDECODE", "CODEX_"))}
+    full.update({"JACKIN_CTX_STATE_DIR": str(tmp_path / "state"), "HOME": str(tmp_path / "home")})
+    full.update(env or {})
+    return subprocess.run([sys.executable, "-m", "capsule", *args], env=full, capture_output=True,
+                          cwd=cwd or tmp_path, timeout=120)
+
+
+def test_up_local_runs_the_agent_with_shims_first_and_its_exit_status(tmp_path):
+    script = "command -v git; seq 1 3000 > /dev/null; git --version >/dev/null; echo $JACKIN_CTX_AGENT; exit 7"
+    got = cli(tmp_path, "up", "--role", "python-dev", "--local", "--", "bash", "-c", script)
+    assert got.returncode == 7, got.stderr
+    lines = got.stdout.decode().splitlines()
+    assert lines == [str(tmp_path / "state" / "shims" / "git"), "shell"]
+
+
+def test_up_local_compresses_an_agent_commands_output(tmp_path):
+    talk = tmp_path / "bin" / "git"
+    talk.parent.mkdir()
+    talk.write_text("#!/bin/sh\ni=1; while [ $i -le 2000 ]; do echo \"line $i of the log\"; i=$((i+1)); done\n")
+    talk.chmod(0o755)
+    env = {"PATH": f"{talk.parent}:/usr/bin:/bin"}
+    got = cli(tmp_path, "up", "--role", "python-dev", "--local", "--", "sh", "-c", "git log; echo done", env=env)
+    assert got.returncode == 0, got.stderr
+    assert b"[full output: capsule ctx expand <<ccr:" in got.stdout
+    assert got.stdout.endswith(b"done\n")
+    raw = cli(tmp_path, "up", "--role", "python-dev", "--local", "-e", "JACKIN_CTX_NO_SHIMS=1", "--",
+              "sh", "-c", "git log", env=env)
+    assert raw.stdout.count(b"\n") == 2000 and b"ccr:" not in raw.stdout
+
+
+def test_shims_install_cli(tmp_path):
+    got = cli(tmp_path, "shims", "install", str(tmp_path / "s"), "--socket", "/x/engine.sock")
+    assert got.returncode == 0, got.stderr
+    assert (tmp_path / "s" / "git").is_symlink()
+    assert "DEFAULT_SOCKET = '/x/engine.sock'" in (tmp_path / "s" / "capsule-shim").read_text()
+
+
+def test_bad_env_pair_is_a_usage_error(tmp_path):
+    got = cli(tmp_path, "up", "--local", "-e", "NOEQUALS", "--", "true")
+    assert got.returncode == 2 and b"expected VAR=VALUE" in got.stderr
+
+
+def test_docker_run_argv_mounts_state_role_workspace_and_passes_switches(tmp_path, monkeypatch):
+    monkeypatch.setenv("JACKIN_CTX_NO_MCP", "1")
+    role = load_role("python-dev")
+    argv = docker_run_argv(role, {"JACKIN_CTX_NO_SHIMS": "1"}, ["sleep", "1"], image="capsule:dev",
+                           name="capsule-python-dev", workspace=Path("/w"), detach=True, interactive=False)
+    joined = " ".join(argv)
+    assert "-v capsule-state-python-dev:/state/context" in joined
+    assert f"-v {role.path}:/etc/capsule/role.toml:ro" in joined
+    assert "-v /w:/workspace" in joined and "-w /workspace" in joined
+    assert "-e JACKIN_CTX_NO_SHIMS=1" in joined and "-e JACKIN_CTX_NO_MCP=1" in joined
+    assert "--cpus 2 --memory 4g --pids-limit 1024" in joined
+    assert argv[-3:] == ["--", "sleep", "1"] and "-d" in argv
