@@ -27,19 +27,26 @@ def test_up_local_runs_the_agent_with_shims_first_and_its_exit_status(tmp_path):
     assert lines == [str(tmp_path / "state" / "shims" / "git"), "shell"]
 
 
+def make_repo(root: Path, commits: int = 150) -> Path:
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    stream = b"".join(
+        b"commit refs/heads/main\ncommitter Ada <ada@example.com> 1767225600 +0000\n"
+        b"data %d\n%s\nM 644 inline f.txt\ndata %d\n%d\n\n" % (len(b"change %d of many" % i), b"change %d of many" % i,
+                                                                len(b"%d" % i), i)
+        for i in range(1, commits + 1))
+    subprocess.run(["git", "-C", str(root), "fast-import", "--quiet"], input=stream, check=True)
+    return root
+
+
 def test_up_local_compresses_an_agent_commands_output(tmp_path):
-    talk = tmp_path / "bin" / "git"
-    talk.parent.mkdir()
-    talk.write_text("#!/bin/sh\ni=1; while [ $i -le 2000 ]; do echo \"line $i of the log\"; i=$((i+1)); done\n")
-    talk.chmod(0o755)
-    env = {"PATH": f"{talk.parent}:/usr/bin:/bin"}
-    got = cli(tmp_path, "up", "--role", "python-dev", "--local", "--", "sh", "-c", "git log; echo done", env=env)
+    repo = make_repo(tmp_path / "repo")
+    got = cli(tmp_path, "up", "--role", "python-dev", "--local", "--", "sh", "-c", "git log; echo done", cwd=repo)
     assert got.returncode == 0, got.stderr
     assert b"[full output: capsule ctx expand <<ccr:" in got.stdout
     assert got.stdout.endswith(b"done\n")
     raw = cli(tmp_path, "up", "--role", "python-dev", "--local", "-e", "JACKIN_CTX_NO_SHIMS=1", "--",
-              "sh", "-c", "git log", env=env)
-    assert raw.stdout.count(b"\n") == 2000 and b"ccr:" not in raw.stdout
+              "sh", "-c", "git log", cwd=repo)
+    assert raw.stdout.count(b"\ncommit ") == 149 and b"ccr:" not in raw.stdout
 
 
 def test_shims_install_cli(tmp_path):

@@ -199,3 +199,15 @@ def test_capsule_up_detach_ps_logs_down(image, tmp_path):
     assert down.returncode == 0
     left = subprocess.run(["docker", "ps", "-aq", "--filter", f"name={name}"], capture_output=True, text=True)
     assert left.stdout.strip() == ""
+
+
+def test_up_local_works_from_the_installed_wheel(capsule):
+    # The image holds a plain `pip install` of the wheel: `capsule up --local` there is the
+    # README's embedded command on a laptop (its own state dir, not the PID-1 supervisor's).
+    env = {"JACKIN_CTX_STATE_DIR": "/tmp/local-state", "JACKIN_CTX_SOCKET": "/tmp/local-state/engine.sock"}
+    rc, out, err = capsule.exec(["capsule", "up", "--role", "python-dev", "--local", "--", "bash", "-c",
+                                 "command -v git; git log; exit 3"], env=env, workdir="/repo")
+    assert rc == 3, err
+    first, _, rest = out.partition(b"\n")
+    assert first == b"/tmp/local-state/shims/git"
+    assert FOOTER.search(rest)
