@@ -99,3 +99,15 @@ def test_on_empty_only_for_truly_empty_output_and_clean_exit():
     spec = _spec("[filters.t]\non_empty = 'nothing'\n")
     assert run_stages(spec, "", 0)[0] == "nothing\n"
     assert run_stages(spec, "", 1)[0] == ""
+
+
+def test_the_documented_example_filter_parses_and_passes_its_own_tests():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "filters.md").read_text()
+    example = doc.split("```toml\n", 1)[1].split("```", 1)[0]
+    specs = parse_file(example.encode(), "docs/filters.md")
+    spec = specs["acme_deploy"]
+    assert spec.match[0].search("acme deploy prod")
+    for case in spec.tests:
+        assert run_filter(spec, case.input, case.exit_code)[0] == case.expected
