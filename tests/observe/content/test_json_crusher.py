@@ -1,0 +1,69 @@
+"""JSON crusher: lossless tier proven by round trip; lossy tier keeps every anomalous row."""
+
+import json
+
+from capsule.observe.content import json_crusher, toon
+from capsule.observe.types import Context
+
+
+def _records(n=120):
+    rows = []
+    for i in range(n):
+        rows.append({"id": i, "user": f"user{i:03d}", "status": "ok", "latency_ms": 20 + i % 7,
+                     "region": ["eu", "us", "ap"][i % 3], "error": None, "owner": "team-a"})
+    rows[17]["error"] = "upstream timeout after 30s"
+    rows[17]["status"] = "failed"
+    rows[42]["owner"] = None                 # null where every other row has a value
+    rows[77]["latency_ms"] = 9800            # numeric outlier
+    rows[93]["user"] = "zebra-admin"         # only the intent names it
+    return rows
+
+
+def test_lossless_tier_round_trips_and_shrinks():
+    data = {"items": [{"id": i, "name": f"pkg-{i}", "version": f"1.{i}.0", "ok": True}
+                      for i in range(25)], "meta": {"source": "registry", "count": 25}}
+    text = json.dumps(data, indent=2)
+    result = json_crusher.crush(text, Context(mode="standard"))
+    assert result.lossless is True
+    assert toon.strict_equal(toon.decode(result.text), data) or \
+        toon.strict_equal(json.loads(result.text), data)
+    assert len(result.text) < 0.5 * len(text)
+
+
+def test_lossy_tier_keeps_every_anomaly_and_discloses_counts():
+    rows = _records(120)
+    text = json.dumps(rows, indent=2)
+    result = json_crusher.crush(text, Context(intent="what happened to zebra-admin"))
+    assert result.lossless is False
+    for marker in ("upstream timeout after 30s", "zebra-admin", "9800"):
+        assert marker in result.text
+    kept_rows = {int(x) for x in __import__("re").findall(r"(?m)^\s*(?:\"_row\": |)(\d+),", result.text)}
+    assert {17, 42, 77, 93} <= kept_rows or all(f'"_row": {i}' in result.text for i in (17, 42, 77, 93))
+    assert "of 120 rows" in result.text
+    assert sum(r.count for r in result.removals) == 120 - len(json_crusher.sample(rows, "zebra-admin").kept)
+    assert all(r.reason and r.preview for r in result.removals)
+
+
+def test_anomaly_rules_name_their_reason():
+    why = json_crusher.anomalies(_records(120), "zebra-admin")
+    assert "error field error" in why[17]
+    assert "null owner" in why[42]
+    assert "outlier latency_ms" in why[77]
+    assert any(r.startswith("intent") for r in why[93])
+
+
+def test_error_rows_survive_the_verbatim_check():
+    from capsule.observe.verbatim import missing_verbatim
+
+    rows = _records(120)
+    text = json.dumps(rows, indent=2)
+    result = json_crusher.crush(text, Context())
+    assert not missing_verbatim(text, result.text)
+
+
+def test_stream_of_values_and_non_json():
+    stream = '{"a": 1}\n{"a": 2}\n{"a": 3}\n'
+    result = json_crusher.crush(stream, Context())
+    assert result.lossless and "stream of 3" in result.notes[0]
+    not_json = json_crusher.crush("{oops", Context())
+    assert not_json.text == "{oops" and not not_json.removals
