@@ -75,12 +75,12 @@ def _merge_server(path: Path, data: dict, table_owner: dict) -> bool:
 
 def forget_command() -> str:
     command, args = server_command()
-    return shlex.join([command, *args[:-1], "forget"])
+    return shlex.join([command, *args[:-1], "forget", "--hook"])
 
 
 def _is_our_hook_group(group: object) -> bool:
     hooks = group.get("hooks") if isinstance(group, dict) else None
-    return bool(hooks) and all(isinstance(h, dict) and str(h.get("command", "")).endswith(" mcp forget")
+    return bool(hooks) and all(isinstance(h, dict) and " mcp forget" in str(h.get("command", ""))
                                and "capsule" in str(h.get("command", "")) for h in hooks)
 
 
@@ -158,3 +158,60 @@ def status(project: Path | str = ".", env=None) -> dict:
             if isinstance(servers, dict) and SERVER_NAME in servers:
                 locations.append(f"{label}:{path}" + ("" if is_ours(servers[SERVER_NAME]) else " (not capsule's)"))
     return {"registered": bool(locations), "locations": locations, "problem": "; ".join(problems) or None}
+
+
+# -- scopes: which conversation (or subagent) a tool call came from --------------------------------
+SESSION_ENV = "CLAUDE_CODE_SESSION_ID"     # set by Claude Code in the MCP server's environment
+TOOL_USE_META = "claudecode/toolUseId"     # in each tools/call _meta
+TRANSCRIPT_TAIL = 512 << 10
+
+
+def conversation_scope(session_id: str) -> str:
+    return f"conv:{session_id}"
+
+
+def task_scope(session_id: str, agent_id: str) -> str:
+    return f"task:{session_id}/{agent_id}"
+
+
+def _tail_has(path: Path, needle: bytes) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(0, size - TRANSCRIPT_TAIL))
+            return needle in fh.read()
+    except OSError:
+        return False
+
+
+def call_scope(tool_use_id: str | None, env=None, wait_s: float = 1.0, poll_s: float = 0.01) -> str | None:
+    """The stub scope of one Claude Code tool call, from its transcripts; None when unknown.
+
+    Subagents share the parent's MCP connection, so the call's tool_use id is looked up in the
+    session's transcripts: found in `<session>/subagents/agent-<id>.jsonl` -> that task's scope; found
+    in the main transcript (or no subagent ever ran) -> the conversation's scope. Claude Code writes
+    the tool_use line ~50 ms after the call arrives, hence the short wait. None (not Claude Code, or
+    not found in time) means: send in full and record nothing.
+    """
+    import time
+
+    env = os.environ if env is None else env
+    session = env.get(SESSION_ENV)
+    if not session:
+        return None
+    projects = config_dir(env) / "projects"
+    if not tool_use_id:
+        return conversation_scope(session)
+    needle = f'"{tool_use_id}"'.encode()
+    deadline = time.monotonic() + wait_s
+    while True:
+        for path in projects.glob(f"*/{session}/subagents/agent-*.jsonl"):
+            if _tail_has(path, needle):
+                return task_scope(session, path.stem.removeprefix("agent-"))
+        for path in projects.glob(f"*/{session}.jsonl"):
+            if _tail_has(path, needle):
+                return conversation_scope(session)
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(poll_s)
+

@@ -35,6 +35,8 @@ def register(subparsers) -> None:
 
     f = sub.add_parser("forget", help="purge read stubs (after compaction): one scope or all")
     f.add_argument("--scope", help="scope to purge (default: all)")
+    f.add_argument("--hook", action="store_true",
+                   help="read a Claude Code hook's JSON on stdin and purge that session's scopes")
     f.set_defaults(func=_forget)
 
 
@@ -71,8 +73,22 @@ def _status(args) -> int:
 
 
 def _forget(args) -> int:
+    import json
+
+    from capsule.agents import claude
     from capsule.store.stubs import StubStore
 
-    n = StubStore().purge(args.scope)
-    print(f"purged {n} scope(s)")
+    store = StubStore()
+    session = None
+    if args.hook:
+        try:
+            session = json.loads(sys.stdin.read() or "{}").get("session_id")
+        except (ValueError, AttributeError):
+            session = None
+    if session:
+        n = store.purge(claude.conversation_scope(session)) + store.purge(prefix=claude.task_scope(session, ""))
+    else:
+        n = store.purge(args.scope)   # no session known: purge everything (costs re-sends, never a wrong stub)
+    if not args.hook:
+        print(f"purged {n} scope(s)")
     return 0

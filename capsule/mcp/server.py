@@ -14,9 +14,10 @@ import time
 import uuid
 from pathlib import Path
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from capsule.agents import claude
 from capsule.policy import switches
 from capsule.retrieve import modes, packer, workspace
 from capsule.retrieve.index import WorkspaceIndex
@@ -111,8 +112,17 @@ class ReadDoor:
             pass
 
     # -- tools -----------------------------------------------------------------------------------
-    def read(self, path: str, mode: str = "auto", fresh: bool = False, task: str = "") -> str:
-        scope = f"task:{task}" if task else self.scope
+    def call_scope(self, task: str = "", tool_use_id: str | None = None) -> str:
+        """The stub scope of one call: an explicit task, the agent's own conversation or subagent, or ""."""
+        if task:
+            return f"task:{task}"
+        if os.environ.get(claude.SESSION_ENV):
+            return claude.call_scope(tool_use_id) or ""   # unknown: full text, nothing recorded
+        return self.scope
+
+    def read(self, path: str, mode: str = "auto", fresh: bool = False, task: str = "",
+             tool_use_id: str | None = None) -> str:
+        scope = self.call_scope(task, tool_use_id)
         started = time.perf_counter()
         try:
             result = self.reader().read_result(path, mode, scope=scope, fresh=fresh)
@@ -182,6 +192,14 @@ class ReadDoor:
         return text
 
 
+def _tool_use_id(ctx: Context) -> str | None:
+    try:
+        meta = (ctx.request_context.params or {}).get("_meta") or {}
+        return meta.get(claude.TOOL_USE_META)
+    except Exception:  # no request context (direct call): no id
+        return None
+
+
 def build_server(door: ReadDoor) -> MCPServer:
     server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS)
 
@@ -190,8 +208,8 @@ def build_server(door: ReadDoor) -> MCPServer:
         "lines:N-M or lines:5,10-20, section:<heading>, anchored (lines tagged N#hash). "
         "A re-read of an unchanged file returns a short stub; fresh=true resends. "
         "task: your subagent task id, if you are one."))
-    def ctx_read(path: str, mode: str = "auto", fresh: bool = False, task: str = "") -> str:
-        return door.read(path, mode, fresh, task)
+    def ctx_read(path: str, ctx: Context, mode: str = "auto", fresh: bool = False, task: str = "") -> str:
+        return door.read(path, mode, fresh, task, tool_use_id=_tool_use_id(ctx))
 
     @server.tool(name="ctx_search", structured_output=False, description=(
         "Ranked search of the workspace (BM25 over paths and content; snake/camelCase split). "

@@ -154,15 +154,18 @@ class StubStore:
             self._save(data)
         return decision
 
-    def purge(self, scope: str | None = None) -> int:
-        """Forget one scope (compaction, task end), or all scopes when scope is None."""
+    def purge(self, scope: str | None = None, prefix: str | None = None) -> int:
+        """Forget one scope (compaction, task end), the scopes starting with `prefix`, or all."""
         with self._locked():
             data = self._load()
-            if scope is None:
+            if scope is None and prefix is None:
                 gone = len(data["scopes"])
                 data["scopes"] = {}
             else:
-                gone = 1 if data["scopes"].pop(scope, None) is not None else 0
+                names = [n for n in data["scopes"] if n == scope or (prefix is not None and n.startswith(prefix))]
+                for name in names:
+                    del data["scopes"][name]
+                gone = len(names)
             self._save(data)
         return gone
 

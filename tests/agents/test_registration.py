@@ -148,18 +148,22 @@ def test_claude_compaction_hooks_purge_stubs_and_merge_idempotently(env, project
     hooks = json.loads(settings.read_text())["hooks"]
     assert hooks["PreCompact"][0] == theirs and len(hooks["PreCompact"]) == 2
     ours = hooks["PreCompact"][1]["hooks"][0]["command"]
-    assert ours.endswith("mcp forget")
+    assert ours.endswith("mcp forget --hook")
     assert hooks["SessionStart"][0]["matcher"] == "clear|compact"
 
 
-def test_forget_hook_command_really_purges(env, project, state_dir):
+def test_forget_hook_command_purges_that_session_only(env, project, state_dir):
     import shlex
     import subprocess
 
     from capsule.agents.claude import forget_command
     from capsule.store.stubs import StubStore
 
-    StubStore().decide("conv:x", "a.txt", "full", "hello\n")
-    proc = subprocess.run(shlex.split(forget_command()), capture_output=True, timeout=60)
+    for scope in ("conv:S1", "task:S1/agent1", "conv:S2", "task:S2/agent9"):
+        StubStore().decide(scope, "a.txt", "full", "hello\n")
+    hook_input = json.dumps({"session_id": "S1", "hook_event_name": "PreCompact", "trigger": "manual"}).encode()
+    proc = subprocess.run(shlex.split(forget_command()), input=hook_input, capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+    assert StubStore().scopes() == ["conv:S2", "task:S2/agent9"]
+    proc = subprocess.run(shlex.split(forget_command()), input=b"", capture_output=True, timeout=60)
     assert StubStore().scopes() == []

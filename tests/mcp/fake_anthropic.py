@@ -114,3 +114,44 @@ class FakeMessages:
                                                                       "stop_sequence": None},
                                    "usage": {"output_tokens": 5}})
         yield ev("message_stop", {"type": "message_stop"})
+
+
+class FakeWithSubagent(FakeMessages):
+    """Main conversation: read, spawn a subagent (Agent tool), read again. Subagent: read twice."""
+
+    MARK = "SUBAGENT-MARK"
+
+    def __init__(self, read_input: dict):
+        super().__init__("mcp__capsule__ctx_read", [])
+        self.read_input = read_input
+
+    def answer(self, body: dict) -> list[dict]:
+        msgs = body.get("messages", [])
+        first = json.dumps(msgs[0]) if msgs else ""
+        done = len(self._results_in(body))
+        offered = any(t.get("name") == self.tool for t in body.get("tools") or [])
+        if not offered:
+            return [{"type": "text", "text": "ok"}]
+        read = {"type": "tool_use", "name": self.tool, "input": self.read_input}
+        if self.MARK in first:
+            if done < 2:
+                return [{**read, "id": f"toolu_sub_{done}"}]
+            return [{"type": "text", "text": "subagent done"}]
+        if done == 0:
+            return [{**read, "id": "toolu_main_0"}]
+        if done == 1:
+            return [{"type": "tool_use", "id": "toolu_main_1", "name": "Agent",
+                     "input": {"description": "read the readme", "prompt": f"{self.MARK}: read the readme",
+                               "subagent_type": "general-purpose"}}]
+        if done == 2:
+            return [{**read, "id": "toolu_main_2"}]
+        return [{"type": "text", "text": "done"}]
+
+    def results_by_id(self) -> dict[str, str]:
+        out = {}
+        for body in self.requests:
+            for r in self._results_in(body):
+                content = r.get("content")
+                text = content if isinstance(content, str) else "\n".join(c.get("text", "") for c in content or [])
+                out[r["tool_use_id"]] = text
+        return out

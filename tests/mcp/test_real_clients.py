@@ -187,3 +187,26 @@ def test_claude_code_compaction_purges_the_read_stubs(workspace, state_dir, tmp_
         assert StubStore().scopes() == []
     finally:
         fake.close()
+
+
+def test_claude_code_subagent_gets_full_text_not_the_parents_stub(workspace, state_dir, tmp_path):
+    """Peer failure: a subagent shares the parent's MCP connection but never saw the parent's read."""
+    from tests.mcp.fake_anthropic import FakeWithSubagent
+
+    fake = FakeWithSubagent({"path": "README.md", "mode": "full"})
+    try:
+        env = {**_claude_env(tmp_path, state_dir), "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "test",
+               "MCP_CONNECTION_NONBLOCKING": "0"}
+        agents.register("claude", project=workspace, env=env, note=False)
+        proc = subprocess.run([_client("claude"), "-p", "go", "--allowedTools", "mcp__capsule,Agent",
+                               "--output-format", "json"], cwd=workspace, env=env, capture_output=True, text=True,
+                              timeout=240, stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        got = fake.results_by_id()
+        readme = (workspace / "README.md").read_text()
+        assert got.get("toolu_main_0") == readme, got
+        assert got.get("toolu_sub_0") == readme, got                  # the subagent never saw it: full
+        assert "unchanged since you read it" in got.get("toolu_sub_1", ""), got
+        assert "unchanged since you read it" in got.get("toolu_main_2", ""), got
+    finally:
+        fake.close()
