@@ -97,3 +97,21 @@ def status(env=None) -> dict:
         return {"registered": False, "locations": [], "problem": None}
     return {"registered": True, "locations": [str(path) + ("" if is_ours(entry) else " (not capsule's)")],
             "problem": None if entry.get("required") else "required = true is missing"}
+
+
+# -- scopes: which thread and context window a tool call came from ---------------------------------
+def call_scope(meta: dict | None) -> str | None:
+    """Codex sends `threadId` and `windowId` (thread:N, N counting context windows) in each call's _meta.
+
+    A subagent is its own thread and a compaction opens a new window, so one window is one scope:
+    a stub never crosses into a subagent or past a compaction. None when the call is not from Codex.
+    """
+    if not isinstance(meta, dict):
+        return None
+    window = meta.get("windowId")
+    thread = meta.get("threadId")
+    if isinstance(window, str) and window:
+        return f"conv:codex:{window}"
+    if isinstance(thread, str) and thread:
+        return f"conv:codex:{thread}"
+    return None

@@ -17,7 +17,7 @@ from pathlib import Path
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from capsule.agents import claude
+from capsule.agents import claude, codex
 from capsule.policy import switches
 from capsule.retrieve import modes, packer, workspace
 from capsule.retrieve.index import WorkspaceIndex
@@ -112,17 +112,22 @@ class ReadDoor:
             pass
 
     # -- tools -----------------------------------------------------------------------------------
-    def call_scope(self, task: str = "", tool_use_id: str | None = None) -> str:
-        """The stub scope of one call: an explicit task, the agent's own conversation or subagent, or ""."""
+    def call_scope(self, task: str = "", meta: dict | None = None) -> str:
+        """The stub scope of one call: an explicit task, the agent's own conversation, subagent or
+        context window (Codex: from _meta; Claude Code: from its transcripts), else this server's scope.
+        "" means unknown: the read goes out in full and nothing is recorded."""
         if task:
             return f"task:{task}"
+        scope = codex.call_scope(meta)
+        if scope:
+            return scope
         if os.environ.get(claude.SESSION_ENV):
-            return claude.call_scope(tool_use_id) or ""   # unknown: full text, nothing recorded
+            return claude.call_scope((meta or {}).get(claude.TOOL_USE_META)) or ""
         return self.scope
 
     def read(self, path: str, mode: str = "auto", fresh: bool = False, task: str = "",
-             tool_use_id: str | None = None) -> str:
-        scope = self.call_scope(task, tool_use_id)
+             meta: dict | None = None) -> str:
+        scope = self.call_scope(task, meta)
         started = time.perf_counter()
         try:
             result = self.reader().read_result(path, mode, scope=scope, fresh=fresh)
@@ -192,12 +197,12 @@ class ReadDoor:
         return text
 
 
-def _tool_use_id(ctx: Context) -> str | None:
+def _meta(ctx: Context) -> dict:
     try:
-        meta = (ctx.request_context.params or {}).get("_meta") or {}
-        return meta.get(claude.TOOL_USE_META)
-    except Exception:  # no request context (direct call): no id
-        return None
+        meta = (ctx.request_context.params or {}).get("_meta")
+    except Exception:  # no request context (direct call): no meta
+        return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def build_server(door: ReadDoor) -> MCPServer:
@@ -209,7 +214,7 @@ def build_server(door: ReadDoor) -> MCPServer:
         "A re-read of an unchanged file returns a short stub; fresh=true resends. "
         "task: your subagent task id, if you are one."))
     def ctx_read(path: str, ctx: Context, mode: str = "auto", fresh: bool = False, task: str = "") -> str:
-        return door.read(path, mode, fresh, task, tool_use_id=_tool_use_id(ctx))
+        return door.read(path, mode, fresh, task, meta=_meta(ctx))
 
     @server.tool(name="ctx_search", structured_output=False, description=(
         "Ranked search of the workspace (BM25 over paths and content; snake/camelCase split). "

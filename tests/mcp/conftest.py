@@ -46,11 +46,11 @@ class Session:
         async with stdio_client(self.params) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
-                for name, args in calls:
+                for name, args, *meta in calls:
                     if name == "tools/list":
                         out.append(await session.list_tools())
                     else:
-                        out.append(await session.call_tool(name, args))
+                        out.append(await session.call_tool(name, args, meta=meta[0] if meta else None))
         return out
 
     def run(self, calls):

@@ -135,3 +135,15 @@ def test_measure_mode_changes_nothing_unasked_but_counts(workspace, state_dir):
     assert text_of(asked).startswith("1| def function_0")             # an explicit mode is honoured
     rows = [r for r in Ledger().rows() if r["family"] == "read"]
     assert not rows[0]["applied"] and rows[1]["emitted_tokens"] <= 20  # what the stub would have saved
+
+
+def test_codex_window_is_the_scope_compaction_and_subagent_threads_get_full_text(session):
+    read = {"path": "README.md", "mode": "full"}
+    first, same, compacted, subagent = session.run([
+        ("ctx_read", read, {"threadId": "T", "windowId": "T:0"}),
+        ("ctx_read", read, {"threadId": "T", "windowId": "T:0"}),
+        ("ctx_read", read, {"threadId": "T", "windowId": "T:1"}),     # after a compaction
+        ("ctx_read", read, {"threadId": "U", "windowId": "U:0"})])    # a spawned agent's thread
+    assert "pip install demo" in text_of(first)
+    assert "unchanged" in text_of(same)
+    assert "pip install demo" in text_of(compacted) and "pip install demo" in text_of(subagent)
