@@ -316,13 +316,13 @@ def lossy(value, intent: str | None, min_rows: int = LOSSY_MIN_ROWS,
                     continue
                 if run:
                     removals.append(Removal(
-                        reason=f"{path}: rows {run[0]}-{run[-1]} sampled out (no anomaly)",
+                        reason=f"{path or '(root)'}: rows {run[0]}-{run[-1]} sampled out (no anomaly)",
                         count=len(run), preview=minify(v[run[0]])[:120]))
                     run = []
             counts = Counter(r.split(" ")[0] for i in s.kept for r in s.why.get(i, []))
             detail = ", ".join(f"{k} {c}" for k, c in sorted(counts.items()))
             summaries.append(
-                f"{path}: {len(s.kept)} of {s.total} rows shown (first {min(HEAD_ROWS, s.total)}, "
+                f"{path or '(root)'}: {len(s.kept)} of {s.total} rows shown (first {min(HEAD_ROWS, s.total)}, "
                 f"last {TAIL_ROWS}, anomalous {len(s.why)}" + (f": {detail}" if detail else "") + ")")
             shown = [{"_row": i, **{k: walk(x, f"{path}[{i}].{k}") for k, x in v[i].items()}}
                      for i in s.kept]

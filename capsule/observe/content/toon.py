@@ -23,8 +23,6 @@ import re
 INDENT = "  "
 _BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?\Z")
-_NUMBERISH = re.compile(r"[-+]?(?:\d|\.\d)")
-_SPECIAL = set(',:"\\[]{}#')
 _HEADER = re.compile(r"\[(\d+)\]")
 
 
@@ -35,18 +33,24 @@ class ToonError(ValueError):
 # ---------------------------------------------------------------- encoding
 
 
-def _needs_quotes(s: str) -> bool:
-    if not s or s != s.strip() or s in ("true", "false", "null"):
+def _needs_quotes(s: str, where: str = "item") -> bool:
+    """Whether a string must be quoted to read back as the same string.
+
+    where: "cell" (a tabular row or primitive array: split on ','), "field" (after `key: `),
+    "item" (after `- `: a ':' would read as an object) or "root" (a lone value).
+    """
+    if not s or s != s.strip() or s in ("true", "false", "null") or _NUMBER.match(s):
         return True
-    if s[0] == "-" or _NUMBERISH.match(s):
+    if s[0] == '"' or any(ord(ch) < 0x20 or ch in "\x7f\u2028\u2029\x85" for ch in s):
         return True
-    for ch in s:
-        if ch in _SPECIAL or ord(ch) < 0x20 or ch in "\x7f\u2028\u2029\x85":
-            return True
-    return False
+    if where == "cell":
+        return "," in s or '"' in s
+    if where == "field":
+        return False
+    return ":" in s or s[0] == "[" or s == "-"
 
 
-def _primitive(v) -> str:
+def _primitive(v, where: str = "item") -> str:
     if v is None:
         return "null"
     if v is True:
@@ -64,7 +68,7 @@ def _primitive(v) -> str:
             text = f"{mant}.0e{exp}"
         return text
     if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False) if _needs_quotes(v) else v
+        return json.dumps(v, ensure_ascii=False) if _needs_quotes(v, where) else v
     raise TypeError(f"not a JSON value: {type(v).__name__}")
 
 
@@ -96,7 +100,7 @@ def _array_lines(prefix: str, arr: list, depth: int, out: list[str]) -> None:
     pad = INDENT * depth
     n = len(arr)
     if all(_is_primitive(v) for v in arr):
-        cells = ",".join(_primitive(v) for v in arr)
+        cells = ",".join(_primitive(v, "cell") for v in arr)
         out.append(f"{pad}{prefix}[{n}]:" + (f" {cells}" if n else ""))
         return
     fields = _tabular_fields(arr)
@@ -104,7 +108,7 @@ def _array_lines(prefix: str, arr: list, depth: int, out: list[str]) -> None:
         out.append(f"{pad}{prefix}[{n}]{{{','.join(_key(f) for f in fields)}}}:")
         rowpad = INDENT * (depth + 1)
         for row in arr:
-            out.append(rowpad + ",".join(_primitive(row[f]) for f in fields))
+            out.append(rowpad + ",".join(_primitive(row[f], "cell") for f in fields))
         return
     out.append(f"{pad}{prefix}[{n}]:")
     for item in arr:
@@ -142,7 +146,7 @@ def _object_lines(obj: dict, depth: int, out: list[str]) -> None:
         elif isinstance(v, list):
             _array_lines(key, v, depth, out)
         else:
-            out.append(f"{pad}{key}: {_primitive(v)}")
+            out.append(f"{pad}{key}: {_primitive(v, 'field')}")
 
 
 def encode(value) -> str:
@@ -153,7 +157,7 @@ def encode(value) -> str:
     elif isinstance(value, list):
         _array_lines("", value, 0, out)
     else:
-        out.append(_primitive(value))
+        out.append(_primitive(value, "root"))
     return "\n".join(out)
 
 
@@ -195,7 +199,7 @@ def _parse_primitive(cell: str):
         if any(c in cell for c in ".eE"):
             return float(cell)
         return int(cell)
-    if _needs_quotes(cell):
+    if not cell or cell != cell.strip():
         raise ToonError(f"ambiguous bare value: {cell!r}")
     return cell
 

@@ -44,6 +44,10 @@ def test_shapes_follow_the_spec():
     assert toon.encode({"u": [{"k": 1, "v": "x"}, {"k": 2, "v": "y"}]}) == "u[2]{k,v}:\n  1,x\n  2,y"
     assert toon.encode({"m": [1, {"a": 1}]}) == "m[2]:\n  - 1\n  - a: 1"
     assert toon.encode({"s": "true", "n": "12", "e": ""}) == 's: "true"\nn: "12"\ne: ""'
+    # quoted only when ambiguous: versions, timestamps and ':' in cells read back as strings
+    assert toon.encode({"r": [{"v": "1.0.2", "t": "2026-03-01T08:00:00Z"}]}) == \
+        "r[1]{v,t}:\n  1.0.2,2026-03-01T08:00:00Z"
+    assert toon.encode(["a:b"]) == '[1]: a:b' and toon.encode([["x"], "a:b"]).endswith('- "a:b"')
 
 
 def test_strict_equal_tells_types_apart():
@@ -55,6 +59,6 @@ def test_strict_equal_tells_types_apart():
 
 def test_malformed_text_raises():
     import pytest
-    for bad in ["a[3]: 1,2", "a[2]{x,y}:\n  1", "a: 1\n    b: 2", "- x"]:
+    for bad in ["a[3]: 1,2", "a[2]{x,y}:\n  1", "a: 1\n    b: 2", "a:\n  - x"]:
         with pytest.raises(toon.ToonError):
             toon.decode(bad)
