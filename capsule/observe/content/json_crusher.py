@@ -25,6 +25,7 @@ HEAD_ROWS = 3
 TAIL_ROWS = 1
 NULL_ANOMALY_SHARE = 0.8     # a null is anomalous where >= 80% of rows have a value
 OUTLIER_Z = 3.5              # robust z-score (median / MAD) beyond which a number is an outlier
+LINE_KEEPING_SLACK = 1.25   # prefer the line-keeping lossless form within this factor of the best
 RARE_SHARE = 0.02            # a categorical value this rare is anomalous (rows >= 50)
 
 _ERROR_KEY = re.compile(r"(?i)(?:^|_|-)(?:err|error|errors|exception|fail|failed|failure|fault|"
@@ -88,11 +89,14 @@ def crush(text: str, ctx: Context) -> TransformResult:
     stream = isinstance(value, _Stream)
     value = list(value) if stream else value
     lost = _lost_verbatim()
-    chosen = None
-    for body, how in lossless_forms(value, None if stream else text):
-        if not lost(text, body):
-            chosen = (body, how)
-            break
+    forms = [f for f in lossless_forms(value, None if stream else text) if not lost(text, f[0])]
+    chosen = forms[0] if forms else None
+    # A form that keeps every original line (indentation aside) is preferred unless the best
+    # re-serialisation saves much more: agents and the must-keep corpus quote JSON lines.
+    keeping = [f for f in forms if f[1].startswith("JSON with indentation removed")]
+    if chosen is not None and keeping and ctx.mode != "aggressive" and \
+            _size(keeping[0][0]) <= _size(chosen[0]) * LINE_KEEPING_SLACK:
+        chosen = keeping[0]
     if chosen is None:
         return TransformResult(text, TRANSFORM_ID, notes=["no lossless form kept every error line"])
     min_rows = AGGRESSIVE_MIN_ROWS if ctx.mode == "aggressive" else LOSSY_MIN_ROWS
