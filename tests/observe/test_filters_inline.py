@@ -111,3 +111,12 @@ def test_the_documented_example_filter_parses_and_passes_its_own_tests():
     assert spec.match[0].search("acme deploy prod")
     for case in spec.tests:
         assert run_filter(spec, case.input, case.exit_code)[0] == case.expected
+
+
+def test_a_failed_run_is_never_emptied():
+    spec = _spec("[filters.t]\nkeep_lines = ['^RESULT']\n")
+    text = "".join(f"step {i}\n" for i in range(30))
+    out, removals, _ = run_stages(spec, text, 3)
+    assert out.splitlines() == ["[20 more lines]"] + [f"step {i}" for i in range(20, 30)]
+    assert removals[0].count == 20
+    assert run_stages(spec, text, 0)[0] == ""     # a clean run may say nothing

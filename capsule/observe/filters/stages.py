@@ -5,7 +5,8 @@ the verbatim class) → strip/keep lines → collapse repeats → head/tail → 
 Not responsible for choosing the filter or loading it (engine.py).
 Invariant: a verbatim-class line (error, failure, warning; observe/verbatim.py) or a line
 matching the filter's `protect` is never dropped by any stage; every dropped original line
-is accounted for in a Removal; a truncation carries exactly one `[N more lines]` marker.
+is accounted for in a Removal; a truncation carries exactly one `[N more lines]` marker;
+a failed run is never emptied (its last lines stay when nothing else would).
 """
 
 from __future__ import annotations
@@ -137,6 +138,9 @@ def run_stages(spec: FilterSpec, text: str, exit_code: int | None) -> tuple[str,
         lines, cut2 = _truncate(spec, lines, head, tail, run, f"beyond max_lines {spec.max_lines}")
         cut_at = cut2 if cut_at is None else min(cut_at, cut2)
 
+    if not any(line.text.strip() for line in lines) and exit_code not in (0, None) and text.strip():
+        return _last_lines(spec, raw_lines, trailing)
+
     out = [line.text for line in lines]
     if cut_at is not None and run.dropped:
         out.insert(cut_at, marker(run.dropped))
@@ -214,3 +218,19 @@ def _truncate(spec: FilterSpec, lines: list[Line], head: int, tail: int, run: Ru
             run.drop(line, reason)
     kept.extend(lines[end:])
     return kept, (cut_at if cut_at is not None else head)
+
+
+FAILED_TAIL = 10
+
+
+def _last_lines(spec: FilterSpec, raw_lines: list[str], trailing: bool) -> tuple[str, list[Removal], bool]:
+    """A failed command whose every line the filter would drop: show its last lines instead."""
+    keep_from = max(0, len(raw_lines) - FAILED_TAIL)
+    kept = [ANSI.sub("", t) for t in raw_lines[keep_from:]]
+    removals = []
+    if keep_from:
+        removals.append(Removal(f"failed run, no line matched filter {spec.name}: kept the last {FAILED_TAIL}",
+                                keep_from, 1, keep_from, _preview(raw_lines[0])))
+        kept.insert(0, marker(keep_from))
+    emitted = "\n".join(kept) + ("\n" if trailing else "")
+    return emitted, removals, bool(keep_from)
