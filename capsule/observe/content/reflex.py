@@ -66,8 +66,9 @@ FEATURES = (
     "bias", "error", "warning", "location", "summary", "assert", "intent_hits", "intent_rare",
     "first", "last", "tail3", "blank", "repeat_log", "unique", "progress", "frame", "hint",
     "timing", "indent", "long", "short", "error_near", "pointer", "vcs", "summary_tail",
-    "error_location", "kv_intent",
+    "error_location", "kv_intent", "unprintable", "template_share", "json_line",
 )
+_JSONISH = re.compile(r'^\s*(?:[\[\]{},]+|"[^"]+"\s*:.*)$')
 
 
 def intent_terms(intent: str | None) -> list[str]:
@@ -126,8 +127,18 @@ def features(lines: list[str], intent: str | None) -> list[list[float]]:
             float(i in tail and bool(SUMMARY.search(ln))),
             float(errs[i] and bool(LOCATION.search(ln))),
             float(bool(hits) and ":" in ln and len(stripped) < 120),
+            _unprintable(ln),
+            counts[masked[i]] / n if stripped else 0.0,
+            float(bool(_JSONISH.match(ln))),
         ])
     return out
+
+
+def _unprintable(line: str) -> float:
+    if not line:
+        return 0.0
+    bad = sum(1 for ch in line if (ord(ch) < 0x20 and ch not in "\t\r\x1b") or 0xDC80 <= ord(ch) <= 0xDCFF)
+    return min(1.0, 4.0 * bad / len(line))
 
 
 def forced(line: str) -> bool:
