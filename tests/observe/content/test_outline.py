@@ -102,3 +102,20 @@ def test_shebang_picks_language_and_transform_reads_ctx():
 def test_unknown_language_is_left_alone():
     result = ol.outline("just text\n", "notes.txt")
     assert result.text == "just text\n" and not result.removals
+
+
+def test_stdlib_modules_keep_every_top_level_name_and_shrink():
+    import sysconfig
+    import tree_sitter
+
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    parser = tree_sitter.Parser(ol.load("python"))
+    for name in ("json/decoder.py", "argparse.py", "dataclasses.py"):
+        source = (stdlib / name).read_text()
+        result = ol.outline(source, name)
+        assert len(result.text) < 0.2 * len(source)
+        for node in parser.parse(source.encode()).root_node.named_children:
+            if node.type == "decorated_definition":
+                node = node.child_by_field_name("definition")
+            if node.type in ("function_definition", "class_definition"):
+                assert node.child_by_field_name("name").text.decode() in result.text
