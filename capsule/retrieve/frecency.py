@@ -21,16 +21,33 @@ _FREC = struct.Struct("<Id")      # count, last use (epoch seconds)
 _SIG = struct.Struct("<qq16s")    # mtime_ns, size, blake3 digest prefix
 
 
+_ENVS: dict[str, list] = {}       # lmdb allows one open environment per path per process: share it
+
+
 class Meta:
-    def __init__(self, directory: Path, readonly: bool = False):
+    def __init__(self, directory: Path):
         directory.mkdir(parents=True, exist_ok=True)
-        self.env = lmdb.open(str(directory / "meta.lmdb"), map_size=1 << 30, max_dbs=4, subdir=True,
-                             readonly=False, lock=True, metasync=False, sync=False)
+        self._key = str((directory / "meta.lmdb").resolve())
+        shared = _ENVS.get(self._key)
+        if shared is None:
+            env = lmdb.open(self._key, map_size=1 << 30, max_dbs=4, subdir=True, lock=True,
+                            metasync=False, sync=False)
+            shared = _ENVS[self._key] = [env, 0]
+        shared[1] += 1
+        self.env = shared[0]
         self.frec = self.env.open_db(b"frecency")
         self.sig = self.env.open_db(b"signature")
+        self._open = True
 
     def close(self) -> None:
-        self.env.close()
+        if not self._open:
+            return
+        self._open = False
+        shared = _ENVS[self._key]
+        shared[1] -= 1
+        if shared[1] == 0:
+            del _ENVS[self._key]
+            self.env.close()
 
     # -- frecency ----------------------------------------------------------------------------------
     def touch(self, path: str, now: float | None = None) -> None:

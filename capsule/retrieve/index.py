@@ -186,8 +186,8 @@ class WorkspaceIndex:
         if writer is not None:
             writer.commit()
             writer.wait_merging_threads()
-            self.index.reload()
-            self._searcher = self.index.searcher()
+        self.index.reload()                  # also picks up commits made by other processes
+        self._searcher = self.index.searcher()
         self.meta.update_signatures(put, gone)
         report.files = self.num_docs()
         report.seconds = time.perf_counter() - start

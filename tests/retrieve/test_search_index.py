@@ -108,3 +108,14 @@ def test_index_cli_build_and_status(ws, capsule):
     assert b"indexed 5 file(s)" in built.stdout and b"files/s" in built.stdout
     status = capsule("index", "status", str(ws), "--json")
     assert b'"documents": 5' in status.stdout and b'"stale_files": 0' in status.stdout
+
+
+def test_second_handle_sees_the_other_writers_commit_on_refresh(ws, state_dir):
+    a = WorkspaceIndex(ws)
+    a.refresh()
+    b = WorkspaceIndex(ws)                       # e.g. a second agent's server on the same workspace
+    (ws / "src" / "late.py").write_text("def zanzibar_route(): pass\n")
+    a.refresh()
+    assert not b.search("zanzibar")             # b's searcher predates the commit
+    b.refresh()                                 # nothing left to index, but b reloads
+    assert b.search("zanzibar")[0].path == "src/late.py"
