@@ -18,6 +18,8 @@ _HEADER_FIELD = re.compile(r"^(\W*\s*)?(Author|Date|Merge|Commit|AuthorDate|Comm
 _FILE_META = re.compile(r"^(index [0-9a-f,]+\.\.|similarity index|dissimilarity index|old mode|new mode|deleted file mode|new file mode)")
 _ONE_FILE_STAT = re.compile(r"^ 1 file changed, ")
 MAX_DIFF_LINES = 600
+FULL_HASHES = 3     # the newest commits of a plain log keep their full hash
+ABBREV = 12
 CONTEXT = 1
 
 
@@ -45,13 +47,17 @@ class GitFilter(StreamFilter):
         self._end_commit()
         self.commits += 1
         self.commit = {"line": self.lineno, "head": f"{m.group(1) or ''}commit {m.group(2)}{m.group(3)}",
+                       "hash": m.group(2),
                        "author": "", "date": "", "subject": None, "lines": [], "graph": m.group(1) or ""}
 
     def _end_commit(self) -> None:
         c = self.commit
         if c is None:
             return
-        parts = [c["head"]]
+        head = c["head"]
+        if self.commits > FULL_HASHES and self._abbreviate():
+            head = head.replace(c["hash"], c["hash"][:ABBREV], 1)
+        parts = [head]
         if c["author"]:
             parts.append(c["author"])
         if c["date"]:
@@ -62,6 +68,14 @@ class GitFilter(StreamFilter):
         for no, text in c["lines"]:
             self.drop(text, "commit header field / message body", no)
         self.commit = None
+
+    def _abbreviate(self) -> bool:
+        """Plain and --stat logs abbreviate older hashes; patches and unknown commands keep them whole."""
+        words = (getattr(self, "command", None) or "").split()
+        if not words or "log" not in words:
+            return False
+        return not any(w in ("-p", "-u", "--patch", "--full-diff") or w.startswith("--format") or
+                       w.startswith("--pretty") for w in words)
 
     # --- hunks --------------------------------------------------------------------------
     def _flush_hunk(self) -> None:

@@ -17,6 +17,8 @@ from capsule.observe.verbatim import is_verbatim
 class StreamFilter:
     """Base class. Subclasses override feed_line / flush / on_exit and call emit / drop."""
 
+    command: str | None = None     # the command line, when known (set by the engine)
+
     def __init__(self) -> None:
         self.out: list[str] = []
         self._run = Run()
