@@ -72,11 +72,28 @@ def api_orders(n: int, rng: random.Random) -> list[dict]:
 
 
 def docker_ps(n: int, rng: random.Random) -> list[dict]:
-    return [{"ID": f"{rng.getrandbits(48):012x}", "Image": f"registry.local/svc-{i % 9}:1.{i % 4}",
-             "Command": '"/entrypoint.sh serve"', "CreatedAt": f"2026-03-0{1 + i % 9} 10:0{i % 10}:00 +0000 UTC",
-             "Status": f"Up {1 + i % 50} hours", "Ports": f"0.0.0.0:{8000 + i}->8080/tcp",
-             "Names": f"svc-{i % 9}-{i}", "State": "running", "RestartCount": i % 3,
-             "SizeMB": 40 + rng.randrange(20)} for i in range(n)]
+    """The key set `docker ps --format json` prints (Docker 24+), one container per row."""
+    return [{"Command": '"/entrypoint.sh serve"', "CreatedAt": f"2026-03-0{1 + i % 9} 10:0{i % 10}:00 +0000 UTC",
+             "ID": f"{rng.getrandbits(48):012x}", "Image": f"registry.local/svc-{i % 9}:1.{i % 4}",
+             "Labels": f"com.docker.compose.project=shop,com.docker.compose.service=svc-{i % 9}",
+             "LocalVolumes": str(i % 2), "Mounts": "", "Names": f"shop-svc-{i % 9}-{i}",
+             "Networks": "shop_default", "Ports": f"0.0.0.0:{8000 + i}->8080/tcp",
+             "RunningFor": f"{1 + i % 50} hours ago", "Size": f"{40 + rng.randrange(20)}MB (virtual 180MB)",
+             "State": "running", "Status": f"Up {1 + i % 50} hours", "RestartCount": i % 3}
+            for i in range(n)]
+
+
+def sqlite_json(corpus: Path) -> list[dict] | None:
+    """`sqlite3 -json` rows of the corpus's real invoice export (csv_cat_invoices)."""
+    import csv
+
+    path = corpus / "csv_cat_invoices" / "output.txt"
+    if not path.exists():
+        return None
+    rows = []
+    for rec in csv.DictReader(path.read_text().splitlines()):
+        rows.append({k: (float(v) if k in ("net", "tax", "gross") else v or None) for k, v in rec.items()})
+    return rows
 
 
 def k8s_pods(n: int, rng: random.Random) -> list[dict]:
@@ -126,9 +143,12 @@ def plant_anomalies(rows: list[dict], rng: random.Random, key_id: str) -> tuple[
 # ---------------------------------------------------------------- sections
 
 
-def bench_json() -> None:
+def bench_json(corpus: Path) -> None:
     rng = random.Random(7)
     inputs: list[tuple[str, object]] = []
+    invoices = sqlite_json(corpus)
+    if invoices:
+        inputs.append((f"sqlite3 -json invoices ({len(invoices)} real rows)", invoices))
     pl = pip_list()
     if pl:
         inputs.append((f"pip list --format json ({len(pl)} pkgs)", pl))
@@ -275,9 +295,9 @@ def main(argv=None) -> int:
         default_stdlib = sysconfig.get_paths()["stdlib"]
     ap.add_argument("--stdlib", default=default_stdlib)
     args = ap.parse_args(argv)
-    bench_json()
-    bench_outline(Path(args.stdlib))
     corpus = Path(args.corpus)
+    bench_json(corpus)
+    bench_outline(Path(args.stdlib))
     if corpus.exists():
         bench_reflex(corpus)
         bench_corpus(corpus)
