@@ -120,3 +120,11 @@ def test_a_failed_run_is_never_emptied():
     assert out.splitlines() == ["[20 more lines]"] + [f"step {i}" for i in range(20, 30)]
     assert removals[0].count == 20
     assert run_stages(spec, text, 0)[0] == ""     # a clean run may say nothing
+
+
+@pytest.mark.parametrize("name,case", CASES, ids=[f"{n}:{t.name}" for n, t in CASES])
+def test_inline_cases_keep_every_error_line(name, case):
+    from capsule.observe.verbatim import missing_verbatim
+
+    out, _, _ = run_filter(FILTERS[name], case.input, case.exit_code, case.command)
+    assert missing_verbatim(case.input, out) == []
