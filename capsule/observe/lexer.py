@@ -35,10 +35,6 @@ class Stage:
     def tool(self) -> str:
         return self.words[0].rsplit("/", 1)[-1] if self.words else ""
 
-    @property
-    def argv(self) -> list[str]:
-        return self.words
-
 
 @dataclass
 class Segment:
@@ -231,7 +227,9 @@ _OPTS_WITH_VALUE = {
     "ionice": {"-c", "-n"},
     "npx": {"-p", "--package"},
     "timeout": {"-s", "-k", "--signal", "--kill-after"},
-    "docker": {"-u", "--user", "-w", "--workdir", "-e", "--env", "--env-file"},
+    "docker": {"-u", "--user", "-w", "--workdir", "-e", "--env", "--env-file", "--index"},
+    "run": {"--with", "--python", "-p", "--env-file", "--directory", "--project", "--package", "--extra",
+            "--group", "--with-requirements", "--index", "--env"},
 }
 
 
@@ -280,15 +278,10 @@ def _peel(words: list[str], redirects: list[str]) -> Stage:
                 i = j + 1  # skip container name
                 continue
             break
-        if base in ("docker", "docker-compose") and words[i + 1:i + 2] in (["compose"], ["exec"]):
-            k = i + 2 if words[i + 1] == "compose" else i + 1
-            if base == "docker" and words[k:k + 1] == ["exec"]:
-                k += 1
-            elif base == "docker-compose":
-                pass
-            else:
-                break
-            j = _skip_opts(words, k + (1 if base == "docker-compose" else 0), "docker")
+        compose = (base == "docker" and words[i + 1:i + 3] == ["compose", "exec"]) or \
+            (base == "docker-compose" and words[i + 1:i + 2] == ["exec"])
+        if compose:
+            j = _skip_opts(words, i + (3 if base == "docker" else 2), "docker")
             if j + 1 < n:
                 i = j + 1  # skip service name
                 continue
@@ -299,9 +292,7 @@ def _peel(words: list[str], redirects: list[str]) -> Stage:
                 break
             continue
         if base in ("poetry", "uv", "pipenv", "hatch", "pdm", "rye") and words[i + 1:i + 2] == ["run"]:
-            j = i + 2
-            while j < n and words[j].startswith("-"):
-                j += 1
+            j = _skip_opts(words, i + 2, "run")
             if j >= n:
                 break
             i = j
@@ -311,7 +302,7 @@ def _peel(words: list[str], redirects: list[str]) -> Stage:
                 break
             i += 2
             continue
-        if base in ("yarn", "bun") and words[i + 1:i + 2] == ["x" if base == "bun" else "dlx"]:
+        if base in ("yarn", "bun") and words[i + 1:i + 2] == ["x" if base == "bun" else "dlx"] and i + 2 < n:
             i += 2
             continue
         if base == "direnv" and words[i + 1:i + 2] == ["exec"] and i + 3 < n:

@@ -94,3 +94,9 @@ def test_bad_quoting_raises():
 
 def test_comment_ends_the_line():
     assert words("ls -la # list it && rm -rf /") == [[["ls", "-la"]]]
+
+
+def test_prefix_options_that_take_values_are_skipped():
+    assert lex("uv run --with rich python x.py").segments[0].visible.words == ["python", "x.py"]
+    assert lex("docker-compose exec -T api pytest").segments[0].visible.words == ["pytest"]
+    assert lex("docker compose logs api").segments[0].visible.words == ["docker", "compose", "logs", "api"]
