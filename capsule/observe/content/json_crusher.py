@@ -72,12 +72,25 @@ def minify(value) -> str:
 
 def _lost_verbatim():
     """The pipeline's INV-7 check (an error/warning line of the original must survive as a
-    substring); a form that fails it would be refused, so it is never chosen."""
+    substring); a form that fails it would be refused, so it is never chosen. Distinct
+    lines are checked once, by set lookup before any substring search."""
     try:
-        from capsule.observe.verbatim import missing_verbatim
-        return lambda original, out: bool(missing_verbatim(original, out))
+        from capsule.observe.verbatim import is_verbatim
     except ImportError:
         return lambda original, out: False
+    cache: dict[int, set[str]] = {}
+
+    def lost(original: str, out: str) -> bool:
+        wanted = cache.get(id(original))
+        if wanted is None:
+            wanted = {ln.strip() for ln in original.split("\n") if is_verbatim(ln)}
+            cache[id(original)] = wanted
+        if not wanted:
+            return False
+        have = {ln.strip() for ln in out.split("\n")}
+        return any(w not in have and w not in out for w in wanted)
+
+    return lost
 
 
 def crush(text: str, ctx: Context) -> TransformResult:
