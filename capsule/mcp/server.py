@@ -192,7 +192,7 @@ class ReadDoor:
                 raise ToolError(str(exc)) from None
         if grep:
             needle = grep.lower()
-            rows = [f"{n}| {line}" for n, line in enumerate(text.splitlines(), 1) if needle in line.lower()]
+            rows = [f"{n}| {line}" for n, line in enumerate(modes.split_lines(text), 1) if needle in line.lower()]
             return "\n".join(rows) if rows else f"no line of ccr:{h} contains {grep!r}"
         return text
 

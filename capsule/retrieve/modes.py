@@ -21,6 +21,15 @@ ANCHOR_HEX = 4
 MODES_HELP = "full, signatures, outline, lines:N-M (or lines:5,10-20), section:<heading>, anchored"
 
 
+def split_lines(text: str) -> list[str]:
+    """Lines as editors and `grep -n` count them: split on "\n" only (a form feed or U+2028 inside a
+    line stays in it), a trailing "\r" dropped, no empty last line for a final newline."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
 class ModeError(ValueError):
     """An unknown or malformed mode."""
 
@@ -81,7 +90,7 @@ def default_mode(path: str, text: str) -> Mode:
 
 
 def lines(text: str, ranges: tuple[tuple[int, int], ...]) -> str:
-    all_lines = text.splitlines()
+    all_lines = split_lines(text)
     total = len(all_lines)
     out: list[str] = []
     for a, b in ranges:
@@ -97,7 +106,7 @@ def anchor(line: str) -> str:
 
 def anchored(text: str) -> str:
     """Every line as `N#hash| text`: the hash lets an edit check the line did not drift."""
-    return "\n".join(f"{n}#{anchor(line)}| {line}" for n, line in enumerate(text.splitlines(), 1))
+    return "\n".join(f"{n}#{anchor(line)}| {line}" for n, line in enumerate(split_lines(text), 1))
 
 
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
@@ -108,7 +117,7 @@ def headings(text: str) -> list[tuple[int, int, str]]:
     """(line index, level, title) of each ATX heading outside code fences."""
     out = []
     fence = None
-    for i, line in enumerate(text.splitlines()):
+    for i, line in enumerate(split_lines(text)):
         m = _FENCE.match(line)
         if m:
             fence = None if fence == m.group(1) else (fence or m.group(1))
@@ -132,7 +141,7 @@ def section(text: str, heading: str) -> str:
         names = ", ".join(h[2] for h in found[:20]) or "none"
         raise ModeError(f"no section {heading!r}; headings: {names}")
     start, level, _ = pick
-    lines_ = text.splitlines()
+    lines_ = split_lines(text)
     end = len(lines_)
     for i, lvl, _title in found:
         if i > start and lvl <= level:

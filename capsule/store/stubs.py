@@ -21,6 +21,7 @@ from pathlib import Path
 from blake3 import blake3
 
 from capsule import paths
+from capsule.retrieve.modes import split_lines
 
 VERSION = 1
 MAX_CHANGED_LINES = 120      # past this, a changed file goes out in full again
@@ -36,7 +37,7 @@ def content_hash(text: str) -> str:
 
 def line_hashes(text: str) -> list[str]:
     return [blake3(line.encode("utf-8", "surrogateescape")).hexdigest()[:LINE_HASH_HEX]
-            for line in text.splitlines()]
+            for line in split_lines(text)]
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ def render_delta(path: str, old: list[str], new_text: str) -> tuple[str, int]:
     Shows new lines with their current numbers; removed lines are named by their old numbers only
     (their content is what the reader already has). Returns (text, changed line count).
     """
-    new_lines = new_text.splitlines()
+    new_lines = split_lines(new_text)
     matcher = difflib.SequenceMatcher(None, old, line_hashes(new_text), autojunk=False)
     body: list[str] = []
     changed = 0

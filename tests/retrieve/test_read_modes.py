@@ -111,3 +111,12 @@ def test_reader_stub_per_scope_and_mode(ws, state_dir):
     (ws / "doc.md").write_text(long_doc.replace("para 50\n", "para fifty\n"))
     delta = r.read("doc.md", "full", scope="conv:1")
     assert "changed since you read it" in delta and "70| para fifty" in delta and "para 49" not in delta
+
+
+def test_line_numbers_count_newlines_only(ws):
+    (ws / "ff.py").write_text("one\n\x0ctwo\u2028still two\nthree\r\nfour\n")
+    r = Reader(ws)
+    assert r.read("ff.py", "lines:2-4").splitlines()[0] == "2| \x0ctwo\u2028still two".splitlines()[0]
+    assert r.read("ff.py", "lines:3").split("\n") == ["3| three"]
+    assert r.read("ff.py", "lines:4").split("\n") == ["4| four"]
+    assert r.read("ff.py", "anchored").split("\n")[3].startswith("4#")
