@@ -162,7 +162,9 @@ def language_for(path: str | None, source: str = "") -> str | None:
 def load(lang: str, allowed=()):
     """The tree_sitter.Language for lang; only grammars listed in allowed (when given)."""
     allowed = normalize(allowed)
-    if allowed and lang not in allowed:
+    # one wheel, one permission: typescript also covers tsx (tree_sitter_typescript)
+    wheels = {GRAMMARS[a][0] for a in allowed if a in GRAMMARS}
+    if allowed and lang not in allowed and GRAMMARS[lang][0] not in wheels:
         raise LookupError(f"grammar {lang!r} not in this role's languages {list(allowed)}")
     got = _languages.get(lang)
     if got is None:
@@ -396,6 +398,8 @@ def outline(source: str, path: str, languages=(), detail: str = "auto") -> Trans
     lang = language_for(path, source)
     if lang is None:
         return TransformResult(source, TRANSFORM_ID, notes=[f"no outline language for {path}"])
+    if lang == "c" and "cpp" in normalize(languages) and "c" not in normalize(languages):
+        lang = "cpp"          # a header in a C++-only role
     try:
         language = load(lang, languages)
     except LookupError as exc:

@@ -119,3 +119,10 @@ def test_stdlib_modules_keep_every_top_level_name_and_shrink():
                 node = node.child_by_field_name("definition")
             if node.type in ("function_definition", "class_definition"):
                 assert node.child_by_field_name("name").text.decode() in result.text
+
+
+def test_grammar_permission_follows_the_wheel():
+    tsx = (SAMPLES / "header.tsx").read_text()
+    assert "export function Header" in ol.outline(tsx, "h.tsx", languages=("typescript",)).text
+    header = "struct point { int x; int y; };\nint area(struct point p);\n" * 3
+    assert ol.outline(header, "geo.h", languages=("cpp",)).notes[0] == "cpp outline"
