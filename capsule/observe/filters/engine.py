@@ -133,7 +133,7 @@ def apply(text: str, ctx: Context) -> TransformResult:
     if spec is None:
         return TransformResult(text, TRANSFORM_ID, lossless=True, notes=[f"no filter {ctx.filter_id!r}"])
     out, removals, ran = run_filter(spec, text, ctx.exit_code, ctx.command)
-    if missing_verbatim(text, out):
+    if ran.streaming and missing_verbatim(text, out):    # TOML stages protect these by construction
         return TransformResult(text, TRANSFORM_ID, lossless=True,
                                notes=[f"filter {ran.name} lost an error line; kept raw"])
     if len(out) > len(text) and text.strip():

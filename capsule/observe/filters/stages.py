@@ -114,14 +114,17 @@ def run_stages(spec: FilterSpec, text: str, exit_code: int | None) -> tuple[str,
     if spec.strip_lines or spec.keep_lines:
         kept = []
         for line in lines:
-            if _protected(spec, line.text):
-                kept.append(line)
-            elif any(p.search(line.text) for p in spec.strip_lines):
-                run.drop(line, f"noise line ({spec.name})")
+            if any(p.search(line.text) for p in spec.strip_lines):
+                reason = f"noise line ({spec.name})"
             elif spec.keep_lines and not any(p.search(line.text) for p in spec.keep_lines):
-                run.drop(line, f"not a result line ({spec.name})")
+                reason = f"not a result line ({spec.name})"
             else:
                 kept.append(line)
+                continue
+            if _protected(spec, line.text):     # asked only for lines about to go
+                kept.append(line)
+            else:
+                run.drop(line, reason)
         lines = kept
 
     if spec.collapse_repeats:
