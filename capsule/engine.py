@@ -13,7 +13,7 @@ import os
 import re
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -93,6 +93,9 @@ class Engine:
         measure_only = sw.measure_only or mode == "measure"
         try:
             cls = classify(command, raw[:1024])
+            if intent and cls.transform_id == "default" and not cls.passthrough:
+                # No tool-specific filter knows this output, but the step's goal is known.
+                cls = replace(cls, transform_id="reflex", reason=cls.reason + "; intent known: reflex")
             ctx = Context(command=command, family=cls.family, stream=stream, intent=intent, exit_code=exit_code,
                           mode="standard" if mode == "measure" else mode, path=path, languages=languages,
                           filter_id=cls.filter_id)
@@ -102,7 +105,7 @@ class Engine:
             return Outcome(raw, None, None)
         for w in em.warnings:
             log.warning(w)
-        emission_id = self._record(em, command, stream, mode, exit_code, scope, duration_ms, len(raw))
+        emission_id = self._record(em, command, stream, mode, exit_code, scope, duration_ms, len(raw), intent)
         return Outcome(em.data, emission_id, em.handle)
 
     def observe_command(self, command: str, stdout: bytes, stderr: bytes, exit_code: int,
@@ -163,12 +166,14 @@ class Engine:
                   reports=[{"name": "large", "would_emit_tokens": emitted_tokens}])
         return self._safe_record(row)
 
-    def _record(self, em: pipeline.Emission, command, stream, mode, exit_code, scope, duration_ms, raw_bytes):
+    def _record(self, em: pipeline.Emission, command, stream, mode, exit_code, scope, duration_ms, raw_bytes,
+                intent=None):
         row = Row(scope=scope or self.scope, command=command, family=em.family, transform=em.transform_id,
                   stream=stream, mode=mode, applied=em.applied, raw_tokens=em.raw_tokens,
                   emitted_tokens=em.emitted_tokens if em.applied else em.raw_tokens,
                   raw_bytes=raw_bytes, emitted_bytes=len(em.data), exit_code=exit_code, handle=em.handle,
                   duration_ms=duration_ms, token_label=tokens.label(), would_emit_tokens=em.would_emit_tokens,
+                  intent=intent,
                   manifest=[r.as_dict() for r in em.removals],
                   reports=[r.as_dict() for r in em.reports] + [{"name": "would_emit", "tokens": em.would_emit_tokens}])
         return self._safe_record(row)

@@ -36,16 +36,19 @@ CREATE TABLE IF NOT EXISTS emissions(
   handle TEXT,
   duration_ms REAL,
   token_label TEXT NOT NULL,
+  intent TEXT,
   manifest TEXT NOT NULL,
   reports TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS emissions_ts ON emissions(ts);
 """
+# Columns added after the first schema: older ledgers gain them on open.
+ADDED_COLUMNS = {"would_emit_tokens": "INTEGER", "intent": "TEXT"}
 
 SUMMARY_COLUMNS = ("id", "ts", "scope", "command", "family", "transform", "stream", "mode", "applied",
                    "raw_tokens", "emitted_tokens", "would_emit_tokens", "raw_bytes", "emitted_bytes", "exit_code", "handle",
                    "duration_ms", "token_label")
-ALL_COLUMNS = SUMMARY_COLUMNS + ("manifest", "reports")
+ALL_COLUMNS = SUMMARY_COLUMNS + ("intent", "manifest", "reports")
 
 
 @dataclass
@@ -66,6 +69,7 @@ class Row:
     duration_ms: float | None
     token_label: str
     would_emit_tokens: int | None = None   # what the transform would have emitted (measure-only rows)
+    intent: str | None = None              # the step's goal, when the door knew it
     manifest: list[dict] = field(default_factory=list)
     reports: list[dict] = field(default_factory=list)
     ts: float = field(default_factory=time.time)
@@ -77,6 +81,10 @@ class Ledger:
         self.conn = connect(self.path)
         with sqlite.write(self.conn):
             self.conn.execute(SCHEMA)
+            have = {r[1] for r in self.conn.execute("PRAGMA table_info(emissions)")}
+            for column, decl in ADDED_COLUMNS.items():
+                if column not in have:
+                    self.conn.execute(f"ALTER TABLE emissions ADD COLUMN {column} {decl}")
 
     def record(self, row: Row) -> int:
         d = asdict(row)

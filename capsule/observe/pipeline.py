@@ -17,7 +17,7 @@ from capsule.measure import tokens
 from capsule.observe import guard, registry
 from capsule.observe.classify import Classification, classify
 from capsule.observe.types import Context, Removal, StageReport
-from capsule.observe.verbatim import missing_verbatim
+from capsule.observe.verbatim import EXEMPT_TRANSFORMS, missing_verbatim
 from capsule.policy import switches
 from capsule.store.archive import handle_of
 
@@ -86,7 +86,7 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
         return passthrough("transform changed nothing", result.transform_id)
 
     # POLICY after the fact: every verbatim-class line must still be there.
-    lost = missing_verbatim(text, out_text)
+    lost = [] if result.lossless or tid in EXEMPT_TRANSFORMS else missing_verbatim(text, out_text)
     reports.append(StageReport("policy", raw_tokens, raw_tokens,
                                f"verbatim-class lines lost: {len(lost)}" if lost else "every verbatim-class line kept"))
     if lost:

@@ -127,3 +127,15 @@ def test_pytest_failures_survive_run(capsule, tmp_path):
     out = r.stdout.decode()
     assert "FAILED" in out and "test_money" in out and "float sum" in out
     assert "1 failed, 150 passed" in out
+
+
+def test_intent_reaches_the_reflex_and_the_ledger(capsule, state_dir):
+    lines = [f"checked record {i} of the nightly batch and nothing to report" for i in range(400)]
+    lines[201] = "record 201: invoice INV-2024-0517 rendered without vat_id"
+    data = ("\n".join(lines) + "\n").encode()
+    r = capsule("ctx", "pipe", "--cmd", "some-unknown-tool", "--intent", "which invoice lacks a vat_id", input=data)
+    assert r.returncode == 0
+    assert b"INV-2024-0517" in r.stdout
+    row = Ledger(state_dir / "ledger.db").get(1)
+    assert row["intent"] == "which invoice lacks a vat_id"
+    assert row["transform"] == "reflex"
