@@ -197,6 +197,15 @@ class ReadDoor:
         return text
 
 
+def _wire(text: str) -> str:
+    """JSON-RPC carries Unicode only: bytes that were not UTF-8 (kept as surrogates) become U+FFFD."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _meta(ctx: Context) -> dict:
     try:
         meta = (ctx.request_context.params or {}).get("_meta")
@@ -214,25 +223,25 @@ def build_server(door: ReadDoor) -> MCPServer:
         "A re-read of an unchanged file returns a short stub; fresh=true resends. "
         "task: your subagent task id, if you are one."))
     def ctx_read(path: str, ctx: Context, mode: str = "auto", fresh: bool = False, task: str = "") -> str:
-        return door.read(path, mode, fresh, task, meta=_meta(ctx))
+        return _wire(door.read(path, mode, fresh, task, meta=_meta(ctx)))
 
     @server.tool(name="ctx_search", structured_output=False, description=(
         "Ranked search of the workspace (BM25 over paths and content; snake/camelCase split). "
         "Returns file:line:snippet lines within a token budget."))
     def ctx_search(query: str, k: int = 10) -> str:
-        return door.search(query, k)
+        return _wire(door.search(query, k))
 
     @server.tool(name="ctx_doc", structured_output=False, description=(
         "Markdown docs by section. target: a file path or words to find one. "
         "Without section, lists the headings."))
     def ctx_doc(target: str, section: str = "") -> str:
-        return door.doc(target, section)
+        return _wire(door.doc(target, section))
 
     @server.tool(name="ctx_expand", structured_output=False, description=(
         "Recover the original of a compressed output from its <<ccr:HASH>> handle; "
         "optionally only lines (10-40) or lines containing grep."))
     def ctx_expand(handle: str, lines: str = "", grep: str = "") -> str:
-        return door.expand(handle, lines, grep)
+        return _wire(door.expand(handle, lines, grep))
 
     return server
 

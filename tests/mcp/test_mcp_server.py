@@ -147,3 +147,11 @@ def test_codex_window_is_the_scope_compaction_and_subagent_threads_get_full_text
     assert "pip install demo" in text_of(first)
     assert "unchanged" in text_of(same)
     assert "pip install demo" in text_of(compacted) and "pip install demo" in text_of(subagent)
+
+
+def test_non_utf8_file_answers_instead_of_hanging(session, workspace):
+    (workspace / "latin1.txt").write_bytes(b"caf\xe9 ok\nline2\n")
+    first, again = session.run([("ctx_read", {"path": "latin1.txt", "mode": "full"}),
+                                ("ctx_read", {"path": "latin1.txt", "mode": "full"})])
+    assert not first.is_error and text_of(first) == "caf\ufffd ok\nline2\n"
+    assert "unchanged" in text_of(again)
