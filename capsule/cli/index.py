@@ -81,7 +81,6 @@ def _search(args) -> int:
 
     root = _root(args.root)
     ix = WorkspaceIndex(root)
-    if ix.num_docs() == 0:
-        ix.refresh()
+    ix.refresh()                      # incremental: only what changed since the last build
     print(packer.pack(root, ix.search(args.query, args.k), args.query))
     return 0
