@@ -105,15 +105,18 @@ def revoke(path: str | os.PathLike) -> bool:
     return True
 
 
-def read_trusted(path: str | os.PathLike) -> tuple[bytes | None, str | None]:
-    """(bytes, sha256) when the file is pinned and unchanged, else (None, None) with a warning."""
+def read_trusted(path: str | os.PathLike, pin: str | None = None) -> tuple[bytes | None, str | None]:
+    """(bytes, sha256) when the file is pinned and unchanged, else (None, None) with a warning.
+
+    `pin` is a SHA-256 the caller already holds (a role manifest's `[context.filters].extra`
+    entry carries one); without it the pin comes from the trust store (`capsule ctx trust`).
+    """
     try:
         where = canonical(path)
-        pins = load_pins()
+        entry = {"sha256": pin.lower()} if pin else load_pins().get(where)
     except TrustError as exc:
         _log.warning("filter file not loaded: %s", exc)
         return None, None
-    entry = pins.get(where)
     if entry is None:
         _log.warning("filter file %s not loaded: not trusted (run: capsule ctx trust %s)", path, path)
         return None, None
@@ -125,6 +128,7 @@ def read_trusted(path: str | os.PathLike) -> tuple[bytes | None, str | None]:
     digest = hashlib.sha256(data).hexdigest()
     if digest != entry.get("sha256"):
         _log.warning("filter file %s not loaded: changed since it was trusted "
-                     "(review it, then run: capsule ctx trust %s)", path, path)
+                     "(review it, then %s)", path,
+                     "update its sha256 in the role manifest" if pin else f"run: capsule ctx trust {path}")
         return None, None
     return data, digest

@@ -41,7 +41,6 @@ def project(tmp_path, state_dir):
     path.write_bytes(PROJECT_FILTER)
     yield root, path
     engine.set_role_filters([])
-    engine.refresh_extra(str(tmp_path))
 
 
 def test_pin_list_revoke(project):
@@ -68,8 +67,8 @@ def test_trusted_project_filter_claims_its_command_and_runs(project):
     root, path = project
     trust.pin(path)
     found = classify_command_line("acme deploy prod", cwd=str(root))
-    assert found is not None and found.filter_id == "acme_deploy" and found.family == "acme"
-    result = engine.apply("uploading a\nuploading b\ndeployed v2\n", Context(filter_id="acme_deploy", exit_code=0))
+    assert found is not None and found.filter_id.startswith("acme_deploy@") and found.family == "acme"
+    result = engine.apply("uploading a\nuploading b\ndeployed v2\n", Context(filter_id=found.filter_id, exit_code=0))
     assert result.text == "deployed v2\n"
     assert result.removed_lines == 2
 
@@ -82,7 +81,7 @@ def test_changed_file_is_not_loaded_and_a_warning_names_it(project, caplog):
         found = classify_command_line("acme deploy prod", cwd=str(root))
     assert found is None
     assert str(path) in caplog.text and "changed since it was trusted" in caplog.text
-    assert engine.get_filter("acme_deploy") is None
+    assert engine.refresh_extra(str(root)) == {}
 
 
 def test_unreadable_file_is_not_loaded(project, caplog):
@@ -117,12 +116,11 @@ def test_role_filters_load_from_paths_when_trusted(tmp_path, state_dir):
     try:
         assert engine.refresh_extra(str(tmp_path)) == {}
         trust.pin(role_file)
-        assert "role_deploy" in engine.refresh_extra(str(tmp_path))
+        assert [i.split("@")[0] for i in engine.refresh_extra(str(tmp_path))] == ["role_deploy"]
         found = classify_command_line("acme deploy prod", cwd=str(tmp_path))
-        assert found.filter_id == "role_deploy"
+        assert found.filter_id.startswith("role_deploy@")
     finally:
         engine.set_role_filters([])
-        engine.refresh_extra(str(tmp_path))
 
 
 def test_corrupt_trust_store_fails_closed(project, caplog):
@@ -152,3 +150,35 @@ def test_cli_refuses_to_pin_a_broken_filter_file(tmp_path, capsule):
     r = capsule("ctx", "trust", str(bad))
     assert r.returncode == 2
     assert b"turbo" in r.stderr and b"Traceback" not in r.stderr
+
+
+def test_two_projects_with_the_same_filter_name_never_mix(tmp_path, state_dir):
+    ids = []
+    for n, word in enumerate(("alpha", "beta")):
+        root = tmp_path / f"p{n}"
+        (root / ".capsule").mkdir(parents=True)
+        f = root / ".capsule" / "filters.toml"
+        f.write_bytes(PROJECT_FILTER.replace(b"^uploading ", f"^{word} ".encode()))
+        trust.pin(f)
+        ids.append(classify_command_line("acme deploy", cwd=str(root)).filter_id)
+    assert ids[0] != ids[1]
+    text = "alpha 1\nbeta 2\ndeployed v2\n"
+    assert engine.apply(text, Context(filter_id=ids[0], exit_code=0)).text == "beta 2\ndeployed v2\n"
+    assert engine.apply(text, Context(filter_id=ids[1], exit_code=0)).text == "alpha 1\ndeployed v2\n"
+
+
+def test_role_filter_pinned_by_its_manifest_entry(tmp_path, state_dir, caplog):
+    import hashlib
+
+    role_file = tmp_path / "role-filters.toml"
+    data = PROJECT_FILTER.replace(b"acme_deploy", b"role_pinned")
+    role_file.write_bytes(data)
+    try:
+        engine.set_role_filters([{"path": str(role_file), "sha256": hashlib.sha256(data).hexdigest()}])
+        assert [i.split("@")[0] for i in engine.refresh_extra(str(tmp_path))] == ["role_pinned"]
+        engine.set_role_filters([{"path": str(role_file), "sha256": "0" * 64}])
+        with caplog.at_level(logging.WARNING, logger="capsule"):
+            assert engine.refresh_extra(str(tmp_path)) == {}
+        assert str(role_file) in caplog.text and "role manifest" in caplog.text
+    finally:
+        engine.set_role_filters([])

@@ -28,9 +28,12 @@ PROJECT_FILE = Path(".capsule") / "filters.toml"
 _log = logging.getLogger("capsule")
 
 _builtin: dict[str, FilterSpec] | None = None
-_extra: dict[str, FilterSpec] = {}           # trusted project/role filters, by name
-_extra_sources: dict[str, tuple[str, dict[str, FilterSpec]]] = {}   # path -> (sha256, filters)
-_role_paths: list[str] = []
+# Trusted project/role filters by id "NAME@SHA12" (the file's pinned digest): an id names
+# exactly one verified version of one file, so concurrent projects never see each other's.
+_loaded: dict[str, FilterSpec] = {}
+_extra_sources: dict[str, tuple[str, dict[str, FilterSpec]]] = {}   # path -> (sha256, {id: spec})
+_role_paths: list[tuple[str, str | None]] = []    # (path, pin from the role manifest or None)
+MAX_LOADED = 512
 
 
 def builtin_filters() -> dict[str, FilterSpec]:
@@ -49,56 +52,65 @@ def builtin_filters() -> dict[str, FilterSpec]:
     return _builtin
 
 
-def _load_extra_file(path: str) -> dict[str, FilterSpec]:
-    """Trusted bytes only: read once, verify the pin, parse exactly those bytes."""
+def _load_extra_file(path: str, pin: str | None = None) -> dict[str, FilterSpec]:
+    """Trusted bytes only: read once, verify the pin, parse exactly those bytes. {id: spec}."""
     from capsule.policy.trust import read_trusted
 
-    data, digest = read_trusted(path)
+    data, digest = read_trusted(path, pin)
     if data is None:
         return {}
     cached = _extra_sources.get(path)
     if cached and cached[0] == digest:
         return cached[1]
     try:
-        filters = parse_file(data, path)
+        filters = {f"{name}@{digest[:12]}": spec for name, spec in parse_file(data, path).items()}
     except FilterError as exc:
         _log.warning("filter file %s not loaded: %s", path, exc)
         return {}
+    if len(_loaded) > MAX_LOADED:
+        _loaded.clear()
+    _loaded.update(filters)
     _extra_sources[path] = (digest, filters)
     return filters
 
 
-def set_role_filters(paths: list[str]) -> None:
-    """Role filter files (`[context.filters].extra`); loaded only when trusted."""
-    _role_paths[:] = [str(p) for p in paths]
+def set_role_filters(entries) -> None:
+    """Role filter files (`[context.filters].extra`): paths, or {"path", "sha256"} entries whose
+    pin comes from the manifest. A path alone must be pinned with `capsule ctx trust`."""
+    out: list[tuple[str, str | None]] = []
+    for entry in entries:
+        if isinstance(entry, dict):
+            out.append((str(entry["path"]), entry.get("sha256")))
+        elif isinstance(entry, tuple):
+            out.append((str(entry[0]), entry[1]))
+        else:
+            out.append((str(entry), None))
+    _role_paths[:] = out
 
 
 def refresh_extra(cwd: str | None = None) -> dict[str, FilterSpec]:
-    """Reload the trusted project filters of `cwd` and the role filters."""
+    """The trusted filters active in `cwd`: the project's first, then the role's. {id: spec}."""
     table: dict[str, FilterSpec] = {}
-    for path in _role_paths:
-        table.update(_load_extra_file(path))
     project = Path(cwd or os.getcwd()) / PROJECT_FILE
     if project.is_file():
         table.update(_load_extra_file(str(project)))
-    _extra.clear()
-    _extra.update(table)
+    for path, pin in _role_paths:
+        table.update(_load_extra_file(path, pin))
     return table
 
 
-def extra_filters() -> dict[str, FilterSpec]:
-    return _extra
+def get_filter(filter_id: str) -> FilterSpec | None:
+    """A built-in filter by name, or a trusted project/role filter by its NAME@SHA12 id."""
+    if "@" in filter_id:
+        return _loaded.get(filter_id)
+    return builtin_filters().get(filter_id)
 
 
-def get_filter(name: str) -> FilterSpec | None:
-    return _extra.get(name) or builtin_filters().get(name)
-
-
-def match_extra(command: str) -> FilterSpec | None:
-    """The first trusted project/role filter whose `match` claims this command."""
-    for spec in _extra.values():
+def match_extra(command: str, active: dict[str, FilterSpec]) -> str | None:
+    """The id of the first active trusted filter whose `match` claims this command."""
+    for filter_id, spec in active.items():
         if any(p.search(command) for p in spec.match):
-            return spec
+            return filter_id
     return None
 
 

@@ -32,9 +32,10 @@ def classify_command_line(command: str, cwd: str | None = None) -> Classificatio
         stage = segment.visible
         words = normalise(stage.words)
         if extra:
-            spec = engine.match_extra(" ".join(words))
-            if spec is not None:
-                chosen.append((spec.name, spec.family or "custom", f"trusted filter {spec.name} ({spec.source})"))
+            filter_id = engine.match_extra(" ".join(words), extra)
+            if filter_id is not None:
+                spec = extra[filter_id]
+                chosen.append((filter_id, spec.family or "custom", f"trusted filter {spec.name} ({spec.source})"))
                 continue
         found = match(stage.words)
         if found == "ignore":
