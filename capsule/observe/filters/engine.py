@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-import re
 from importlib import resources
 from pathlib import Path
 
