@@ -4,8 +4,9 @@ Responsible for the filter table (built-in files in filters/data/*.toml, plus tr
 project `.capsule/filters.toml` and role filter files), for delegation, and for running a
 filter as TOML stages or as a streaming class. Not responsible for trust decisions
 (capsule/policy/trust.py) nor for the marker/footer the pipeline adds.
-Invariant: a filter that raises, loses a verbatim-class line or grows the text yields the
-original text unchanged; removals account for every dropped line.
+Invariant: a streaming filter that loses a verbatim-class line, or any filter that grows the
+text, yields the original unchanged (a filter that raises is caught by the pipeline, which
+emits raw); removals account for every dropped line.
 """
 
 from __future__ import annotations
