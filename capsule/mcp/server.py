@@ -9,6 +9,7 @@ an isError result whose message names the fix; the whole tools/list stays under 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 import uuid
@@ -31,17 +32,36 @@ INSTRUCTIONS = ("Token-lean reads of this workspace: ctx_read (modes), ctx_searc
                 "ctx_doc (markdown sections), ctx_expand (recover a <<ccr:…>> original).")
 
 
-def passive() -> bool:
-    """Measure/off modes and the measure-only or master switch: count, change nothing unasked."""
+def passive(role_mode: str | None = None) -> bool:
+    """Measure/off modes and the measure-only or master switch: count, change nothing unasked.
+
+    The mode is $JACKIN_CTX_MODE, else the role's [context] mode, else active (the embedded default)."""
     if switches.is_on(switches.DISABLE) or switches.is_on(switches.MEASURE_ONLY):
         return True
-    return os.environ.get(switches.MODE, "").strip().lower() in ("off", "measure")
+    mode = os.environ.get(switches.MODE, "").strip().lower() or (role_mode or "")
+    return mode in ("off", "measure")
+
+
+def role_settings() -> tuple[tuple[str, ...], str | None, bool]:
+    """(languages, mode, mcp allowed) from the role named by $JACKIN_CTX_ROLE; defaults without one."""
+    name = os.environ.get(switches.ROLE)
+    if not name:
+        return (), None, True
+    try:
+        from capsule.policy.manifest import load_role
+
+        ctx = load_role(name).context
+    except Exception as exc:  # a broken role must not take the read door down; say so once
+        print(f"capsule mcp: role {name!r} not loaded ({exc}); using defaults", file=sys.stderr)
+        return (), None, True
+    return tuple(ctx.languages), ctx.mode, bool(ctx.subsystems.mcp)
 
 
 class ReadDoor:
     """The state behind the tools: one workspace, one conversation scope, a warm index."""
 
-    def __init__(self, root: Path | str, scope: str | None = None, languages: tuple[str, ...] = ()):
+    def __init__(self, root: Path | str, scope: str | None = None, languages: tuple[str, ...] = (),
+                 role_mode: str | None = None):
         self.root = Path(root).resolve()
         self.scope = scope or os.environ.get(switches.SCOPE) or f"conv:{uuid.uuid4().hex[:12]}"
         self.stubs = StubStore()
@@ -51,6 +71,7 @@ class ReadDoor:
         self._refreshing = False
         self.languages = languages
         self._ledger_db = None
+        self.role_mode = role_mode
 
     # -- index, kept warm ------------------------------------------------------------------------
     def index(self) -> WorkspaceIndex:
@@ -89,7 +110,8 @@ class ReadDoor:
 
     def reader(self) -> Reader:
         frec = self._index.meta if self._index is not None else None
-        return Reader(self.root, stubs=self.stubs, frecency=frec, languages=self.languages, passive=passive())
+        return Reader(self.root, stubs=self.stubs, frecency=frec, languages=self.languages,
+                      passive=passive(self.role_mode))
 
     def _ledger(self, result, scope: str, started: float) -> None:
         """One ledger row per read; a ledger failure never fails the read."""
@@ -103,7 +125,8 @@ class ReadDoor:
             raw, sent = result.source, result.would_send
             self._ledger_db.record(Row(
                 scope=scope, command=f"ctx_read {result.path} {result.mode}", family="read", transform=transform,
-                stream="content", mode="measure" if passive() else "standard", applied=not passive(),
+                stream="content", mode="measure" if passive(self.role_mode) else "standard",
+                applied=not passive(self.role_mode),
                 raw_tokens=count(raw), emitted_tokens=count(sent),
                 raw_bytes=len(raw.encode("utf-8", "surrogateescape")),
                 emitted_bytes=len(sent.encode("utf-8", "surrogateescape")), exit_code=None, handle=None,
@@ -247,7 +270,11 @@ def build_server(door: ReadDoor) -> MCPServer:
 
 
 def serve(root: Path | str | None = None, scope: str | None = None) -> int:
-    door = ReadDoor(root or os.getcwd(), scope=scope)
+    languages, role_mode, allowed = role_settings()
+    if not allowed:
+        print("capsule mcp: off (the role's [context] subsystems turn mcp off)", file=sys.stderr)
+        return 0
+    door = ReadDoor(root or os.getcwd(), scope=scope, languages=languages, role_mode=role_mode)
     door.warm()
     build_server(door).run("stdio")
     return 0

@@ -155,3 +155,14 @@ def test_non_utf8_file_answers_instead_of_hanging(session, workspace):
                                 ("ctx_read", {"path": "latin1.txt", "mode": "full"})])
     assert not first.is_error and text_of(first) == "caf\ufffd ok\nline2\n"
     assert "unchanged" in text_of(again)
+
+
+def test_role_mode_measure_keeps_auto_reads_full(workspace, state_dir):
+    from tests.mcp.conftest import BIG_PY
+
+    (measured,) = Session(workspace, state_dir, {"JACKIN_CTX_ROLE": "default"}).run(
+        [("ctx_read", {"path": "pkg/big.py"})])
+    assert text_of(measured) == BIG_PY           # the default role is mode = "measure"
+    (active,) = Session(workspace, state_dir, {"JACKIN_CTX_ROLE": "default", "JACKIN_CTX_MODE": "standard"}).run(
+        [("ctx_read", {"path": "pkg/big.py"})])
+    assert "def function_0(alpha, beta):" in text_of(active) and "x5 = alpha" not in text_of(active)
