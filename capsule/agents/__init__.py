@@ -37,6 +37,16 @@ def _blocked(env) -> str | None:
     for name in (switches.DISABLE, switches.NO_MCP, switches.NO_REGISTER):
         if switches.is_on(name, env):
             return f"{name} is set"
+    role = env.get(switches.ROLE)
+    if role:
+        try:
+            from capsule.policy.manifest import load_role
+
+            subsystems = load_role(role).context.subsystems
+        except Exception:  # a broken role is reported by doctor; registration follows the switches alone
+            return None
+        if not subsystems.mcp or not subsystems.register:
+            return f"role {role!r} turns {'mcp' if not subsystems.mcp else 'register'} off"
     return None
 
 
