@@ -167,3 +167,13 @@ def test_forget_hook_command_purges_that_session_only(env, project, state_dir):
     assert StubStore().scopes() == ["conv:S2", "task:S2/agent9"]
     proc = subprocess.run(shlex.split(forget_command()), input=b"", capture_output=True, timeout=60)
     assert StubStore().scopes() == []
+
+
+def test_role_that_turns_register_off_leaves_files_untouched(env, project, tmp_path):
+    role = tmp_path / "quiet.toml"
+    role.write_text('schema = 1\nname = "quiet"\ndescription = "no registration"\n\n[agent]\nkind = "shell"\n\n'
+                    '[workspace]\nmount = "/workspace"\n\n[context]\nmode = "standard"\n\n'
+                    '[context.subsystems]\nregister = false\n')
+    result = agents.register("claude", project=project, env={**env, "JACKIN_CTX_ROLE": str(role)})
+    assert result.skipped and "register" in result.skipped
+    assert not (tmp_path / "claude").exists()
