@@ -44,6 +44,7 @@ def render(shim_dir: Path, python: str | None = None, socket: str | None = None)
     values = {
         "@PYTHON@": python or shim_python(),
         "@SHIM_DIR@": repr(str(shim_dir)),
+        "@PROGRAM@": repr(PROGRAM),
         "@SOCKET@": repr(socket if socket is not None else str(paths.socket_path())),
         "@TIMEOUT_S@": repr(TIMEOUT_S),
         "@MAX_BYTES@": repr(MAX_BYTES),

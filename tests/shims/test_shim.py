@@ -140,3 +140,17 @@ def test_install_is_idempotent_and_uses_the_tool_list(tmp_path):
     assert shims.is_capsule_shim(tmp_path / "s" / "git")
     imports = [line for line in program.splitlines() if line.strip().startswith(("import ", "from "))]
     assert sorted({line.split()[1] for line in imports}) == ["_signal", "_socket", "os", "sys", "time"]
+
+
+def test_two_shim_directories_never_loop(shimenv, tmp_path):
+    # e.g. `capsule up --local` inside the image: its shims sit ahead of the image's own.
+    second = tmp_path / "second"
+    shims.install(second, names=["talk"])
+    for extra in ({}, AGENT):
+        env = shimenv.env(**extra)
+        env["PATH"] = f"{shimenv.shim_dir}:{second}:{shimenv.real_dir}:/usr/bin:/bin"
+        got = subprocess.run(["talk", "2", "0", "5"], env=env, capture_output=True, timeout=20)
+        assert got.returncode == 5 and got.stdout.startswith(b"out line 1")
+        env["PATH"] = f"{second}:{shimenv.shim_dir}"
+        got = subprocess.run(["talk"], env=env, capture_output=True, timeout=20)
+        assert got.returncode == 127

@@ -8,6 +8,7 @@ import sys
 import _socket
 
 SHIM_DIR = @SHIM_DIR@
+PROGRAM = @PROGRAM@
 DEFAULT_SOCKET = @SOCKET@
 TIMEOUT_S = @TIMEOUT_S@
 MAX_BYTES = @MAX_BYTES@
@@ -33,8 +34,10 @@ def find_real(name, env):
         if not d or os.path.realpath(d) == here:
             continue
         cand = d + "/" + name
-        if os.access(cand, os.X_OK) and not os.path.isdir(cand) and os.path.realpath(cand) != me:
-            return cand
+        if os.access(cand, os.X_OK) and not os.path.isdir(cand):
+            real = os.path.realpath(cand)
+            if real != me and os.path.basename(real) != PROGRAM:  # never another capsule shim
+                return cand
     return None
 
 
