@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from capsule.measure.tokens import count
+from capsule.retrieve import workspace
 from capsule.retrieve.index import Hit, query_terms
 
 SNIPPET_CHARS = 160
@@ -66,9 +67,10 @@ def pack(root: Path, hits: list[Hit], query: str, budget: int = 800) -> str:
     left = 0
     for i, hit in enumerate(hits):
         try:
-            with open(Path(root) / hit.path, "rb") as fh:
+            real = workspace.resolve(root, hit.path)      # never follow a link out of the workspace
+            with open(real, "rb") as fh:
                 text = fh.read(SCAN_BYTES).decode("utf-8", "replace")
-        except OSError:
+        except (OSError, workspace.WorkspaceError):
             continue
         rows = [f"{hit.path}:{n}:{snippet(line)}" for n, line in best_lines(text, terms)] or [f"{hit.path}:1:(path match)"]
         cost = _cost("\n".join(rows))

@@ -169,7 +169,7 @@ def list_files(root: Path) -> list[str]:
                 ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                 capture_output=True, timeout=60, check=True)
             files = [f for f in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if f]
-            return sorted(f for f in files if (root / f).is_file()
+            return sorted(f for f in files if (root / f).is_file() and not (root / f).is_symlink()
                           and not any(p in ALWAYS_SKIP_DIRS for p in f.split("/")[:-1]))
         except (OSError, subprocess.SubprocessError):
             pass  # git missing or broken: the walker honours .gitignore too

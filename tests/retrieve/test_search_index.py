@@ -119,3 +119,18 @@ def test_second_handle_sees_the_other_writers_commit_on_refresh(ws, state_dir):
     assert not b.search("zanzibar")             # b's searcher predates the commit
     b.refresh()                                 # nothing left to index, but b reloads
     assert b.search("zanzibar")[0].path == "src/late.py"
+
+
+def test_symlinks_out_of_the_workspace_are_never_indexed_or_read(ws, tmp_path, state_dir):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("platypus password\n")
+    (ws / "src" / "link.txt").symlink_to(secret)
+    for git in (False, True):
+        if git:
+            subprocess.run(["git", "init", "-q", str(ws)], check=True)
+        assert "src/link.txt" not in workspace.list_files(ws)
+    ix = WorkspaceIndex(ws)
+    ix.refresh()
+    assert not ix.search("platypus")
+    from capsule.retrieve.index import Hit
+    assert "platypus" not in packer.pack(ws, [Hit("src/link.txt", 1.0)], "platypus")
