@@ -29,6 +29,7 @@ MAX_SCOPES = 64              # LRU caps keep the file small
 MAX_ENTRIES_PER_SCOPE = 2000
 STUB_TOKEN_CAP = 20
 LINE_HASH_HEX = 12
+MAX_HASHED_LINES = 20_000
 
 
 def content_hash(text: str) -> str:
@@ -145,11 +146,13 @@ class StubStore:
             if seen and not fresh:
                 if seen["h"] == digest:
                     decision = Decision("stub", stub_text(path))
-                else:
+                elif seen.get("l") is not None:
                     delta, changed = render_delta(path, seen["l"], text)
                     if changed <= MAX_CHANGED_LINES and len(delta) < len(text):
                         decision = Decision("delta", delta)
-            reads[key] = {"h": digest, "l": line_hashes(text)}
+            hashes = line_hashes(text)
+            # Past MAX_HASHED_LINES no delta is kept (a change re-sends in full): keeps the file small.
+            reads[key] = {"h": digest, "l": hashes if len(hashes) <= MAX_HASHED_LINES else None}
             while len(reads) > MAX_ENTRIES_PER_SCOPE:
                 del reads[next(iter(reads))]
             self._save(data)

@@ -105,3 +105,14 @@ def test_corrupt_bookkeeping_means_full_resend_not_a_stub(state_dir):
     s.decide("conv:a", "f.txt", "full", TEXT)
     s.path.write_text("{not json")
     assert s.decide("conv:a", "f.txt", "full", TEXT).kind == "full"
+
+
+def test_huge_file_keeps_no_line_hashes_and_changes_resend_full(state_dir, monkeypatch):
+    from capsule.store import stubs
+
+    monkeypatch.setattr(stubs, "MAX_HASHED_LINES", 100)
+    s = StubStore()
+    s.decide("conv:a", "big.txt", "full", TEXT)                    # 200 lines > 100
+    assert s.decide("conv:a", "big.txt", "full", TEXT).kind == "stub"
+    changed = TEXT.replace("line 5 of", "line five of")
+    assert s.decide("conv:a", "big.txt", "full", changed).kind == "full"
