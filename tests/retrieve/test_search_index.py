@@ -106,6 +106,7 @@ def test_index_cli_build_and_status(ws, capsule):
     built = capsule("index", "build", str(ws))
     assert built.returncode == 0, built.stderr
     assert b"indexed 5 file(s)" in built.stdout and b"files/s" in built.stdout
+    assert b"indexing [##############################] 5/5" in built.stderr      # the progress display
     status = capsule("index", "status", str(ws), "--json")
     assert b'"documents": 5' in status.stdout and b'"stale_files": 0' in status.stdout
 
