@@ -177,3 +177,15 @@ def test_role_that_turns_register_off_leaves_files_untouched(env, project, tmp_p
     result = agents.register("claude", project=project, env={**env, "JACKIN_CTX_ROLE": str(role)})
     assert result.skipped and "register" in result.skipped
     assert not (tmp_path / "claude").exists()
+
+
+def test_register_and_status_cli(capsule, tmp_path):
+    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "cc"), "CODEX_HOME": str(tmp_path / "cx")}
+    before = capsule("mcp", "status", "--project", str(tmp_path), env=env)
+    assert b"claude: not registered" in before.stdout and b"codex: not registered" in before.stdout
+    reg = capsule("mcp", "register", "--agent", "codex", "--project", str(tmp_path), env=env)
+    assert reg.returncode == 0 and b"codex: updated" in reg.stdout
+    again = capsule("mcp", "register", "--agent", "codex", "--project", str(tmp_path), env=env)
+    assert b"already registered; nothing changed" in again.stdout
+    after = capsule("mcp", "status", "--project", str(tmp_path), env=env)
+    assert b"codex: registered" in after.stdout
