@@ -184,7 +184,7 @@ def _tail_has(path: Path, needle: bytes) -> bool:
         return False
 
 
-def call_scope(tool_use_id: str | None, env=None, wait_s: float = 1.0, poll_s: float = 0.01) -> str | None:
+def call_scope(tool_use_id: str | None, env=None, wait_s: float = 2.5, poll_s: float = 0.01) -> str | None:
     """The stub scope of one Claude Code tool call, from its transcripts; None when unknown.
 
     Subagents share the parent's MCP connection, so the call's tool_use id is looked up in the
