@@ -32,9 +32,11 @@ def is_small(text: str, tokens: int) -> bool:
 
 
 def line_count(text: str) -> int:
+    """Lines as a terminal shows them over time: a bare \r (progress redraw) starts a new frame."""
     if not text:
         return 0
-    return text.count("\n") + (0 if text.endswith("\n") else 1)
+    frames = text.count("\r") - text.count("\r\n")
+    return text.count("\n") + frames + (0 if text.endswith("\n") else 1)
 
 
 def count_markers(text: str) -> int:

@@ -17,7 +17,7 @@ _VERBATIM = re.compile(
       |denied|refused|rejected|conflict|cannot|can't|unable\ to|not\ found|no\ such
       |vulnerab\w*|cve-\d+|unauthori[sz]ed|forbidden|timed?\ ?out|killed|oom
       |fehler|fehlgeschlagen|erreur|échec|errore|fallo|falló)\b
-    | [A-Z]\w*(Error|Exception)\b
+    | \b\w*?(?:Error|Exception)\b       # TemplateError; anchored at a word start so long lines stay linear
     | ^E\s{2,} | ^\s*E\s+\S | ^FAIL | ^\s*[-+]{3}\s | ^\s*>\s+\d+\s*\|
     | ^\s*-->\s | \bexpected\b | \breceived\b | \bleft:| \bright:
     """

@@ -149,3 +149,21 @@ def test_same_input_same_bytes_over_real_outputs(state_dir, tmp_path):
         b = process(raw, Context(command="x"), Archive(tmp_path / "a2.db"))
         assert a.data == b.data
         assert tokens.count(a.data.decode("utf-8", "surrogateescape")) <= tokens.count_bytes(raw)
+
+
+def test_progress_redraws_count_as_lines_for_the_small_output_floor(state_dir):
+    """A tqdm bar redrawn 400 times on one line is not a 'small' output."""
+    raw = "".join(f"\r{i:3d}%|{'#' * (i // 10)}{' ' * (40 - i // 10)}| {i}/400 [00:0{i % 9}<00:00, 99.0it/s]"
+                  for i in range(400)).encode() + b"\ndone\n"
+    assert guard.line_count(raw.decode()) > guard.SMALL_LINES
+    em = process(raw, Context(command="python train.py"), Archive(state_dir / "a.db"))
+    assert em.emitted_tokens < em.raw_tokens // 5
+    assert b"done" in em.data
+
+
+def test_camelcase_exceptions_are_verbatim():
+    from capsule.observe.verbatim import is_verbatim
+
+    assert is_verbatim("jinja2.exceptions.TemplateError: missing variable")
+    assert is_verbatim("raise InvoiceException('late')")
+    assert not is_verbatim("x" * 5000)
