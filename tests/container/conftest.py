@@ -22,6 +22,7 @@ IMAGE = os.environ.get("CAPSULE_IMAGE", "capsule:dev")
 PY = "/opt/capsule/venv/bin/python"
 SOCKET = "/state/context/engine.sock"
 COMMITS = 150
+EXEC_TIMEOUT_S = 120
 
 
 @pytest.fixture(scope="session")
@@ -68,6 +69,7 @@ class Capsule:
              user: str = "") -> tuple[int, bytes, bytes]:
         if isinstance(cmd, str):
             cmd = ["bash", "-c", cmd]
+        cmd = ["timeout", "-s", "KILL", str(EXEC_TIMEOUT_S), *cmd]  # a hang fails the test, not CI
         res = self.raw.client.api.exec_create(self.raw.id, cmd, environment=env or {}, workdir=workdir, user=user)
         out, err = self.raw.client.api.exec_start(res["Id"], demux=True)
         code = self.raw.client.api.exec_inspect(res["Id"])["ExitCode"]

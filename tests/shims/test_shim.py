@@ -154,3 +154,13 @@ def test_two_shim_directories_never_loop(shimenv, tmp_path):
         env["PATH"] = f"{second}:{shimenv.shim_dir}"
         got = subprocess.run(["talk"], env=env, capture_output=True, timeout=20)
         assert got.returncode == 127
+
+
+def test_the_agents_session_is_the_ledger_scope(shimenv):
+    import apsw
+
+    shimenv.run("talk", "40", **AGENT, CLAUDE_CODE_SESSION_ID="sess-42")
+    shimenv.run("talk", "41", CODEX_THREAD_ID="thread-7")
+    ledger = apsw.Connection(str(shimenv.socket.parent / "ledger.db"))
+    scopes = [r[0] for r in ledger.execute("select scope from emissions order by id desc limit 2")]
+    assert scopes == ["thread-7", "sess-42"]

@@ -167,7 +167,8 @@ def main():
     if len(out) + len(err) <= MAX_BYTES:
         try:
             result = ask_engine(sock, " ".join([name] + [quote(a) for a in args]), out, err, code,
-                                duration_ms, env.get(ENV_SCOPE, ""))
+                                duration_ms, env.get(ENV_SCOPE) or env.get("CLAUDE_CODE_SESSION_ID")
+                                or env.get("CODEX_THREAD_ID") or "")
         except Exception:
             result = None
     if result is not None:
