@@ -36,6 +36,7 @@ if ! docker info >/dev/null 2>&1; then
   if [ -f /var/lib/docker/.capsule-vfs ]; then driver_args=(--storage-driver=vfs); fi
   start_dockerd() {
     nohup dockerd "${driver_args[@]}" >/var/log/dockerd.log 2>&1 &
+    dockerd_pid=$!
     for _ in $(seq 1 60); do
       docker info >/dev/null 2>&1 && return 0
       kill -0 $! 2>/dev/null || return 1
@@ -45,7 +46,7 @@ if ! docker info >/dev/null 2>&1; then
   }
   if ! start_dockerd; then
     log "dockerd did not come up with the default storage driver; retrying with vfs"
-    pkill -x dockerd 2>/dev/null || true; sleep 2
+    if [ -n "${dockerd_pid:-}" ]; then kill "$dockerd_pid" 2>/dev/null || true; fi; sleep 2
     mkdir -p /var/lib/docker && touch /var/lib/docker/.capsule-vfs
     driver_args=(--storage-driver=vfs)
     start_dockerd || { tail -n 40 /var/log/dockerd.log >&2; exit 1; }

@@ -149,3 +149,34 @@ def test_agent_environment_has_marker_socket_and_shims_first(supervise, tmp_path
     assert env["JACKIN_CTX_AGENT"] == "shell"
     assert env["JACKIN_CTX_SOCKET"] == str(run.socket)
     assert env["JACKIN_CTX_MODE"] == "standard"
+
+
+def test_interactive_agent_owns_the_terminal(tmp_path):
+    # At a terminal the agent's process group is made the foreground group, so it can read it.
+    import pty
+    import select
+
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ["JACKIN_CTX_STATE_DIR"] = str(tmp_path / "state")
+        os.execv(sys.executable, [sys.executable, "-m", "capsule", "up", "--role", "default", "--local", "--",
+                                  "bash", "-c", "read x; echo got-$x; exit 4"])
+    buf = b""
+    sent = False
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if not sent and time.monotonic() > deadline - 28:
+            os.write(fd, b"hello\n")
+            sent = True
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(fd, 1024)
+            except OSError:
+                break
+            if not chunk:
+                break
+            buf += chunk
+    _, status = os.waitpid(pid, 0)
+    assert b"got-hello" in buf
+    assert os.waitstatus_to_exitcode(status) == 4
