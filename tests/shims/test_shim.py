@@ -164,3 +164,16 @@ def test_the_agents_session_is_the_ledger_scope(shimenv):
     ledger = apsw.Connection(str(shimenv.socket.parent / "ledger.db"))
     scopes = [r[0] for r in ledger.execute("select scope from emissions order by id desc limit 2")]
     assert scopes == ["thread-7", "sess-42"]
+
+
+def test_output_over_the_handover_cap_streams_raw(shimenv, tmp_path):
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * 1000 + b"\n" + b"".join(b"row %d\n" % i for i in range(5_000_000)))
+    (shimenv.real_dir / "bigcat").write_text(f"#!/bin/sh\ncat {big}\nexit 9\n")
+    (shimenv.real_dir / "bigcat").chmod(0o755)
+    shims.install(shimenv.shim_dir, names=["bigcat"])
+    before = shimenv.served()
+    got = subprocess.run(["bigcat"], env=shimenv.env(**AGENT), capture_output=True, timeout=120)
+    assert big.stat().st_size > shims.MAX_BYTES
+    assert got.returncode == 9 and got.stdout == big.read_bytes()
+    assert shimenv.served() == before

@@ -75,6 +75,15 @@ def read_all(fd):
         parts.append(b)
 
 
+def copy_raw(src, dst):
+    os.lseek(src, 0, 0)
+    while True:
+        b = os.read(src, 1 << 20)
+        if not b:
+            return
+        write_all(dst, b)
+
+
 def write_all(fd, data):
     view = memoryview(data)
     while view:
@@ -162,19 +171,21 @@ def main():
         code = 128 + os.WTERMSIG(status)
     else:
         code = os.waitstatus_to_exitcode(status)
-    out, err = read_all(out_fd), read_all(err_fd)
-    result = None
-    if len(out) + len(err) <= MAX_BYTES:
+    if os.fstat(out_fd).st_size + os.fstat(err_fd).st_size > MAX_BYTES:
+        copy_raw(out_fd, 1)  # too big to hand over whole: raw, streamed in chunks (bounded memory)
+        copy_raw(err_fd, 2)
+    else:
+        out, err = read_all(out_fd), read_all(err_fd)
         try:
             result = ask_engine(sock, " ".join([name] + [quote(a) for a in args]), out, err, code,
                                 duration_ms, env.get(ENV_SCOPE) or env.get("CLAUDE_CODE_SESSION_ID")
                                 or env.get("CODEX_THREAD_ID") or "")
         except Exception:
             result = None
-    if result is not None:
-        out, err = result
-    write_all(1, out)
-    write_all(2, err)
+        if result is not None:
+            out, err = result
+        write_all(1, out)
+        write_all(2, err)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         for s in SIGNALS:
