@@ -203,6 +203,12 @@ def _build_image(docker: str, image: str) -> None:
         raise UserError(f"image {image} not found and no Dockerfile here to build it; "
                         "build it from a capsule checkout (scripts/setup-docker.sh) or pass --image")
     print(f"capsule: building {image} from {dockerfile}", file=sys.stderr)
+    setup = REPO_ROOT / "scripts" / "setup-docker.sh"
+    if setup.is_file() and os.geteuid() == 0 and "CAPSULE_BASE_IMAGE" not in os.environ:
+        # Offline-capable path: Debian base via debootstrap, wheels from this checkout.
+        if subprocess.call([str(setup)], env={**os.environ, IMAGE_ENV: image}) != 0:
+            raise UserError(f"building {image} with {setup} failed")
+        return
     build = [docker, "build", "-t", image]
     base = os.environ.get("CAPSULE_BASE_IMAGE")
     if base:
