@@ -95,10 +95,10 @@ class Supervisor:
             pass
         async with anyio.create_task_group() as tg:
             with anyio.open_signal_receiver(*FORWARDED, signal.SIGCHLD) as signals:
+                self._register_agents()  # before the socket answers: "ready" means configured
                 if self.plan["engine"].on:
                     await self._start_engine()
                     tg.start_soon(self.server.serve)
-                self._register_agents()
                 self.ready_s = time.monotonic() - self.started
                 log.info("ready in %.0f ms: role=%s mode=%s socket=%s", self.ready_s * 1000,
                          self.role.name, self.mode, self.socket_path if self.server else "-")
@@ -173,7 +173,7 @@ class Supervisor:
         env[switches.STATE_DIR] = str(self.state_dir)
         env[switches.MODE] = self.mode
         env[switches.ROLE] = str(self.role.path)
-        if self.server is not None:
+        if self.plan["engine"].on:
             env[switches.SOCKET] = str(self.socket_path)
         shim_dir = str(self.opts.shim_dir) if self.opts.shim_dir else None
         parts = [p for p in env.get("PATH", os.defpath).split(":") if p and p != shim_dir]

@@ -149,7 +149,7 @@ def test_each_kill_switch_changes_behaviour(start, switch_role, switch):
         assert rows[0][1] == applied
     claude_json = cap.exec(["cat", "/home/agent/.claude.json"])
     assert (claude_json[0] == 0 and b'"capsule"' in claude_json[1]) is registered
-    _, args, _ = cap.exec(["cat", "/tmp/agent-args"])
+    _, args, _ = cap.exec("for i in $(seq 100); do [ -s /tmp/agent-args ] && break; sleep 0.1; done; cat /tmp/agent-args")
     assert (args.strip() == b"--model m-test") is model, args
 
 
