@@ -80,13 +80,17 @@ def bench_stub() -> dict:
                    key=len)[-20:] + ["README.md", "capsule/retrieve/index.py"]
     worst = 0
     example = ""
+    sizes = []
     for rel in paths:
         store.decide("bench:stub", rel, "full", "content\n" * 50)
         d = store.decide("bench:stub", rel, "full", "content\n" * 50)
         assert d.kind == "stub"
-        if count(d.text) >= worst:
-            worst, example = count(d.text), d.text
-    return {"max_tokens": worst, "example": example}
+        sizes.append(count(d.text))
+        if sizes[-1] >= worst:
+            worst, example = sizes[-1], d.text
+    typical = store.decide("bench:stub2", "src/app/models.py", "full", "x\n") and \
+        store.decide("bench:stub2", "src/app/models.py", "full", "x\n").text
+    return {"max_tokens": worst, "example": example, "typical": count(typical), "typical_text": typical}
 
 
 def bench_search(root: Path, queries: int) -> dict:
@@ -162,7 +166,8 @@ def main() -> int:
         ("signatures vs full (stdlib .py)", f"{sig['reduction'] * 100:.1f}% smaller",
          ">= 90%", sig["reduction"] >= 0.90,
          f"{sig['files']} files, {sig['full_tokens']:,} -> {sig['signature_tokens']:,} tokens, {sig['no_outline']} without outline"),
-        ("re-read stub", f"{stub['max_tokens']} tokens", "<= 20", stub["max_tokens"] <= 20, stub["example"]),
+        ("re-read stub (worst path)", f"{stub['max_tokens']} tokens", "<= 20", stub["max_tokens"] <= 20,
+         f"{stub['example']}; typical {stub['typical']}: {stub['typical_text']}"),
         ("ctx_search p50 (warm)", f"{search['p50_ms']:.2f} ms", "<= 10 ms",
          search["p50_ms"] <= 10 and search["documents"] >= 20000,
          f"p95 {search['p95_ms']:.2f} ms, {search['queries']} queries, {search['documents']:,} files indexed"),
