@@ -6,6 +6,7 @@
 ARG BASE_IMAGE=python:3.11-slim-bookworm
 
 FROM ${BASE_IMAGE} AS build
+LABEL capsule.stage=build
 ARG WHEELHOUSE=
 COPY . /src
 RUN python3 -m venv /opt/capsule/venv \

@@ -91,5 +91,8 @@ if [ "${CAPSULE_FORCE_REBUILD:-0}" = 1 ] \
     --build-arg WHEELHOUSE=wheelhouse \
     --label capsule.src="$src_hash" \
     -t "$IMAGE" "$ROOT" >/dev/null
+  # drop what earlier builds left: their build stages and the images this tag moved off
+  docker image prune -f --filter label=capsule.stage=build >/dev/null || true
+  docker image prune -f --filter label=capsule.src >/dev/null || true
 fi
 log "ready: $IMAGE (base $BASE_TAG)"
