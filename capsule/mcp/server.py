@@ -166,31 +166,31 @@ class ReadDoor:
         ix = self.index()
         return packer.pack(self.root, ix.search(query, k), query, budget=max(100, int(budget)))
 
-    def doc(self, target: str, section: str = "") -> str:
+    def doc(self, target: str, section: str = "", meta: dict | None = None) -> str:
         real = None
         try:
             real = workspace.resolve(self.root, target)
         except workspace.WorkspaceError as exc:
             if "outside the workspace" in str(exc):
                 raise ToolError(str(exc)) from None
-        if real is None:
-            hits = [h for h in self.index().search(target + " " + section, 30)
-                    if h.path.rsplit(".", 1)[-1].lower() in ("md", "markdown", "mdx", "rst", "txt")]
-            if not hits:
-                raise ToolError(f"no markdown file matches {target!r}; give a path or other words")
-            real = workspace.resolve(self.root, hits[0].path)
-        rel = workspace.relative(self.root, real)
-        text = load_text(real, rel)
-        if not section:
-            heads = modes.headings(text)
-            if not heads:
-                return self.read(rel, "full")
-            listing = "\n".join(f"{'  ' * (lvl - 1)}- {title} (line {i + 1})" for i, lvl, title in heads)
-            return f"{rel} sections (ctx_doc with section=… for one):\n{listing}"
         try:
-            return self.read(rel, f"section:{section}")
-        except ToolError:
-            raise
+            if real is None:
+                hits = [h for h in self.index().search(target + " " + section, 30)
+                        if h.path.rsplit(".", 1)[-1].lower() in ("md", "markdown", "mdx", "rst", "txt")]
+                if not hits:
+                    raise ToolError(f"no markdown file matches {target!r}; give a path or other words")
+                real = workspace.resolve(self.root, hits[0].path)
+            rel = workspace.relative(self.root, real)
+            text = load_text(real, rel)
+        except (ValueError, OSError) as exc:
+            raise ToolError(str(exc)) from None
+        if section:
+            return self.read(rel, f"section:{section}", meta=meta)
+        heads = modes.headings(text)
+        if not heads:
+            return self.read(rel, "full", meta=meta)
+        listing = "\n".join(f"{'  ' * (lvl - 1)}- {title} (line {i + 1})" for i, lvl, title in heads)
+        return f"{rel} sections (ctx_doc with section=… for one):\n{listing}"
 
     def expand(self, handle: str, lines: str = "", grep: str = "") -> str:
         h = handle.strip().removeprefix("<<").removesuffix(">>").strip()
@@ -257,8 +257,8 @@ def build_server(door: ReadDoor) -> MCPServer:
     @server.tool(name="ctx_doc", structured_output=False, description=(
         "Markdown docs by section. target: a file path or words to find one. "
         "Without section, lists the headings."))
-    def ctx_doc(target: str, section: str = "") -> str:
-        return _wire(door.doc(target, section))
+    def ctx_doc(target: str, ctx: Context, section: str = "") -> str:
+        return _wire(door.doc(target, section, meta=_meta(ctx)))
 
     @server.tool(name="ctx_expand", structured_output=False, description=(
         "Recover the original of a compressed output from its <<ccr:HASH>> handle; "

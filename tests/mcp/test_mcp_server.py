@@ -166,3 +166,15 @@ def test_role_mode_measure_keeps_auto_reads_full(workspace, state_dir):
     (active,) = Session(workspace, state_dir, {"JACKIN_CTX_ROLE": "default", "JACKIN_CTX_MODE": "standard"}).run(
         [("ctx_read", {"path": "pkg/big.py"})])
     assert "def function_0(alpha, beta):" in text_of(active) and "x5 = alpha" not in text_of(active)
+
+
+def test_doc_follows_the_callers_scope_and_reports_binary(session, workspace):
+    (workspace / "blob.md").write_bytes(b"\x00\x01binary")
+    a, b, other, binary = session.run([
+        ("ctx_doc", {"target": "README.md", "section": "Install"}, {"threadId": "T", "windowId": "T:0"}),
+        ("ctx_doc", {"target": "README.md", "section": "Install"}, {"threadId": "T", "windowId": "T:0"}),
+        ("ctx_doc", {"target": "README.md", "section": "Install"}, {"threadId": "U", "windowId": "U:0"}),
+        ("ctx_doc", {"target": "blob.md"})])
+    assert "pip install demo" in text_of(a) and "unchanged" in text_of(b)
+    assert "pip install demo" in text_of(other)
+    assert binary.is_error and "binary" in text_of(binary)
