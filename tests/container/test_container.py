@@ -10,7 +10,6 @@ import time
 
 import pytest
 
-from conftest import ROOT  # noqa: F401  (tests/container/conftest.py)
 
 AGENT_CALL = {"CLAUDECODE": "1"}
 FOOTER = re.compile(rb"\[full output: capsule ctx expand (<<ccr:[0-9a-f]+>>)\]")
