@@ -2,8 +2,10 @@
 
 User scope: `mcpServers.capsule` in $CLAUDE_CONFIG_DIR/.claude.json (else ~/.claude.json), tools
 allowed in the user settings.json, plus PreCompact / SessionStart(clear|compact) hooks running
-`capsule mcp forget` so read stubs never outlive the context that held the content. Project scope: `<project>/.mcp.json` plus the approval
-`enabledMcpjsonServers` and the tool allow in `<project>/.claude/settings.local.json`.
+`capsule mcp forget` so read stubs never outlive the context that held the content.
+Project scope: `<project>/.mcp.json` plus the approval `enabledMcpjsonServers`, the tool allow and
+the hooks in `<project>/.claude/settings.local.json`. Also: which conversation or subagent a tool
+call came from (call_scope), read off Claude Code's transcripts.
 Not responsible for launching Claude Code. Invariant: verify, then merge; a corrupt file or a
 foreign `capsule` entry is refused with a message; a second run changes nothing.
 """
@@ -15,7 +17,8 @@ import os
 import shlex
 from pathlib import Path
 
-from capsule.agents.common import MARKER_KEY, MARKER_VALUE, SERVER_NAME, ConfigError, is_ours, server_command, write_atomic
+from capsule.agents.common import (MARKER_KEY, MARKER_VALUE, SERVER_NAME, ConfigError, is_ours, server_command,
+                                   write_atomic)
 
 TOOL_PERMISSION = f"mcp__{SERVER_NAME}"
 FORGET_HOOKS = (("PreCompact", ""), ("SessionStart", "clear|compact"))

@@ -14,7 +14,8 @@ import re
 import tomllib
 from pathlib import Path
 
-from capsule.agents.common import MARKER_KEY, MARKER_VALUE, SERVER_NAME, ConfigError, is_ours, server_command, write_atomic
+from capsule.agents.common import (MARKER_KEY, MARKER_VALUE, SERVER_NAME, ConfigError, is_ours, server_command,
+                                   write_atomic)
 
 BEGIN = f"# >>> {SERVER_NAME} (managed by `capsule mcp register`; edits here are replaced)"
 END = f"# <<< {SERVER_NAME}"

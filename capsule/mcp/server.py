@@ -22,7 +22,7 @@ from capsule.agents import claude, codex
 from capsule.policy import switches
 from capsule.retrieve import modes, packer, workspace
 from capsule.retrieve.index import WorkspaceIndex
-from capsule.retrieve.reader import Reader, ReadError, load_text
+from capsule.retrieve.reader import Reader, load_text
 from capsule.store.stubs import StubStore
 
 SERVER_NAME = "capsule"

@@ -72,7 +72,8 @@ def pack(root: Path, hits: list[Hit], query: str, budget: int = 800) -> str:
                 text = fh.read(SCAN_BYTES).decode("utf-8", "replace")
         except (OSError, workspace.WorkspaceError):
             continue
-        rows = [f"{hit.path}:{n}:{snippet(line)}" for n, line in best_lines(text, terms)] or [f"{hit.path}:1:(path match)"]
+        rows = [f"{hit.path}:{n}:{snippet(line)}" for n, line in best_lines(text, terms)]
+        rows = rows or [f"{hit.path}:1:(path match)"]
         cost = _cost("\n".join(rows))
         if used + cost > budget - 12:   # keep room for the "more" line
             left = len(hits) - i

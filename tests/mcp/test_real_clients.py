@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import sys
 
-import pytest
 
 from capsule import agents
 from capsule.measure.tokens import count

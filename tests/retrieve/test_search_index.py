@@ -96,7 +96,7 @@ def test_packer_lines_and_budget(ws, state_dir):
     ix.refresh()
     out = packer.pack(ws, ix.search("send request", 5), "send request", budget=800)
     assert out.splitlines()[0] == "src/http_client.py:2:def send_request(self):"
-    many = tmp_hits = [h for h in ix.search("def class pass return", 10)]
+    many = ix.search("def class pass return", 10)
     tight = packer.pack(ws, many * 10, "def", budget=60)
     assert count(tight) <= 60 and "more files matched" in tight
     assert packer.pack(ws, [], "zzz") == "no matches for 'zzz'"
