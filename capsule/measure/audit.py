@@ -2,9 +2,10 @@
 content a transform removed — the model "remembered" a row it never saw, or made one up.
 
 Responsible for extracting distinctive tokens (ids, numbers, amounts, dates, paths, rare
-identifiers and words), locating them in removed vs kept content, and giving each a risk.
-Not responsible for reading the ledger or the archive (the CLI door does) nor for judging
-meaning. A heuristic, not a proof.
+identifiers and words), locating them in removed vs kept content, giving each a risk, and
+rebuilding what the model saw by re-running the emission's transform with the context the
+ledger stored (intent included). Not responsible for reading the ledger or the archive (the
+CLI door does) nor for judging meaning. A heuristic, not a proof.
 Invariant: a token that appears anywhere in the kept text is never flagged.
 """
 
@@ -152,3 +153,36 @@ def pieces_from(original: str | None, manifest: list[dict]) -> tuple[list[tuple[
     if lines is not None:
         kept = "\n".join(ln for i, ln in enumerate(lines) if i not in covered)
     return removed, kept
+
+
+def emitted_text(row: dict, original: str) -> str | None:
+    """The text the model saw, rebuilt by re-running the emission's deterministic transform on
+    its original with the context the ledger row stored: command, family, stream, mode, exit
+    code and intent (the JSON lossy tier and the reflex keep different lines for different
+    intents, so a rerun without it would flag tokens the model did see). None when the
+    transform is unknown or fails."""
+    try:
+        from capsule.observe import registry
+        from capsule.observe.classify import classify
+        from capsule.observe.types import Context
+
+        cls = classify(row.get("command"), original.encode("utf-8", "surrogateescape")[:1024])
+        mode = row.get("mode") or "standard"
+        ctx = Context(command=row.get("command"), family=row.get("family") or cls.family,
+                      stream=row.get("stream") or "stdout", intent=row.get("intent") or None,
+                      exit_code=row.get("exit_code"), filter_id=cls.filter_id,
+                      mode="standard" if mode == "measure" else mode)
+        return registry.get(row["transform"])(original, ctx).text
+    except Exception:   # noqa: BLE001 - an audit falls back to the manifest's line ranges
+        return None
+
+
+def audit_emission(answer: str, row: dict, original: str | None) -> Audit:
+    """check_answer for one ledger row: removed pieces from its manifest (and original, while
+    archived); the kept text is the rerun transform's output when some removal has no line
+    range, else the original without the removed lines."""
+    manifest = row.get("manifest") or []
+    removed, kept = pieces_from(original, manifest)
+    if original is not None and any(not (r.get("start") and r.get("end")) for r in manifest):
+        kept = emitted_text(row, original) or kept
+    return check_answer(answer, removed, kept or "")

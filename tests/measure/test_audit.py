@@ -1,5 +1,7 @@
 """Answer audit: tokens only in removed content are flagged with a risk; kept ones never."""
 
+import json
+
 from capsule.cli.main import main
 from capsule.engine import Engine
 from capsule.measure import audit
@@ -37,3 +39,32 @@ def test_cli_audit_end_to_end(tmp_path, monkeypatch, capsys):
     assert "INV-2024-0150" in report and "risk: high" in report
     assert "INV-2024-0000  only" not in report
     assert main(["ctx", "audit", "--emission", "999", str(answer)]) == 2
+
+
+def _rows_json(n=120):
+    rows = [{"id": i, "user": f"user{i:03d}", "status": "ok", "latency_ms": 20 + i % 7,
+             "region": ["eu", "us", "ap"][i % 3], "error": None} for i in range(n)]
+    rows[93]["user"] = "zebra-admin"     # an ordinary row only the intent singles out
+    return json.dumps(rows, indent=2)
+
+
+def test_rerun_uses_the_stored_intent(tmp_path, monkeypatch):
+    from capsule.measure.ledger import Ledger
+    from capsule.store.archive import Archive
+
+    monkeypatch.setenv("JACKIN_CTX_STATE_DIR", str(tmp_path / "state"))
+    intent = "what happened to zebra-admin"
+    out = Engine().observe(_rows_json().encode(), command="curl -s api/users", intent=intent)
+    shown = out.data.decode()
+    assert "zebra-admin" in shown and "user092" not in shown      # the lossy tier, intent-conditioned
+    row = Ledger().get(out.emission_id)
+    assert row["intent"] == intent and row["transform"] == "json"
+    original = Archive().get(out.handle).decode()
+    rerun = audit.emitted_text(row, original)
+    assert rerun is not None and rerun in shown                     # the same text the model saw
+    assert "zebra-admin" not in audit.emitted_text({**row, "intent": None}, original)
+
+    answer = "The failing account is zebra-admin; user003 looked fine."
+    found = {f.token for f in audit.audit_emission(answer, row, original).findings}
+    assert "zebra-admin" not in found                               # the model saw it
+    assert "user003" in found                                       # sampled out (a preview)

@@ -40,6 +40,7 @@ _STOP = frozenset(
 
 
 _dec = json.JSONDecoder()
+_DELIM_NAMES = {",": "comma-separated rows", "\t": "tab-separated rows", " ": "space-separated rows"}
 
 
 def parse(text: str):
@@ -123,16 +124,22 @@ def crush(text: str, ctx: Context) -> TransformResult:
 
 
 def lossless_forms(value, original: str | None = None) -> list[tuple[str, str]]:
-    """Every proven lossless form, shortest first: TOON (decode(encode(x)) == x checked),
+    """Every proven lossless form, shortest first: TOON with each cell delimiter
+    (decode(encode(x)) == x checked),
     minified JSON, and the original's lines with indentation stripped (which keeps every
     original line as a substring)."""
     forms: list[tuple[str, str]] = []
-    try:
-        encoded = toon.encode(value)
+    seen: set[str] = set()
+    for delim in toon.DELIMITERS:   # the cheapest delimiter depends on the cells: measure each
+        try:
+            encoded = toon.encode(value, delim)
+        except (ValueError, TypeError, RecursionError):
+            break
+        if encoded in seen:
+            continue   # no table in the value: every delimiter gives the same text
+        seen.add(encoded)
         if toon.round_trips(value, encoded):
-            forms.append((encoded, "TOON (decode(encode(x)) == x checked)"))
-    except (ValueError, TypeError, RecursionError):
-        pass
+            forms.append((encoded, f"TOON, {_DELIM_NAMES[delim]} (decode(encode(x)) == x checked)"))
     mini = minify(value)
     if _same(mini, value):
         forms.append((mini, "minified JSON (round trip checked)"))

@@ -67,3 +67,34 @@ def test_stream_of_values_and_non_json():
     assert result.lossless and "stream of 3" in result.notes[0]
     not_json = json_crusher.crush("{oops", Context())
     assert not_json.text == "{oops" and not not_json.removals
+
+
+def _invoices(n=60):
+    names = ["Wonka Confiserie", "Initech AG", "Tyrell Corp", "Pied Piper BV"]
+    return [{"number": f"INV-2024-{i:04d}", "customer": names[i % 4], "issued": f"2024-0{1 + i % 9}-{10 + i % 18}",
+             "month": f"2024-0{1 + i % 9}", "net": round(100 + i * 7.31, 2), "currency": "EUR",
+             "status": ["paid", "open", "overdue"][i % 3], "note": None if i % 2 else "partial, see credit note"}
+            for i in range(n)]
+
+
+def test_lossless_forms_measure_every_delimiter_and_all_round_trip():
+    from capsule.measure.tokens import count
+
+    rows = _invoices()
+    forms = json_crusher.lossless_forms(rows)
+    toons = [(text, how) for text, how in forms if how.startswith("TOON")]
+    assert {how.split(" (")[0] for _, how in toons} == {
+        "TOON, comma-separated rows", "TOON, tab-separated rows", "TOON, space-separated rows"}
+    assert all(toon.strict_equal(toon.decode(text), rows) for text, _ in toons)
+    assert [count(t) for t, _ in forms] == sorted(count(t) for t, _ in forms)
+    best = forms[0][0]
+    header = best.split("\n")[0]
+    assert "every row also has currency=EUR" in header and "month is the first 7 characters of issued" in header
+    assert count(best) <= 0.4 * count(json.dumps(rows, indent=2))   # >= 60% against pretty JSON
+
+
+def test_crush_emits_the_decodable_table():
+    rows = _invoices(25)   # under the lossy tier's row floor: the lossless tier answers
+    result = json_crusher.crush(json.dumps({"invoices": rows}, indent=2), Context())
+    assert result.lossless and result.notes[0].startswith("TOON")
+    assert toon.strict_equal(toon.decode(result.text), {"invoices": rows})
