@@ -2,21 +2,26 @@
 
 Responsible for encode(value) -> str and decode(str) -> value over JSON data (dict, list,
 str, int, float, bool, None). Not responsible for choosing when TOON pays (json_crusher does).
-Invariant: for every JSON value x that encode accepts, strict_equal(decode(encode(x)), x);
+Invariant: for every JSON value x that encode accepts, strict_equal(decode(encode(x)), x)
+(equal as data: a key stated once in a table header comes back after the row's other keys);
 callers still check it at run time and emit the original on any mismatch.
 
 Shape (the public TOON idiom; two-space indent):
     key: value                 primitive field
     key:                       nested object, fields indented below (no fields: empty object)
     key[N]: a,b,c              array of primitives
-    key[N]{f1,f2}:             array of uniform objects: the N rows follow at the header's own
-                               indentation, cells split by the delimiter the header's fields use
-                               (comma, tab or single space; the caller picks, see json_crusher)
-    key[N]{f1,f2}: every row also has f3=v3, f4=v4
-                               columns equal in all N rows (N >= 2) stated once, not per row
-    key[N]{id,meta.os}:        a bare dotted field is a path: rows whose nested objects share
-                               their keys are flattened (a literal '.' in a key is quoted)
+    key[N]{f1,f2}:             array of objects as a table: the N rows follow at the header's
+                               own indentation (the count ends them), cells split by the
+                               delimiter the header's fields use: comma, tab or single space
+                               (the caller measures which is cheapest, see json_crusher)
+    key[N]{id,meta.os}:        a bare dotted field is a path: nested objects are flattened
+                               (a key with a literal '.' is quoted)
     key[N]:                    any other array: N "- item" lines below
+After a table header's ':' the columns not written per row are stated once, '; '-separated:
+    every row also has f3=v3, f4=v4              equal (type included) in all N >= 3 rows
+    f5 is the same as f1                         a copy of another column (N >= 8)
+    f6 is the first 7 characters of f2           a fixed-length prefix of another (N >= 8)
+    an empty cell means the row lacks that key   rows with different keys (comma/tab only)
 Strings are quoted (JSON escapes) only when they would be ambiguous.
 """
 
