@@ -47,20 +47,6 @@ def _original(handle: str | None) -> str | None:
         return None
 
 
-def _emitted(row: dict, original: str) -> str | None:
-    """The text the model saw, rebuilt by re-running the (deterministic) transform."""
-    try:
-        from capsule.observe import registry
-        from capsule.observe.types import Context
-
-        ctx = Context(command=row.get("command"), family=row.get("family") or "unknown",
-                      stream=row.get("stream") or "stdout", mode=row.get("mode") or "standard",
-                      exit_code=row.get("exit_code"))
-        return registry.get(row["transform"])(original, ctx).text
-    except Exception:
-        return None
-
-
 def cmd_audit(args) -> int:
     from capsule.measure import audit
     from capsule.measure.ledger import Ledger
@@ -68,12 +54,12 @@ def cmd_audit(args) -> int:
     answer = _read_answer(args.answer)
     row = Ledger().get(args.emission)
     if row is None:
-        raise UserError(f"no emission {args.emission} in the ledger; list them with `capsule ctx gain --json`")
+        raise UserError(f"no emission {args.emission} in the ledger; list recent ones with `capsule ctx gain --emissions 20`")
     manifest = row.get("manifest") or []
     original = _original(row.get("handle"))
     removed, kept = audit.pieces_from(original, manifest)
     if original is not None and any(not (r.get("start") and r.get("end")) for r in manifest):
-        kept = _emitted(row, original) or kept
+        kept = audit.emitted_text(row, original) or kept
     result = audit.check_answer(answer, removed, kept or "")
     if args.json:
         print(json.dumps({"emission": args.emission, "transform": row.get("transform"),

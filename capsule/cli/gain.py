@@ -20,6 +20,8 @@ def register(sub) -> None:
                        description="Summarise the ledger: raw tokens, emitted tokens and saving per command family.")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--since", metavar="WHEN", help="only emissions since WHEN: 30m, 2h, 7d, or an ISO date/time")
+    p.add_argument("--emissions", metavar="N", type=int,
+                   help="also list the last N emissions (id, command, transform, tokens, handle) for audit/expand")
     p.set_defaults(func=cmd_gain)
 
 
@@ -37,13 +39,28 @@ def cmd_gain(args) -> int:
     from capsule.measure.ledger import Ledger, summarise
 
     since = parse_since(args.since) if args.since else None
-    summary = summarise(Ledger().rows(since))
+    rows = Ledger().rows(since)
+    summary = summarise(rows)
+    recent = rows[-args.emissions:] if args.emissions else []
     if args.json:
-        json.dump(summary, sys.stdout, indent=2)
+        json.dump({**summary, "emissions": recent} if args.emissions else summary, sys.stdout, indent=2)
         print()
         return 0
     print(render(summary))
+    if recent:
+        print()
+        print(render_emissions(recent))
     return 0
+
+
+def render_emissions(rows: list[dict]) -> str:
+    lines = [f"{'id':>6}  {'when':<19}  {'tokens':>13}  {'transform':<16} {'handle':<24}  command"]
+    for r in rows:
+        when = datetime.fromtimestamp(r["ts"]).strftime("%Y-%m-%d %H:%M:%S")
+        tok = f"{r['raw_tokens']}>{r['emitted_tokens']}"
+        lines.append(f"{r['id']:>6}  {when:<19}  {tok:>13}  {r['transform'] or '':<16} {r['handle'] or '-':<24}  "
+                     f"{(r['command'] or '(piped)')[:60]}")
+    return "\n".join(lines)
 
 
 def render(summary: dict) -> str:

@@ -57,6 +57,10 @@ def test_gain_table_json_and_since(capsule):
     future = json.loads(capsule("ctx", "gain", "--json", "--since", "2999-01-01").stdout)
     assert future["total"]["emissions"] == 0
     assert capsule("ctx", "gain", "--since", "yesterday-ish").returncode == 2
+    listing = capsule("ctx", "gain", "--emissions", "5").stdout.decode()
+    assert "git log -n 50 --stat" in listing
+    rows = json.loads(capsule("ctx", "gain", "--json", "--emissions", "5").stdout)["emissions"]
+    assert [r["command"] for r in rows][-1] == "git log -n 50 --stat"
 
 
 def test_approximate_counts_are_labelled(state_dir, monkeypatch):
