@@ -3,6 +3,7 @@
 #   docker build -t capsule:dev .                                   (python slim base, PyPI)
 #   docker build --build-arg BASE_IMAGE=capsule-base:bookworm \
 #                --build-arg WHEELHOUSE=wheelhouse -t capsule:dev .  (offline: scripts/setup-docker.sh)
+#   add --build-arg AGENT_CLIS="@anthropic-ai/claude-code @openai/codex" for claude/codex roles
 ARG BASE_IMAGE=python:3.11-slim-bookworm
 
 FROM ${BASE_IMAGE} AS build
@@ -18,9 +19,19 @@ RUN python3 -m venv /opt/capsule/venv \
  && /opt/capsule/venv/bin/capsule shims install /opt/capsule/shims --socket /state/context/engine.sock
 
 FROM ${BASE_IMAGE}
+# Agent CLIs from npm, e.g. --build-arg AGENT_CLIS="@anthropic-ai/claude-code @openai/codex"
+# (empty by default: the offline CI image runs shell agents). Kept above the venv so it caches.
+ARG AGENT_CLIS=
 RUN if ! command -v git >/dev/null 2>&1; then \
       apt-get update && apt-get install -y --no-install-recommends git procps \
       && rm -rf /var/lib/apt/lists/*; \
+    fi \
+ && if [ -n "$AGENT_CLIS" ]; then \
+      if ! command -v npm >/dev/null 2>&1; then \
+        apt-get update && apt-get install -y --no-install-recommends nodejs npm ca-certificates \
+        && rm -rf /var/lib/apt/lists/*; \
+      fi; \
+      npm install -g --no-fund --no-audit $AGENT_CLIS && npm cache clean --force; \
     fi \
  && useradd --create-home --uid 1000 --shell /bin/bash agent \
  && mkdir -p /state/context /workspace /etc/capsule \

@@ -7,7 +7,8 @@
 #   4. the project's wheels built on the host into ./wheelhouse (same ABI: CPython 3.11)
 #   5. `docker build` of the capsule image from that base and wheelhouse
 # Env: CAPSULE_BASE_TAG (capsule-base:bookworm), CAPSULE_IMAGE (capsule:dev),
-#      CAPSULE_FORCE_REBUILD=1 rebuilds wheels and the image, DEBIAN_MIRROR.
+#      CAPSULE_FORCE_REBUILD=1 rebuilds wheels and the image, DEBIAN_MIRROR,
+#      CAPSULE_AGENT_CLIS="@anthropic-ai/claude-code @openai/codex" adds agent CLIs (npm).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -73,7 +74,7 @@ docker run --rm --network none "$BASE_TAG" python3 -c 'import sys; assert sys.ve
 
 cd "$ROOT"
 stamp="$ROOT/wheelhouse/.capsule-src-hash"
-src_hash="$( (cat pyproject.toml; find capsule roles role-schemas shims image -type f -not -name '*.pyc' -not -path '*/__pycache__/*' 2>/dev/null | sort | xargs cat) | sha256sum | cut -c1-16)"
+src_hash="$( (cat pyproject.toml Dockerfile .dockerignore; find capsule roles role-schemas shims image -type f -not -name '*.pyc' -not -path '*/__pycache__/*' 2>/dev/null | sort | xargs cat) | sha256sum | cut -c1-16)"
 if [ "${CAPSULE_FORCE_REBUILD:-0}" = 1 ] || [ "$(cat "$stamp" 2>/dev/null)" != "$src_hash" ]; then
   log "building wheels into ./wheelhouse"
   mkdir -p wheelhouse
@@ -86,10 +87,13 @@ fi
 if [ "${CAPSULE_FORCE_REBUILD:-0}" = 1 ] \
    || [ "$(docker image inspect -f '{{index .Config.Labels "capsule.src"}}' "$IMAGE" 2>/dev/null)" != "$src_hash" ]; then
   log "building $IMAGE"
+  agent_args=()
+  [ -n "${CAPSULE_AGENT_CLIS:-}" ] && agent_args=(--build-arg "AGENT_CLIS=$CAPSULE_AGENT_CLIS")
   docker build -q \
     --build-arg BASE_IMAGE="$BASE_TAG" \
     --build-arg WHEELHOUSE=wheelhouse \
     --label capsule.src="$src_hash" \
+    "${agent_args[@]}" \
     -t "$IMAGE" "$ROOT" >/dev/null
   # drop what earlier builds left: their build stages and the images this tag moved off
   docker image prune -f --filter label=capsule.stage=build >/dev/null || true

@@ -196,7 +196,11 @@ class Supervisor:
         path = _which(cmd[0], env["PATH"])
         if path is None:
             log.error("agent command not found: %s", cmd[0])
-            print(f"capsule: agent command not found: {cmd[0]}", file=sys.stderr)
+            hint = ""
+            if os.path.basename(cmd[0]) in ("claude", "codex"):
+                hint = ("; install it (npm install -g @anthropic-ai/claude-code / @openai/codex), or build the "
+                        "image with --build-arg AGENT_CLIS=\"@anthropic-ai/claude-code @openai/codex\"")
+            print(f"capsule: agent command not found: {cmd[0]}{hint}", file=sys.stderr)
             self.agent_status = 127 << 8
             self._done.set()
             return
