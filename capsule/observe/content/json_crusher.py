@@ -27,6 +27,8 @@ NULL_ANOMALY_SHARE = 0.8     # a null is anomalous where >= 80% of rows have a v
 OUTLIER_Z = 3.5              # robust z-score (median / MAD) beyond which a number is an outlier
 LINE_KEEPING_SLACK = 1.25   # prefer the line-keeping lossless form within this factor of the best
 RARE_SHARE = 0.02            # a categorical value this rare is anomalous (rows >= 50)
+LONG_STRING = 400            # seed 003: a string over this many characters is cut...
+LONG_STRING_KEEP = 160       # ...to its first characters, the rest recoverable from the archive
 
 _ERROR_KEY = re.compile(r"(?i)(?:^|_|-)(?:err|error|errors|exception|fail|failed|failure|fault|"
                         r"fatal|traceback|stderr|warning|warnings)(?:$|_|-)")
@@ -68,7 +70,9 @@ class _Stream(list):
 
 
 def minify(value) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """One line, but `"key": value` keeps its space: a few tokens more, and every `"key": value`
+    the user or a grep would quote from the pretty original is still found in it."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ": "))
 
 
 def _lost_verbatim():
@@ -114,13 +118,74 @@ def crush(text: str, ctx: Context) -> TransformResult:
     if chosen is None:
         return TransformResult(text, TRANSFORM_ID, notes=["no lossless form kept every error line"])
     min_rows = AGGRESSIVE_MIN_ROWS if ctx.mode == "aggressive" else LOSSY_MIN_ROWS
+    trimmed = trim_long_strings(chosen[0])
+    best_size = _size(chosen[0])
+    if trimmed.removals:
+        trimmed_size = _size(trimmed.text)
+        if trimmed_size < best_size:
+            best_size = trimmed_size
+        else:
+            trimmed = None
+    else:
+        trimmed = None
     for sampled in lossy_forms(value, ctx.intent, min_rows):
-        if _size(sampled.text) < _size(chosen[0]) and not lost(text, sampled.text):
+        if _size(sampled.text) < best_size and not lost(text, sampled.text):
             return sampled
+    if trimmed is not None:
+        return trimmed
     body, how = chosen
     if stream:
         how = f"stream of {len(value)} JSON values as one array; " + how
     return TransformResult(body, TRANSFORM_ID, lossless=True, notes=[how])
+
+
+def trim_long_strings(text: str) -> TransformResult:
+    """Cut every JSON string value over LONG_STRING characters to its head, line by line, on a
+    one-value-per-line rendering (the dedented original keeps each line as the user saw it).
+    Values under an error-like key (error, stderr, traceback…) are never cut."""
+    out: list[str] = []
+    removals: list[Removal] = []
+    for no, line in enumerate(text.split("\n"), 1):
+        if len(line) > LONG_STRING:
+            cut = _cut_line(line)
+            if cut is not None:
+                line, key, full = cut
+                removals.append(Removal(f"string over {LONG_STRING} chars (key {key or '-'})", 0, no, no,
+                                        full[:120]))
+        out.append(line)
+    return TransformResult("\n".join(out), TRANSFORM_ID, removals,
+                           notes=[f"{len(removals)} long strings cut to {LONG_STRING_KEEP} characters"])
+
+
+_KEY_PREFIX = re.compile(r'^(\s*(?:"((?:[^"\\]|\\.)*)"\s*:\s*)?)"')
+
+
+def _cut_line(line: str) -> tuple[str, str | None, str] | None:
+    m = _KEY_PREFIX.match(line)
+    if not m or (m.group(2) and _ERROR_KEY.search(m.group(2))):
+        return None
+    start = m.end()
+    end = _string_end(line, start)
+    if end is None or end - start <= LONG_STRING:
+        return None
+    value = line[start:end]
+    keep = value[:LONG_STRING_KEEP]
+    keep = keep[: len(keep) - (len(keep) - len(keep.rstrip("\\"))) % 2]  # never split an escape
+    cut = f'{line[:start]}{keep}…[+{len(value) - len(keep)} chars]{line[end:]}'
+    return cut, m.group(2), value
+
+
+def _string_end(line: str, start: int) -> int | None:
+    """Index of the closing quote of the JSON string whose body starts at `start`."""
+    i = start
+    while True:
+        j = line.find('"', i)
+        if j < 0:
+            return None
+        backslashes = len(line[:j]) - len(line[:j].rstrip("\\"))
+        if backslashes % 2 == 0:
+            return j
+        i = j + 1
 
 
 def lossless_forms(value, original: str | None = None) -> list[tuple[str, str]]:

@@ -98,3 +98,26 @@ def test_crush_emits_the_decodable_table():
     result = json_crusher.crush(json.dumps({"invoices": rows}, indent=2), Context())
     assert result.lossless and result.notes[0].startswith("TOON")
     assert toon.strict_equal(toon.decode(result.text), {"invoices": rows})
+
+
+def test_long_strings_are_cut_but_short_values_and_error_fields_survive():
+    import json as _json
+
+    from capsule.observe.content.json_crusher import crush
+    from capsule.observe.types import Context
+
+    packages = [{"metadata": {"name": f"pkg{i}", "version": f"1.{i}.0",
+                              "requires_dist": ["urllib3<3,>=1.26"] if i == 7 else [],
+                              "description": ("A long README paragraph about the package. " * 40)},
+                 "installer": "pip"} for i in range(12)]
+    doc = {"version": "1", "installed": packages,
+           "error": "Traceback (most recent call last): " + "frame line here " * 40}
+    text = _json.dumps(doc, indent=2)
+    result = crush(text, Context())
+    assert not result.lossless
+    assert '"urllib3<3,>=1.26"' in result.text
+    assert '"version": "1.7.0",' in result.text
+    assert doc["error"] in result.text                       # error-like key: never cut
+    assert "…[+" in result.text and len(result.text) < len(text) // 3
+    assert all(r.reason.startswith("string over 400 chars") for r in result.removals)
+    assert len(result.removals) == 12
