@@ -210,3 +210,37 @@ def test_up_local_works_from_the_installed_wheel(capsule):
     first, _, rest = out.partition(b"\n")
     assert first == b"/tmp/local-state/shims/git"
     assert FOOTER.search(rest)
+
+
+def test_two_roles_side_by_side_share_nothing_but_the_image(image, repo):
+    cli = [sys.executable, "-m", "capsule"]
+    names = {"python-dev": "capsule-side-a", "aggressive": "capsule-side-b"}
+    try:
+        for role, name in names.items():
+            subprocess.run([*cli, "down", name, "--volumes"], capture_output=True)
+            up = subprocess.run([*cli, "up", "--role", role, "--workspace", str(repo), "--detach", "--name", name,
+                                 "--", "sleep", "infinity"], capture_output=True, text=True, timeout=120)
+            assert up.returncode == 0, up.stderr
+        for role, name in names.items():
+            probe = ("from capsule.supervisor.server import wait_ready, status; import json; "
+                     "wait_ready('/state/context/engine.sock', 60); print(json.dumps(status('/state/context/engine.sock')))")
+            out = subprocess.run(["docker", "exec", name, "/opt/capsule/venv/bin/python", "-c", probe],
+                                 capture_output=True, text=True, timeout=120)
+            assert f'"role": "{role}"' in out.stdout, out.stderr
+        # a row in one role's ledger does not appear in the other's
+        subprocess.run(["docker", "exec", "-e", "CLAUDECODE=1", "-w", "/workspace", names["python-dev"], "git", "log"],
+                       capture_output=True, timeout=120, check=True)
+        count = ("import apsw; print(apsw.Connection('/state/context/ledger.db').execute("
+                 "'select count(*) from emissions').fetchall()[0][0])")
+        rows = {role: subprocess.run(["docker", "exec", name, "/opt/capsule/venv/bin/python", "-c", count],
+                                     capture_output=True, text=True, timeout=60).stdout.strip()
+                for role, name in names.items()}
+        assert rows == {"python-dev": "1", "aggressive": "0"}
+        mounts = {role: subprocess.run(["docker", "inspect", "-f",
+                                        '{{range .Mounts}}{{if eq .Destination "/state/context"}}{{.Name}}{{end}}{{end}}',
+                                        name], capture_output=True, text=True).stdout.strip()
+                  for role, name in names.items()}
+        assert mounts == {"python-dev": "capsule-state-python-dev", "aggressive": "capsule-state-aggressive"}
+    finally:
+        for name in names.values():
+            subprocess.run([*cli, "down", name, "--volumes"], capture_output=True)
