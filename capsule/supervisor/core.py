@@ -23,6 +23,7 @@ from capsule import __version__, paths
 from capsule.policy import switches
 from capsule.policy.manifest import Role
 from capsule.supervisor import plan as planning
+from capsule.supervisor import server
 from capsule.supervisor.server import EngineServer
 
 log = logging.getLogger("capsule.supervisor")
@@ -72,6 +73,10 @@ class Supervisor:
             self.plan["shims"] = planning.Decision("shims", False, f"conflict (INV-8): {self.conflicts[0]}")
         self.state_dir = paths.state_dir()
         self.socket_path = paths.socket_path()
+        if self.socket_path.exists() and server.ping(self.socket_path, 0.3):
+            # Another live supervisor owns this state dir's socket (two `up --local` sessions): keep
+            # it, serve our own next to it; the agent finds ours through $JACKIN_CTX_SOCKET.
+            self.socket_path = self.socket_path.with_name(f"engine-{os.getpid()}.sock")
         self.agent_pid: int | None = None
         self.agent_status: int | None = None
         self.reaped = 0

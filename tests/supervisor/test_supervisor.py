@@ -180,3 +180,18 @@ def test_interactive_agent_owns_the_terminal(tmp_path):
     _, status = os.waitpid(pid, 0)
     assert b"got-hello" in buf
     assert os.waitstatus_to_exitcode(status) == 4
+
+
+def test_a_second_supervisor_on_the_same_state_dir_leaves_the_first_alone(supervise, tmp_path):
+    first = supervise("sleep", "60")
+    first.wait_for(first.socket)
+    server.wait_ready(first.socket, 20)
+    out = tmp_path / "second.env"
+    second = supervise(sys.executable, "-c",
+                       f"import os; open({str(out)!r}, 'w').write(os.environ['JACKIN_CTX_SOCKET'])")
+    assert second.finish() == 0
+    own = out.read_text()
+    assert own != str(first.socket) and own.startswith(str(first.state / "engine-"))
+    assert server.ping(first.socket), "the first supervisor still answers on its socket"
+    first.proc.send_signal(signal.SIGTERM)
+    assert first.finish() == 128 + signal.SIGTERM
