@@ -21,6 +21,7 @@ ENV_NESTED = @ENV_NESTED@
 FALSE = ("", "0", "false", "no", "off")
 SIGNALS = (1, 2, 3, 10, 12, 15, 28)  # HUP INT QUIT USR1 USR2 TERM WINCH
 SHELLS = (b"sh", b"bash", b"dash", b"zsh", b"ksh", b"mksh", b"ash", b"fish", b"busybox")
+WRAPPERS = (b"timeout", b"env", b"nice", b"nohup", b"stdbuf", b"xargs", b"time", b"ionice", b"setsid", b"chrt")
 
 
 def on(name, env):
@@ -52,16 +53,27 @@ def is_agent_call(env):
 
 
 def final_stage():
-    """False when a shell feeds our stdout somewhere else (a pipe, a file, $(…)): keep it raw."""
+    """False when a shell feeds our stdout somewhere else (a pipe, a file, $(…)): keep it raw.
+
+    Looks through wrappers (timeout, env, nice, xargs…) to the nearest shell ancestor and compares
+    its stdout with ours; any other parent (an agent exec'd us directly) means final.
+    """
     try:
         mine = os.readlink("/proc/self/fd/1")
-        ppid = os.getppid()
-        with open("/proc/%d/comm" % ppid, "rb") as f:
-            parent = f.read().strip()
-        if parent not in SHELLS:
-            return True
-        return os.readlink("/proc/%d/fd/1" % ppid) == mine
-    except OSError:
+        pid = os.getppid()
+        for _ in range(4):
+            if pid <= 1:
+                return True
+            with open("/proc/%d/stat" % pid, "rb") as f:
+                stat = f.read()
+            comm = stat[stat.index(b"(") + 1:stat.rindex(b")")]
+            if comm in SHELLS:
+                return os.readlink("/proc/%d/fd/1" % pid) == mine
+            if comm not in WRAPPERS:
+                return True  # e.g. the agent itself ran us
+            pid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        return True
+    except (OSError, ValueError):
         return True
 
 
