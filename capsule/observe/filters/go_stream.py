@@ -2,7 +2,8 @@
 
 Not responsible for plain `go test` text (a TOML filter in data/go.toml).
 Invariant: every `fail` event and every output event of a failing test that is not
-runner noise or a Go-runtime stack frame is kept byte-exact; non-JSON lines (build
+runner noise, a Go-runtime stack frame or the testing package's re-panic of a message already
+shown as `panic: … [recovered]` is kept byte-exact; non-JSON lines (build
 errors) are always kept.
 """
 
@@ -22,6 +23,7 @@ class GoTestJsonFilter(StreamFilter):
         super().__init__()
         self.failed = 0
         self.passed = 0
+        self.recovered: set[tuple] = set()   # (package, test, message) of a "panic: … [recovered]" line
 
     def feed_line(self, line: str) -> None:
         try:
@@ -44,6 +46,12 @@ class GoTestJsonFilter(StreamFilter):
             return
         if action in ("output", "build-output"):
             text = (event.get("Output") or "").rstrip("\n")
+            where = (event.get("Package"), event.get("Test"))
+            if text.startswith("panic: ") and text.endswith(" [recovered]"):
+                self.recovered.add((*where, text[len("panic: "):-len(" [recovered]")]))
+            elif text.startswith("\tpanic: ") and (*where, text[len("\tpanic: "):]) in self.recovered:
+                self.keep_if(line, False, "re-panic repeating the recovered panic above")
+                return
             noise = bool(_NOISE.match(text)) or bool(_RUNTIME.match(text))
             self.keep_if(line, not noise, "runner output / runtime frame")
             return

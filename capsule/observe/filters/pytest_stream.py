@@ -2,8 +2,9 @@
 
 Not responsible for other runners (unittest is a TOML filter). Reads pytest's sections
 (session header, progress, FAILURES/ERRORS, warnings, short summary) line by line.
-Invariant: every E line, location line, FAILED/ERROR line and the final tally survive;
-a nonzero exit with nothing kept emits the last lines rather than an empty success.
+Invariant: every E line, location line in the project's code, FAILED/ERROR line and the final
+tally survive (library frames and a `>` source line already shown go; a test header loses its
+padding); a nonzero exit with nothing kept emits the last lines rather than an empty success.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import re
 
 from capsule.observe.filters.streaming import StreamFilter
+from capsule.observe.verbatim import is_verbatim
 
 _SECTION = re.compile(r"^={3,} (.*?) ={3,}$")
 _TALLY = re.compile(r"^(=+ )?(no tests ran|\d+ (passed|failed|errors?|skipped|deselected|xfailed|xpassed|warnings?|selected|tests? collected)\b.*)")
@@ -20,6 +22,10 @@ _PROGRESS = re.compile(r"^\S+\.py (\.|s|x|F|E|X)+\s*(\[\s*\d+%\])?$|^[.sxFEX]+\s
 _VERBOSE = re.compile(r"^\S+::\S.* (PASSED|SKIPPED|XFAIL|XPASS|FAILED|ERROR)\b")
 _INTROSPECTION = re.compile(r"^E\s+\+\s+(where|and)\s")
 _KEEP_IN_BLOCK = re.compile(r"^(>|E |E$)|^\S.*(Error|Exception|Warning)\b|^ImportError while|^\s*(raise|assert)\b")
+# A frame inside an installed library or the standard library (pytest's own import machinery,
+# importlib): the engineer acts on the frames in their own code, which stay.
+_LIBRARY_FRAME = re.compile(r"^\S*(/site-packages/|/dist-packages/|/lib/python\d[\d.]*/)\S*:\d+: ")
+_HEADER_PAD = re.compile(r"^_{3,} (.*?) _{3,}$")
 
 
 class PytestFilter(StreamFilter):
@@ -28,6 +34,7 @@ class PytestFilter(StreamFilter):
         self.section = "header"
         self.captured = 0
         self.tail: list[str] = []
+        self.sources: set[str] = set()   # `>` source lines already shown in an earlier block
 
     def feed_line(self, line: str) -> None:
         self.tail = (self.tail + [line])[-5:]
@@ -58,6 +65,19 @@ class PytestFilter(StreamFilter):
                 self.captured -= 1
                 self.keep_if(line, bool(stripped) and self.captured > 0, "captured output beyond 5 lines")
                 return
+            header = _HEADER_PAD.match(line)
+            if header and not is_verbatim(line):
+                self.emit(f"___ {header.group(1)} ___")   # the test name without the padding
+                return
+            if _LIBRARY_FRAME.match(line):
+                self.keep_if(line, False, "library frame")
+                return
+            if line.startswith(">"):
+                seen = line in self.sources
+                self.sources.add(line)
+                if seen:
+                    self.keep_if(line, False, "source line shown in an earlier block")
+                    return
             keep = bool(_TEST_HEADER.match(stripped) or _LOCATION.match(line) or _KEEP_IN_BLOCK.match(line))
             if _INTROSPECTION.match(line):
                 keep = False      # pytest's "+  where x = f()" rewriting detail
