@@ -64,12 +64,17 @@ def cmd_run(args) -> int:
 def _exec_passthrough(argv: list[str]) -> int:
     try:
         os.execvp(argv[0], argv)
-    except FileNotFoundError:
+    except OSError as exc:
+        return _launch_failed(argv, exc)
+
+
+def _launch_failed(argv: list[str], exc: OSError) -> int:
+    """The shell's own statuses: 127 not found, 126 found but not runnable."""
+    if isinstance(exc, FileNotFoundError):
         print(f"capsule: {argv[0]}: command not found", file=sys.stderr)
         return 127
-    except PermissionError:
-        print(f"capsule: {argv[0]}: permission denied", file=sys.stderr)
-        return 126
+    print(f"capsule: {argv[0]}: {exc.strerror or 'cannot run'}", file=sys.stderr)
+    return 126
 
 
 def _copy(pipe, spool, hasher) -> None:
@@ -86,12 +91,8 @@ def run_and_observe(argv: list[str], intent: str | None = None) -> int:
     start = time.perf_counter()
     try:
         child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    except FileNotFoundError:
-        print(f"capsule: {argv[0]}: command not found", file=sys.stderr)
-        return 127
-    except PermissionError:
-        print(f"capsule: {argv[0]}: permission denied", file=sys.stderr)
-        return 126
+    except OSError as exc:
+        return _launch_failed(argv, exc)
     _forward_signals(child)
     spools, hashers, threads = [], [], []
     for pipe in (child.stdout, child.stderr):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from capsule.measure import tokens
 from capsule.observe import guard, registry
+from capsule.observe.content import gate
 from capsule.observe.classify import Classification, classify
 from capsule.observe.types import Context, Removal, StageReport
 from capsule.observe.verbatim import EXEMPT_TRANSFORMS, missing_verbatim
@@ -69,6 +70,11 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
         return passthrough(f"passthrough: {'mode off' if ctx.mode == 'off' else cls.reason}")
     if guard.is_small(text, raw_tokens):
         return passthrough("small output: untouched")
+
+    if ctx.mode == "aggressive" and not gate.worth_aggressive(text):
+        # The Kolmogorov gate: incompressible content gains nothing from aggressive modes.
+        ctx = replace(ctx, mode="standard")
+        reports.append(StageReport("gate", raw_tokens, raw_tokens, "incompressible: aggressive -> standard"))
 
     # TRANSFORM, isolated: any exception means raw output and a logged warning.
     tid = cls.transform_id

@@ -167,3 +167,26 @@ def test_camelcase_exceptions_are_verbatim():
     assert is_verbatim("jinja2.exceptions.TemplateError: missing variable")
     assert is_verbatim("raise InvoiceException('late')")
     assert not is_verbatim("x" * 5000)
+
+
+def test_incompressible_content_skips_aggressive_mode(state_dir):
+    import base64
+    import os as _os
+
+    random_lines = b"\n".join(base64.b64encode(_os.urandom(60)) for _ in range(300)) + b"\n"
+    em = process(random_lines, Context(mode="aggressive"), Archive(state_dir / "a.db"))
+    assert any(r.name == "gate" and "incompressible" in r.detail for r in em.reports)
+    text = _numbered(300)
+    em = process(text, Context(mode="aggressive"), Archive(state_dir / "a.db"))
+    assert not any(r.name == "gate" for r in em.reports)
+
+
+def test_run_collapse_is_proven_lossless_and_accounted():
+    from capsule.observe.content.gate import expand_runs
+    from capsule.observe.transforms.basic import run_collapse
+
+    text = "start\n" + "retrying connection\n" * 50 + "done"
+    result = run_collapse(text, Context())
+    assert result.lossless and result.removed_lines == 49
+    assert "retrying connection  [×50]" in result.text
+    assert expand_runs(result.text) == text

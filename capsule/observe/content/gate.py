@@ -40,9 +40,11 @@ def worth_aggressive(text: str) -> bool:
 # ---- each lossless step returns (output, record); its inverse rebuilds the input exactly
 
 
-def collapse_runs(text: str) -> tuple[str, None]:
+def collapse_runs(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """Identical consecutive lines kept once as `line  [×N]`; the record lists (first index, N)."""
     lines = text.split("\n")
     out: list[str] = []
+    runs: list[tuple[int, int]] = []
     i = 0
     while i < len(lines):
         j = i
@@ -51,10 +53,11 @@ def collapse_runs(text: str) -> tuple[str, None]:
         n = j - i + 1
         if n >= MIN_RUN and lines[i].strip() and not _RUN.match(lines[i]):
             out.append(f"{lines[i]}  [×{n}]")
+            runs.append((i, n))
         else:
             out.extend(lines[i:j + 1])
         i = j + 1
-    return "\n".join(out), None
+    return "\n".join(out), runs
 
 
 def expand_runs(text: str, _record=None) -> str:

@@ -12,12 +12,12 @@ import tomllib
 from functools import lru_cache
 from importlib import resources
 
+from capsule.observe.content import gate
 from capsule.observe.guard import marker
 from capsule.observe.types import Context, Removal, TransformResult
 from capsule.observe.verbatim import is_salient
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-RUN_MIN = 3  # a run shorter than this is cheaper to show than to annotate
 
 
 @lru_cache(maxsize=1)
@@ -46,22 +46,13 @@ def resolve_redraws(text: str) -> tuple[str, int]:
 
 
 def run_collapse(text: str, ctx: Context) -> TransformResult:
+    """Identical consecutive lines once, with their exact count; proven by expanding it back."""
+    collapsed, runs = gate.collapse_runs(text)
+    if not runs or gate.expand_runs(collapsed) != text:
+        return TransformResult(text, "run_collapse", lossless=True)
     lines = text.split("\n")
-    out: list[str] = []
-    removals: list[Removal] = []
-    i = 0
-    while i < len(lines):
-        j = i
-        while j + 1 < len(lines) and lines[j + 1] == lines[i]:
-            j += 1
-        run = j - i + 1
-        if run >= RUN_MIN and lines[i].strip():
-            out.append(f"{lines[i]}  [x{run}]")
-            removals.append(Removal("repeated line", run - 1, i + 2, j + 1, lines[i][:120]))
-        else:
-            out.extend(lines[i : j + 1])
-        i = j + 1
-    return TransformResult("\n".join(out), "run_collapse", removals, lossless=True)
+    removals = [Removal("repeated line", n - 1, i + 2, i + n, lines[i][:120]) for i, n in runs]
+    return TransformResult(collapsed, "run_collapse", removals, lossless=True)
 
 
 def line_budget(text: str, ctx: Context, budget: int | None = None, already_removed: int = 0) -> TransformResult:
