@@ -177,21 +177,29 @@ def _collapse_repeats(lines: list[Line], run: Run) -> list[Line]:
 
 
 def _collapse_blocks(lines: list[Line], max_period: int, run: Run) -> list[Line]:
-    """A block of 2..max_period lines repeated back to back is kept once with a count."""
+    """A block of 2..max_period lines repeated back to back (3+ times) is kept once with a count."""
+    return collapse_periodic(lines, max_period, run, key=lambda text: text, min_reps=3, keep_last=False)
+
+
+def collapse_periodic(lines: list[Line], max_period: int, run: Run, *, key, min_reps: int,
+                      keep_last: bool) -> list[Line]:
+    """Blocks of 2..max_period lines whose `key` repeats back to back at least `min_reps` times:
+    the first copy stays (and the last, with `keep_last`, since its numbers differ), the rest
+    are dropped and one line says how many copies went."""
     out: list[Line] = []
-    texts = [line.text for line in lines]
-    i = 0
-    n = len(lines)
+    keys = [key(line.text) for line in lines]
+    kept_copies = 2 if keep_last else 1
+    i, n = 0, len(lines)
     while i < n:
         best = None
         for p in range(2, max_period + 1):
-            if i + 2 * p > n:
+            if i + (min_reps - 1 if keep_last else 2) * p > n:
                 break
-            block = texts[i:i + p]
+            block = keys[i:i + p]
             reps = 1
-            while texts[i + reps * p:i + (reps + 1) * p] == block:
+            while keys[i + reps * p:i + (reps + 1) * p] == block:
                 reps += 1
-            if reps >= 3 and (best is None or reps * p > best[0] * best[1]):
+            if reps >= min_reps and (best is None or reps * p > best[0] * best[1]):
                 best = (reps, p)
         if best is None:
             out.append(lines[i])
@@ -199,9 +207,13 @@ def _collapse_blocks(lines: list[Line], max_period: int, run: Run) -> list[Line]
             continue
         reps, p = best
         out.extend(lines[i:i + p])
-        for dup in lines[i + p:i + reps * p]:
+        for dup in lines[i + p:i + (reps - kept_copies + 1) * p]:
             run.drop(dup, f"repeated block of {p} lines")
-        out.append(Line(0, f"[the {p} lines above repeat {reps - 1} more times]"))
+        if keep_last:
+            out.append(Line(0, f"[the {p} lines above repeat {reps - 2} more times with different numbers]"))
+            out.extend(lines[i + (reps - 1) * p:i + reps * p])
+        else:
+            out.append(Line(0, f"[the {p} lines above repeat {reps - 1} more times]"))
         i += reps * p
     return out
 

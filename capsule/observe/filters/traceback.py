@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from capsule.observe.filters.stages import _CR_REDRAW, Line, _collapse_blocks, _collapse_repeats
+from capsule.observe.filters.stages import _CR_REDRAW, Line, _collapse_blocks, _collapse_repeats, collapse_periodic
 from capsule.observe.filters.streaming import StreamFilter
 from capsule.observe.verbatim import is_verbatim
 
@@ -84,32 +84,8 @@ def collapse_shapes(lines: list[Line], run) -> list[Line]:
 
 def collapse_shape_blocks(lines: list[Line], max_period: int, run) -> list[Line]:
     """A block of 2..max_period lines repeated with only numbers changing keeps its first and last copy."""
-    out: list[Line] = []
-    shapes = [_NUM.sub("#", line.text) for line in lines]
-    i, n = 0, len(lines)
-    while i < n:
-        best = None
-        for p in range(2, max_period + 1):
-            if i + 3 * p > n:
-                break
-            block = shapes[i:i + p]
-            reps = 1
-            while shapes[i + reps * p:i + (reps + 1) * p] == block:
-                reps += 1
-            if reps >= 4 and (best is None or reps * p > best[0] * best[1]):
-                best = (reps, p)
-        if best is None:
-            out.append(lines[i])
-            i += 1
-            continue
-        reps, p = best
-        out.extend(lines[i:i + p])
-        for dup in lines[i + p:i + (reps - 1) * p]:
-            run.drop(dup, f"repeated block of {p} lines")
-        out.append(Line(0, f"[the {p} lines above repeat {reps - 2} more times with different numbers]"))
-        out.extend(lines[i + (reps - 1) * p:i + reps * p])
-        i += reps * p
-    return out
+    return collapse_periodic(lines, max_period, run, key=lambda text: _NUM.sub("#", text), min_reps=4,
+                             keep_last=True)
 
 
 class PythonRunFilter(StreamFilter):
