@@ -3,7 +3,7 @@
 #   docker build -t capsule:dev .                                   (python slim base, PyPI)
 #   docker build --build-arg BASE_IMAGE=capsule-base:bookworm \
 #                --build-arg WHEELHOUSE=wheelhouse -t capsule:dev .  (offline: scripts/setup-docker.sh)
-#   add --build-arg AGENT_CLIS="@anthropic-ai/claude-code @openai/codex" for claude/codex roles
+#   --build-arg AGENT_CLIS="" leaves out the agent CLIs (shell roles only; the offline test image)
 ARG BASE_IMAGE=python:3.11-slim-bookworm
 
 FROM ${BASE_IMAGE} AS build
@@ -19,9 +19,9 @@ RUN python3 -m venv /opt/capsule/venv \
  && /opt/capsule/venv/bin/capsule shims install /opt/capsule/shims --socket /state/context/engine.sock
 
 FROM ${BASE_IMAGE}
-# Agent CLIs from npm, e.g. --build-arg AGENT_CLIS="@anthropic-ai/claude-code @openai/codex"
-# (empty by default: the offline CI image runs shell agents). Kept above the venv so it caches.
-ARG AGENT_CLIS=
+# Agent CLIs from npm for the claude and codex roles; AGENT_CLIS="" builds a shell-agent image
+# (the offline CI image). Kept above the venv so it caches.
+ARG AGENT_CLIS="@anthropic-ai/claude-code @openai/codex"
 RUN if ! command -v git >/dev/null 2>&1; then \
       apt-get update && apt-get install -y --no-install-recommends git procps \
       && rm -rf /var/lib/apt/lists/*; \

@@ -85,14 +85,14 @@ class Engine:
     def observe(self, raw: bytes, *, command: str | None = None, stream: str = "stdout",
                 exit_code: int | None = None, intent: str | None = None, scope: str | None = None,
                 path: str | None = None, duration_ms: float | None = None, mode: str | None = None,
-                languages: tuple[str, ...] = ()) -> Outcome:
+                languages: tuple[str, ...] = (), cwd: str | None = None) -> Outcome:
         sw = switches.Switches.read()
         if sw.disable or not raw:
             return Outcome(raw, None, None)
         mode = mode or self.mode
         measure_only = sw.measure_only or mode == "measure"
         try:
-            cls = classify(command, raw[:1024])
+            cls = classify(command, raw[:1024], cwd)
             if intent and cls.transform_id == "default" and not cls.passthrough:
                 # No tool-specific filter knows this output, but the step's goal is known.
                 cls = replace(cls, transform_id="reflex", reason=cls.reason + "; intent known: reflex")
@@ -109,11 +109,11 @@ class Engine:
         return Outcome(em.data, emission_id, em.handle)
 
     def observe_command(self, command: str, stdout: bytes, stderr: bytes, exit_code: int,
-                        duration_ms: float, scope: str | None = None) -> tuple[bytes, bytes]:
+                        duration_ms: float, scope: str | None = None, cwd: str | None = None) -> tuple[bytes, bytes]:
         out = self.observe(stdout, command=command, stream="stdout", exit_code=exit_code,
-                           scope=scope, duration_ms=duration_ms).data if stdout else stdout
+                           scope=scope, duration_ms=duration_ms, cwd=cwd).data if stdout else stdout
         err = self.observe(stderr, command=command, stream="stderr", exit_code=exit_code,
-                           scope=scope, duration_ms=duration_ms).data if stderr else stderr
+                           scope=scope, duration_ms=duration_ms, cwd=cwd).data if stderr else stderr
         return out, err
 
     def observe_file(self, f: BinaryIO, size: int, digest: str, *, command: str | None, stream: str,

@@ -87,8 +87,9 @@ fi
 if [ "${CAPSULE_FORCE_REBUILD:-0}" = 1 ] \
    || [ "$(docker image inspect -f '{{index .Config.Labels "capsule.src"}}' "$IMAGE" 2>/dev/null)" != "$src_hash" ]; then
   log "building $IMAGE"
-  agent_args=()
-  [ -n "${CAPSULE_AGENT_CLIS:-}" ] && agent_args=(--build-arg "AGENT_CLIS=$CAPSULE_AGENT_CLIS")
+  # The Dockerfile installs the agent CLIs from npm by default; npm is not reachable inside
+  # this offline build, so the test image runs shell agents unless CAPSULE_AGENT_CLIS says otherwise.
+  agent_args=(--build-arg "AGENT_CLIS=${CAPSULE_AGENT_CLIS:-}")
   docker build -q \
     --build-arg BASE_IMAGE="$BASE_TAG" \
     --build-arg WHEELHOUSE=wheelhouse \

@@ -21,19 +21,20 @@ class Classification:
     reason: str = ""
 
 
-def classify(command: str | None, head: bytes = b"") -> Classification:
+def classify(command: str | None, head: bytes = b"", cwd: str | None = None) -> Classification:
+    """`cwd` is where the command ran: a project's trusted `.capsule/filters.toml` is read there."""
     if command:
-        found = classify_command(command)
+        found = classify_command(command, cwd)
         if found is not None:
             return found
     return sniff_content(head)
 
 
-def classify_command(command: str) -> Classification | None:
+def classify_command(command: str, cwd: str | None = None) -> Classification | None:
     """The rules table (observe/rules/rules.toml) read through the shell lexer."""
     from capsule.observe.rules.command import classify_command_line
 
-    return classify_command_line(command)
+    return classify_command_line(command, cwd)
 
 
 def sniff_content(head: bytes) -> Classification:

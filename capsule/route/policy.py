@@ -62,10 +62,12 @@ class Router:
         return launch_args(self.agent_kind, self.current if self.enabled else Decision(), argv, env)
 
 
-def router_for(role, switches: Switches | None = None) -> Router:
-    sw = switches or Switches.read()
+def router_for(role, switches: Switches | None = None, enabled: bool | None = None) -> Router:
+    """The role's router; `enabled` is the supervisor's plan when it has one (one source of truth)."""
+    if enabled is None:
+        sw = switches or Switches.read()
+        enabled = not (sw.disable or sw.no_routing) and role.context.subsystems.routing
     routing = dict(role.context.routing or {})
-    enabled = not (sw.disable or sw.no_routing) and role.context.subsystems.routing and bool(routing or role.agent.model)
     decision = Decision(model=role.agent.model, effort=routing.get("effort_default"),
                         subagent_model=routing.get("subagent_model"), reason=f"role {role.name}")
     return Router(role.agent.kind, decision if enabled else Decision(reason="routing off"), enabled=enabled)

@@ -17,7 +17,7 @@ from capsule.policy import switches
 PROGRAM = "capsule-shim"
 TEMPLATE = Path(__file__).with_name("shim_template") / "capsule_shim.py"
 TOOLS_FILE = Path(__file__).with_name("tools.txt")
-NESTED = "JACKIN_CTX_IN_SHIM"       # set in the real command's environment: nested shims pass through
+NESTED = switches.IN_SHIM
 TIMEOUT_S = 2.0                     # engine round trip; slower than this and raw output passes
 MAX_BYTES = 32 << 20                # larger outputs pass raw (the engine has a streaming path instead)
 MARKER = "# capsule-shim:"          # how doctor recognises a capsule shim

@@ -22,6 +22,7 @@ import anyio
 from capsule import __version__, paths
 from capsule.policy import switches
 from capsule.policy.manifest import Role
+from capsule.route import policy as route
 from capsule.supervisor import plan as planning
 from capsule.supervisor import server
 from capsule.supervisor.server import EngineServer
@@ -68,6 +69,7 @@ class Supervisor:
         self.switches = switches.Switches.read()
         self.plan = planning.plan(self.role, self.switches)
         self.mode = planning.effective_mode(self.role, self.switches)
+        self.router = route.router_for(self.role, enabled=self.plan["routing"].on)
         self.conflicts = _probe_conflicts() if self.plan["shims"].on else []
         if self.conflicts:  # INV-8: one shell-rewrite path; capsule steps back and says why
             self.plan["shims"] = planning.Decision("shims", False, f"conflict (INV-8): {self.conflicts[0]}")
@@ -132,6 +134,11 @@ class Supervisor:
 
         def warm():
             engine = Engine(self.state_dir, mode=self.mode)
+            from capsule.observe.filters import engine as filter_engine  # noqa: PLC0415
+
+            # Role filter files are named relative to the manifest; their pins come from it.
+            filter_engine.set_role_filters([{**e, "path": str(self.role.path.parent / e["path"])}
+                                            for e in self.role.context.filters_extra])
             engine.archive, engine.ledger  # open the stores now, not on the first command
             from capsule.measure import tokens  # noqa: PLC0415
             from capsule.observe.classify import classify  # noqa: PLC0415
@@ -165,10 +172,7 @@ class Supervisor:
     def agent_command(self) -> list[str]:
         if self.opts.command:
             return list(self.opts.command)
-        cmd = list(self.role.agent.command)
-        model = self.role.agent.model
-        if model and self.plan["routing"].on and self.role.agent.kind in ("claude", "codex"):
-            cmd += ["--model", model]
+        cmd, _ = self.router.launch(list(self.role.agent.command), {})
         return cmd
 
     def agent_env(self) -> dict[str, str]:
@@ -178,6 +182,8 @@ class Supervisor:
         env[switches.STATE_DIR] = str(self.state_dir)
         env[switches.MODE] = self.mode
         env[switches.ROLE] = str(self.role.path)
+        if not self.opts.command:
+            _, env = self.router.launch([], env)
         if self.plan["engine"].on:
             env[switches.SOCKET] = str(self.socket_path)
         shim_dir = str(self.opts.shim_dir) if self.opts.shim_dir else None

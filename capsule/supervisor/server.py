@@ -4,7 +4,7 @@ Not responsible for running commands (the shim does) or for compression (capsule
 Invariant: the socket is owner-only (0600); any failure answers RAW so the shim emits raw output.
 
 Wire protocol, one request per connection (the shim speaks it without importing capsule):
-  OBS1 <exit> <duration_us> <len cmd> <len stdout> <len stderr> <len scope>\\n <bytes…>
+  OBS1 <exit> <duration_us> <len cmd> <len stdout> <len stderr> <len scope> [<len cwd>]\\n <bytes…>
       -> OK <len stdout> <len stderr>\\n <bytes…>   |   RAW\\n
   PING\\n   -> PONG <pid>\\n
   STATUS\\n -> JSON (one object) describing the supervisor
@@ -13,6 +13,7 @@ Wire protocol, one request per connection (the shim speaks it without importing 
 from __future__ import annotations
 
 import json
+from functools import partial
 import logging
 import os
 import socket
@@ -86,20 +87,22 @@ class EngineServer:
             info = dict(self.status())
             info.update(served=self.served, failed=self.failed)
             return json.dumps(info, sort_keys=True).encode() + b"\n"
-        if verb != b"OBS1" or len(fields) != 7:
+        if verb != b"OBS1" or len(fields) not in (7, 8):
             raise ValueError(f"bad request header {head[:60]!r}")
-        code, duration_us, n_cmd, n_out, n_err, n_scope = (int(f) for f in fields[1:])
-        if min(n_cmd, n_out, n_err, n_scope) < 0 or n_cmd + n_out + n_err + n_scope > MAX_PAYLOAD:
+        code, duration_us, n_cmd, n_out, n_err, n_scope, *rest = (int(f) for f in fields[1:])
+        n_cwd = rest[0] if rest else 0
+        if min(n_cmd, n_out, n_err, n_scope, n_cwd) < 0 or n_cmd + n_out + n_err + n_scope + n_cwd > MAX_PAYLOAD:
             raise ValueError("payload out of bounds")
         command = (await _exactly(buf, n_cmd)).decode("utf-8", "surrogateescape")
         out = await _exactly(buf, n_out)
         err = await _exactly(buf, n_err)
         scope = (await _exactly(buf, n_scope)).decode("utf-8", "surrogateescape") or None
+        cwd = (await _exactly(buf, n_cwd)).decode("utf-8", "surrogateescape") or None
         if self.engine is None:
             return b"RAW\n"
         async with self.lock:
             new_out, new_err = await anyio.to_thread.run_sync(
-                self.engine.observe_command, command, out, err, code, duration_us / 1000.0, scope)
+                partial(self.engine.observe_command, command, out, err, code, duration_us / 1000.0, scope, cwd=cwd))
         self.served += 1
         return b"OK %d %d\n" % (len(new_out), len(new_err)) + bytes(new_out) + bytes(new_err)
 

@@ -112,11 +112,17 @@ def ask_engine(path, command, out, err, code, duration_ms, scope):
         s.settimeout(TIMEOUT_S)
         s.connect(path)
         c, sc = command.encode("utf-8", "surrogateescape"), scope.encode("utf-8", "surrogateescape")
-        head = b"OBS1 %d %d %d %d %d %d\n" % (code, int(duration_ms * 1000), len(c), len(out), len(err), len(sc))
+        try:
+            cwd = os.getcwd().encode("utf-8", "surrogateescape")  # project filters live in the workspace
+        except OSError:
+            cwd = b""
+        head = b"OBS1 %d %d %d %d %d %d %d\n" % (code, int(duration_ms * 1000), len(c), len(out), len(err),
+                                                 len(sc), len(cwd))
         s.sendall(head + c)
         s.sendall(out)
         s.sendall(err)
         s.sendall(sc)
+        s.sendall(cwd)
         s.shutdown(_socket.SHUT_WR)
         chunks = []
         while True:
