@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from capsule import __version__, paths
 from capsule.cli.main import UserError
 from capsule.policy import conflicts, switches
 from capsule.policy.manifest import DEFAULT_ROLE, ManifestError, load_role
+from capsule.prompt import budget
 from capsule.supervisor import plan as planning
 from capsule.supervisor import server
 
@@ -51,34 +51,6 @@ def _store(path: Path) -> dict:
     return info
 
 
-def standing_context(subsystems: dict[str, planning.Decision]) -> dict:
-    """Tokens capsule injects into every conversation: MCP tool schemas + instructions + notes."""
-    from capsule.measure import tokens  # noqa: PLC0415
-
-    parts: dict[str, int] = {}
-    if subsystems["mcp"].on:
-        try:
-            import anyio  # noqa: PLC0415
-
-            from capsule.mcp.server import INSTRUCTIONS, ReadDoor, build_server  # noqa: PLC0415
-
-            with tempfile.TemporaryDirectory() as tmp:
-                tools = anyio.run(build_server(ReadDoor(tmp)).list_tools)
-            schemas = json.dumps([t.model_dump(exclude_none=True, mode="json") for t in tools], sort_keys=True)
-            parts["mcp tool schemas"] = tokens.count(schemas)
-            parts["mcp instructions"] = tokens.count(INSTRUCTIONS)
-        except Exception as exc:  # noqa: BLE001
-            parts[f"mcp (unavailable: {type(exc).__name__})"] = 0
-    if subsystems["register"].on:
-        try:
-            from capsule.agents import notes  # noqa: PLC0415
-
-            parts["agent instruction note"] = tokens.count(notes.block())
-        except Exception:  # noqa: BLE001
-            pass
-    return {"tokens": sum(parts.values()), "parts": parts, "label": tokens.label()}
-
-
 def collect(role_arg: str | None = None) -> dict:
     sock = paths.socket_path()
     running = server.status(sock) if sock.exists() else None
@@ -97,7 +69,7 @@ def collect(role_arg: str | None = None) -> dict:
         mcp = registration_status(Path.cwd())
     except Exception as exc:  # noqa: BLE001
         mcp = {"error": str(exc)}
-    standing = standing_context(subsystems)
+    standing = budget.standing_context(subsystems)
     standing["budget"] = role.context.standing_budget
     standing["over"] = standing["tokens"] > role.context.standing_budget
     state = paths.state_dir()

@@ -1,0 +1,19 @@
+"""The standing-context count behind `doctor --gate` (INV-6) follows what the plan turns on."""
+
+from __future__ import annotations
+
+from capsule.policy.manifest import load_role
+from capsule.policy.switches import Switches
+from capsule.prompt.budget import standing_context
+from capsule.supervisor import plan as planning
+
+
+def test_counts_follow_the_plan():
+    role = load_role("python-dev")
+    on = standing_context(planning.plan(role, Switches.read({})))
+    assert on["parts"]["mcp tool schemas"] > 100
+    assert on["parts"]["agent instruction note"] > 10
+    assert on["tokens"] == sum(on["parts"].values())
+    assert on["tokens"] <= role.context.standing_budget
+    off = standing_context(planning.plan(role, Switches.read({"JACKIN_CTX_NO_MCP": "1"})))
+    assert off["tokens"] == 0 and off["parts"] == {}
