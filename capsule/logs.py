@@ -1,7 +1,8 @@
 """Logging: structlog JSON lines into the state directory, never to the command's stdout.
 
-Not responsible for what is logged. Invariant: configuring twice is harmless, and a log
-file that cannot be opened silently disables file logging rather than failing the caller.
+Not responsible for what is logged. Invariant: configuring twice is harmless; a log file
+that cannot be opened silently disables file logging rather than failing the caller; and a
+run that logs nothing pays nothing (structlog and the file are set up on the first record).
 """
 
 from __future__ import annotations
@@ -11,11 +12,20 @@ import logging
 _configured = False
 
 
-def configure() -> None:
-    global _configured
-    if _configured:
-        return
-    _configured = True
+class _FirstUseHandler(logging.Handler):
+    """Opens the JSON-lines file handler when the first record arrives."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._inner: logging.Handler | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self._inner is None:
+            self._inner = _file_handler()
+        self._inner.handle(record)
+
+
+def _file_handler() -> logging.Handler:
     import structlog
 
     from capsule import paths
@@ -23,12 +33,20 @@ def configure() -> None:
     try:
         handler: logging.Handler = logging.FileHandler(paths.log_path(), encoding="utf-8")
     except OSError:
-        handler = logging.NullHandler()
+        return logging.NullHandler()
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(
         processor=structlog.processors.JSONRenderer(),
         foreign_pre_chain=[structlog.processors.TimeStamper(fmt="iso"), structlog.stdlib.add_log_level],
     ))
+    return handler
+
+
+def configure() -> None:
+    global _configured
+    if _configured:
+        return
+    _configured = True
     root = logging.getLogger("capsule")
-    root.handlers[:] = [handler]
+    root.handlers[:] = [_FirstUseHandler()]
     root.setLevel(logging.INFO)
     root.propagate = False
