@@ -103,8 +103,6 @@ class Engine:
         except Exception as exc:  # noqa: BLE001 - the engine fails open
             log.warning("pipeline failed: %r; raw output passed through", exc)
             return Outcome(raw, None, None)
-        for w in em.warnings:
-            log.warning(w)
         emission_id = self._record(em, command, stream, mode, exit_code, scope, duration_ms, len(raw), intent)
         return Outcome(em.data, emission_id, em.handle)
 
