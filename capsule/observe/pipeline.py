@@ -63,6 +63,7 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
                       applied=not measure_only, would_emit_tokens=raw_tokens)
         if warn:
             em.warnings.append(warn)
+            log.warning(warn)
         em.elapsed_ms = (time.perf_counter() - start) * 1000
         return em
 
@@ -83,8 +84,8 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
             raise RuntimeError(f"injected fault in {tid}")
         result = registry.get(tid)(text, ctx)
     except Exception as exc:  # noqa: BLE001 - fail open is the contract
-        log.warning("transform %s failed: %r; raw output passed through", tid, exc)
-        return passthrough(f"transform {tid} failed: raw", tid, warn=f"transform {tid} failed: {exc!r}")
+        return passthrough(f"transform {tid} failed: raw", tid,
+                           warn=f"transform {tid} failed: {exc!r}; raw output passed through")
     out_text = result.text
     reports.append(StageReport("transform", raw_tokens, tokens.count(out_text), result.transform_id, result.removals))
 
@@ -96,16 +97,15 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
     reports.append(StageReport("policy", raw_tokens, raw_tokens,
                                f"verbatim-class lines lost: {len(lost)}" if lost else "every verbatim-class line kept"))
     if lost:
-        log.warning("transform %s dropped %d verbatim line(s); raw output passed through", tid, len(lost))
         return passthrough(f"verbatim line lost ({lost[0][:80]!r}): raw", result.transform_id,
-                           warn=f"{result.transform_id} dropped verbatim lines")
+                           warn=f"{result.transform_id} dropped {len(lost)} verbatim line(s); raw output passed through")
 
     original_markers = guard.count_markers(text)
     removed = result.removed_lines
     out_text = guard.with_marker(out_text, removed, original_markers)
     if not guard.marker_ok(out_text, removed, original_markers):
         return passthrough("marker contract broken: raw", result.transform_id,
-                           warn=f"{result.transform_id} placed more than one marker")
+                           warn=f"{result.transform_id} broke the one-marker contract; raw output passed through")
 
     # The handle is a pure function of the original, so the footer can be measured exactly
     # before anything is stored; footer tokens count toward never-worse.
