@@ -8,6 +8,7 @@ wait in `pending` and the current decision never moves under the agent's feet.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -85,7 +86,10 @@ def launch_args(agent_kind: str, decision: Decision, argv: list[str], env: dict[
     if decision.subagent_model and "subagent_model_env" in flags:
         env.setdefault(flags["subagent_model_env"], decision.subagent_model)
     if extra and argv:
-        argv = argv[:1] + extra + argv[1:]
+        if os.path.basename(argv[0]) == flags.get("binary"):
+            argv = argv[:1] + extra + argv[1:]
+        else:
+            argv = argv + extra
     return argv, env
 
 

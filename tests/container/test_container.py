@@ -112,7 +112,7 @@ mode = "standard"
 effort_default = "low"
 """
 
-# switch -> (compressed, ledger row, applied, registered with claude, --model passed)
+# switch -> (compressed, ledger row, applied, registered with claude, --model/--effort passed)
 SWITCHES = {
     None: (True, True, 1, True, True),
     "JACKIN_CTX_DISABLE": (False, False, None, False, False),
@@ -149,7 +149,7 @@ def test_each_kill_switch_changes_behaviour(start, switch_role, switch):
     claude_json = cap.exec(["cat", "/home/agent/.claude.json"])
     assert (claude_json[0] == 0 and b'"capsule"' in claude_json[1]) is registered
     _, args, _ = cap.exec("for i in $(seq 100); do [ -s /tmp/agent-args ] && break; sleep 0.1; done; cat /tmp/agent-args")
-    assert (args.strip() == b"--model m-test") is model, args
+    assert (args.strip() == b"--model m-test --effort low") is model, args
 
 
 def test_bad_manifest_is_refused_and_no_container_is_left(image, tmp_path):

@@ -62,3 +62,8 @@ def test_generated_flags_are_accepted_by_the_real_clients():
     argv, _ = launch_args("codex", Decision(model="gpt-5", effort="low"), ["codex", "exec", "--help"], {})
     r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
+
+
+def test_a_wrapped_agent_gets_the_flags_at_the_end():
+    argv, _ = launch_args("claude", Decision(model="m", effort="low"), ["bash", "-c", 'exec claude "$@"', "agent"], {})
+    assert argv == ["bash", "-c", 'exec claude "$@"', "agent", "--model", "m", "--effort", "low"]
