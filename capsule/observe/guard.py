@@ -26,9 +26,17 @@ def footer(handle: str) -> str:
     return f"{FOOTER_PREFIX}{handle}>>]"
 
 
-def is_small(text: str, tokens: int) -> bool:
-    """Seed 001's fail-open floor: <= 5 lines or <= 64 tokens pass untouched."""
-    return tokens <= SMALL_TOKENS or line_count(text) <= SMALL_LINES
+# Transforms that re-shape a document rather than drop its lines: a one-line API response or
+# a minified page is exactly what they are for, so only the token floor applies to them.
+RESHAPING_TRANSFORMS = frozenset({"json", "html", "yaml", "toml", "tabular"})
+
+
+def is_small(text: str, tokens: int, transform_id: str | None = None) -> bool:
+    """Seed 001's fail-open floor: <= 5 lines or <= 64 tokens pass untouched (line-dropping
+    transforms); a re-shaping transform is held to the token floor alone."""
+    if tokens <= SMALL_TOKENS:
+        return True
+    return transform_id not in RESHAPING_TRANSFORMS and line_count(text) <= SMALL_LINES
 
 
 def line_count(text: str) -> int:

@@ -69,7 +69,7 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
 
     if ctx.mode == "off" or cls.passthrough:
         return passthrough(f"passthrough: {'mode off' if ctx.mode == 'off' else cls.reason}")
-    if guard.is_small(text, raw_tokens):
+    if guard.is_small(text, raw_tokens, cls.transform_id):
         return passthrough("small output: untouched")
 
     if ctx.mode == "aggressive" and not gate.worth_aggressive(text):

@@ -192,3 +192,31 @@ def test_run_collapse_is_proven_lossless_and_accounted():
     assert result.lossless and result.removed_lines == 49
     assert "retrying connection  [×50]" in result.text
     assert expand_runs(result.text) == text
+
+
+def test_one_line_api_response_is_still_shrunk(state_dir):
+    """curl prints JSON on one line; the 5-line floor is for line-dropping transforms only."""
+    import json as _json
+
+    rows = [{"id": i, "status": "ok" if i != 377 else "error", "region": "eu-west-1", "latency_ms": 20 + i % 7}
+            for i in range(600)]
+    raw = _json.dumps({"data": rows}).encode()
+    em = process(raw, Context(command="curl -s https://api.example.test/v1/jobs"), Archive(state_dir / "a.db"))
+    assert em.emitted_tokens < em.raw_tokens // 3
+    assert b"377" in em.data and b"error" in em.data
+
+
+def test_one_line_html_page_becomes_markdown(state_dir):
+    page = ("<html><head><style>body{}</style><script>var tracking=1;</script></head><body>"
+            "<nav><a href='/'>Home</a></nav><h1>Install guide</h1>"
+            + "".join(f"<p>Step {i}: run the <code>setup</code> task and wait.</p>" for i in range(80))
+            + "</body></html>").encode()
+    em = process(page, Context(), Archive(state_dir / "a.db"))
+    assert b"# Install guide" in em.data and b"<script>" not in em.data and b"tracking" not in em.data
+    assert em.emitted_tokens < em.raw_tokens
+
+
+def test_one_line_of_plain_text_stays_untouched(state_dir):
+    raw = ("word " * 2000).encode()
+    em = process(raw, Context(command="mystery"), Archive(state_dir / "a.db"))
+    assert em.data == raw

@@ -27,6 +27,7 @@ NULL_ANOMALY_SHARE = 0.8     # a null is anomalous where >= 80% of rows have a v
 OUTLIER_Z = 3.5              # robust z-score (median / MAD) beyond which a number is an outlier
 LINE_KEEPING_SLACK = 1.25   # prefer the line-keeping lossless form within this factor of the best
 RARE_SHARE = 0.02            # a categorical value this rare is anomalous (rows >= 50)
+VERBATIM_LINE_MAX = 1000     # longer lines are documents, not error reports
 LONG_STRING = 400            # seed 003: a string over this many characters is cut...
 LONG_STRING_KEEP = 160       # ...to its first characters, the rest recoverable from the archive
 
@@ -88,7 +89,10 @@ def _lost_verbatim():
     def lost(original: str, out: str) -> bool:
         wanted = cache.get(id(original))
         if wanted is None:
-            wanted = {ln.strip() for ln in original.split("\n") if is_verbatim(ln)}
+            # A line longer than VERBATIM_LINE_MAX is a serialised document (curl's one-line
+            # JSON), not a tool reporting an error; the anomaly rules keep its error rows instead.
+            wanted = {ln.strip() for ln in original.split("\n")
+                      if len(ln) <= VERBATIM_LINE_MAX and is_verbatim(ln)}
             cache[id(original)] = wanted
         if not wanted:
             return False
