@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,6 +111,7 @@ class Supervisor:
                 log.info("ready in %.0f ms: role=%s mode=%s socket=%s", self.ready_s * 1000,
                          self.role.name, self.mode, self.socket_path if self.server else "-")
                 self._spawn_agent()
+                self._warm_index()
                 tg.start_soon(self._on_signals, signals)
                 tg.start_soon(self._reap_periodically)
                 self._reap()
@@ -153,6 +155,26 @@ class Supervisor:
             self.engine = None
         self.server = EngineServer(self.socket_path, self.engine, self.status)
         await self.server.listen()
+
+    def _warm_index(self) -> None:
+        """Build or refresh the workspace search index while the agent starts, so its first
+        ctx_search finds a warm index on disk. A daemon thread: it never delays shutdown, and
+        an interrupted build leaves only uncommitted segments, which tantivy discards."""
+        if not self.plan["mcp"].on:
+            return
+        root = Path(self.opts.workdir or Path.cwd())
+
+        def build():
+            try:
+                from capsule.retrieve.index import WorkspaceIndex  # noqa: PLC0415
+
+                report = WorkspaceIndex(root).refresh()
+                log.info("workspace index warm: %d files (%d indexed) in %.1f s",
+                         report.files, report.indexed, report.seconds)
+            except Exception as exc:  # noqa: BLE001 - the MCP server builds on demand instead
+                log.warning("workspace index warm-up failed: %r", exc)
+
+        threading.Thread(target=build, name="capsule-index-warm", daemon=True).start()
 
     def _register_agents(self) -> None:
         """Register capsule's MCP read door with the agent (capsule.agents), when plan and switches allow."""

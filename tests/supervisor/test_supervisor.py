@@ -195,3 +195,28 @@ def test_a_second_supervisor_on_the_same_state_dir_leaves_the_first_alone(superv
     assert server.ping(first.socket), "the first supervisor still answers on its socket"
     first.proc.send_signal(signal.SIGTERM)
     assert first.finish() == 128 + signal.SIGTERM
+
+
+def test_the_workspace_index_is_warm_when_the_agent_searches(tmp_path):
+    """The supervisor builds the search index while the agent starts; the agent's first search
+    (here: `capsule index search` run as the agent) finds it without building it."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for i in range(40):
+        (ws / f"mod_{i}.py").write_text(f"def parse_invoice_{i}(row):\n    return row['total_{i}']\n")
+    state = tmp_path / "state"
+    agent = ("import subprocess, sys, time\n"
+             "from capsule.retrieve.index import WorkspaceIndex\n"
+             f"idx = WorkspaceIndex({str(ws)!r})\n"
+             "for _ in range(200):\n"
+             "    if idx.num_docs() >= 40: break\n"
+             "    time.sleep(0.05); idx.index.reload()\n"
+             "print('docs', idx.num_docs())\n")
+    env = {**os.environ, "JACKIN_CTX_STATE_DIR": str(state)}
+    import subprocess
+
+    r = subprocess.run([sys.executable, "-m", "capsule", "up", "--role", "default", "--local", "--workspace", str(ws),
+                        "--", sys.executable, "-c", agent], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "docs 40" in r.stdout
+    assert "workspace index warm: 40 files" in (state / "capsule.log").read_text()
