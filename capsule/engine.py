@@ -61,12 +61,14 @@ class Outcome:
 
 
 class Engine:
-    def __init__(self, state_dir: Path | None = None, mode: str | None = None, scope: str | None = None):
+    def __init__(self, state_dir: Path | None = None, mode: str | None = None, scope: str | None = None,
+                 languages: tuple[str, ...] = ()):
         if state_dir is not None:
             os.environ[switches.STATE_DIR] = str(state_dir)
         self.state_dir = paths.state_dir()
         self.mode = mode or default_mode()
         self.scope = scope or default_scope()
+        self.languages = tuple(languages)   # the role's grammars; empty means every grammar
         self._archive: Archive | None = None
         self._ledger: Ledger | None = None
 
@@ -97,7 +99,8 @@ class Engine:
                 # No tool-specific filter knows this output, but the step's goal is known.
                 cls = replace(cls, transform_id="reflex", reason=cls.reason + "; intent known: reflex")
             ctx = Context(command=command, family=cls.family, stream=stream, intent=intent, exit_code=exit_code,
-                          mode="standard" if mode == "measure" else mode, path=path, languages=languages,
+                          mode="standard" if mode == "measure" else mode, path=path,
+                          languages=tuple(languages) or self.languages,
                           filter_id=cls.filter_id)
             em = pipeline.process(raw, ctx, self.archive, cls, measure_only=measure_only)
         except Exception as exc:  # noqa: BLE001 - the engine fails open

@@ -135,7 +135,7 @@ class Supervisor:
         from capsule.engine import Engine  # noqa: PLC0415 - heavy import, only when the engine is on
 
         def warm():
-            engine = Engine(self.state_dir, mode=self.mode)
+            engine = Engine(self.state_dir, mode=self.mode, languages=self.role.context.languages)
             from capsule.observe.filters import engine as filter_engine  # noqa: PLC0415
 
             # Role filter files are named relative to the manifest; their pins come from it.
