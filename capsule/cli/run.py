@@ -118,7 +118,7 @@ def _emit(spool, digest, stream, out, command, status, duration_ms, intent) -> N
     data = None
     try:
         from capsule import logs
-        from capsule.engine import Engine, LARGE_BYTES
+        from capsule.engine import LARGE_BYTES
 
         logs.configure()
         engine = _engine()
@@ -173,13 +173,11 @@ def _forward_signals(child: subprocess.Popen) -> None:
         signal.signal(signal.SIGINT, lambda *_: None)
 
 
-MAX_INTENT_TOKENS = 128
-
-
 def check_intent(intent: str | None) -> None:
     if intent is None:
         return
     from capsule.measure import tokens
+    from capsule.observe.types import MAX_INTENT_TOKENS
 
     n = tokens.count(intent)
     if n > MAX_INTENT_TOKENS:

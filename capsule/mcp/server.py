@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -149,7 +150,9 @@ class ReadDoor:
         return self.scope
 
     def read(self, path: str, mode: str = "auto", fresh: bool = False, task: str = "",
-             meta: dict | None = None) -> str:
+             meta: dict | None = None, intent: str = "") -> str:
+        if intent.strip() and mode in ("", "auto"):
+            return self._read_for_intent(path, intent.strip())
         scope = self.call_scope(task, meta)
         started = time.perf_counter()
         try:
@@ -158,6 +161,36 @@ class ReadDoor:
             raise ToolError(str(exc)) from None
         self._ledger(result, scope, started)
         return result.text
+
+    def _read_for_intent(self, path: str, intent: str) -> str:
+        """An auto read with the step's goal: a plain (non-outlined) text keeps only the lines the
+        reflex scores as relevant, numbered, with the follow-up that brings back the rest. Such a
+        read records no stub — the scope did not receive the whole file."""
+        from capsule.measure.tokens import count
+        from capsule.observe.content.reflex import reflex
+        from capsule.observe.types import MAX_INTENT_TOKENS, Context as ObsContext
+
+        if count(intent) > MAX_INTENT_TOKENS:
+            raise ToolError(f"intent is over {MAX_INTENT_TOKENS} tokens; state the step's goal in a sentence")
+        started = time.perf_counter()
+        try:
+            result = self.reader().read_result(path, "auto", scope="")
+        except (ValueError, OSError) as exc:
+            raise ToolError(str(exc)) from None
+        if result.mode != "full" or self.passive_mode():
+            self._ledger(result, "", started)
+            return result.text
+        shrunk = reflex(result.text, ObsContext(intent=intent, stream="content", path=result.path))
+        if not shrunk.removed_lines:
+            self._ledger(result, "", started)
+            return result.text
+        text = (shrunk.text.rstrip("\n") + f"\n[{shrunk.removed_lines} more lines: ctx_read {result.path} "
+                f"lines:N-M for a part, or mode=full]\n")
+        self._ledger(replace(result, text=text, would_send=text, mode="intent"), "", started)
+        return text
+
+    def passive_mode(self) -> bool:
+        return passive(self.role_mode)
 
     def search(self, query: str, k: int = 10, budget: int = DEFAULT_BUDGET) -> str:
         if not query.strip():
@@ -244,9 +277,10 @@ def build_server(door: ReadDoor) -> MCPServer:
         "Read a workspace file. mode: auto (big source files -> signatures), full, signatures, "
         "lines:N-M or lines:5,10-20, section:<heading>, anchored (lines tagged N#hash). "
         "A re-read of an unchanged file returns a short stub; fresh=true resends. "
-        "task: your subagent task id, if you are one."))
-    def ctx_read(path: str, ctx: Context, mode: str = "auto", fresh: bool = False, task: str = "") -> str:
-        return _wire(door.read(path, mode, fresh, task, meta=_meta(ctx)))
+        "task: your subagent task id, if you are one. intent: your goal, to get only relevant lines."))
+    def ctx_read(path: str, ctx: Context, mode: str = "auto", fresh: bool = False, task: str = "",
+                 intent: str = "") -> str:
+        return _wire(door.read(path, mode, fresh, task, meta=_meta(ctx), intent=intent))
 
     @server.tool(name="ctx_search", structured_output=False, description=(
         "Ranked search of the workspace (BM25 over paths and content; snake/camelCase split). "

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, asdict
 from typing import Callable, Protocol
 
+MAX_INTENT_TOKENS = 128  # seed 001: the step's goal handed to intent-aware transforms
+
 
 @dataclass(frozen=True)
 class Context:

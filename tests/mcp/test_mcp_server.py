@@ -178,3 +178,31 @@ def test_doc_follows_the_callers_scope_and_reports_binary(session, workspace):
     assert "pip install demo" in text_of(a) and "unchanged" in text_of(b)
     assert "pip install demo" in text_of(other)
     assert binary.is_error and "binary" in text_of(binary)
+
+
+def test_read_with_intent_keeps_relevant_lines_and_records_no_stub(session, workspace, tmp_path):
+    import subprocess
+    import sys
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "test_many.py").write_text("".join(f"def test_ok_{i}():\n    assert True\n\n" for i in range(150))
+                                       + "def test_money():\n    assert 0.1 + 0.2 == 0.3, 'float sum'\n")
+    log = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "test_many.py"],
+                         capture_output=True, text=True, cwd=proj).stdout
+    (workspace / "pytest.log").write_text(log)
+    focused, full = session.run([
+        ("ctx_read", {"path": "pytest.log", "intent": "why does test_money fail"}),
+        ("ctx_read", {"path": "pytest.log"}),
+    ])
+    text = text_of(focused)
+    assert "E       AssertionError: float sum" in text
+    assert "more lines: ctx_read pytest.log lines:N-M" in text
+    assert count(text) < count(log) // 2
+    # The focused read sent part of the file: the next plain read is the whole file, not a stub.
+    assert text_of(full) == log
+
+
+def test_intent_over_the_limit_is_an_error(session):
+    (res,) = session.run([("ctx_read", {"path": "README.md", "intent": "word " * 300})])
+    assert res.is_error and "128 tokens" in text_of(res)

@@ -18,12 +18,11 @@ from collections import Counter
 from functools import lru_cache
 from importlib import resources
 
-from capsule.observe.types import Context, Removal, TransformResult
+from capsule.observe.types import MAX_INTENT_TOKENS, Context, Removal, TransformResult
 
 TRANSFORM_ID = "reflex"
 MIN_LINES = 5
 MIN_TOKENS = 64
-INTENT_TOKENS = 128
 
 ERROR = re.compile(
     r"(?i)(?:\berror\b|\berrors\b|\bERR!|\bfail(?:ed|ure|ures|s)?\b|\bfatal\b|\bpanic(?:ked)?\b|"
@@ -74,7 +73,7 @@ _JSONISH = re.compile(r'^\s*(?:[\[\]{},]+|"[^"]+"\s*:.*)$')
 def intent_terms(intent: str | None) -> list[str]:
     if not intent:
         return []
-    words = _WORD.findall(intent)[: INTENT_TOKENS]
+    words = _WORD.findall(intent)[: MAX_INTENT_TOKENS]
     return sorted({w.lower() for w in words if w.lower() not in _STOP})
 
 
