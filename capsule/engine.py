@@ -11,13 +11,9 @@ from __future__ import annotations
 import logging
 import os
 import re
-import tempfile
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
-
-import blake3
 
 from capsule import paths
 from capsule.measure import tokens
@@ -260,12 +256,3 @@ def _scan_lines(f: BinaryIO):
 def _last_byte_is_newline(f: BinaryIO, size: int) -> bool:
     f.seek(size - 1)
     return f.read(1) == b"\n"
-
-
-def spool_hash(f: BinaryIO) -> str:
-    f.seek(0)
-    h = blake3.blake3()
-    while chunk := f.read(1 << 20):
-        h.update(chunk)
-    f.seek(0)
-    return h.hexdigest()[:24]

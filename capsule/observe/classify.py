@@ -8,7 +8,6 @@ Invariant: anything unrecognised gets family "unknown" and the "default" transfo
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 
 

@@ -483,7 +483,6 @@ def _render(plan: _Plan, path: str, lang: str, has_error: bool) -> TransformResu
             removals.append(Removal(reason=why, count=len(run), start=run[0] + 1,
                                     end=run[-1] + 1, preview=lines[run[0]].strip()[:120]))
             run = []
-    removed = sum(r.count for r in removals)
     if biggest is not None:
         follow = f"ctx_read {path} lines:{biggest[1]}-{biggest[2]}"
     else:

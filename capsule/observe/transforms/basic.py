@@ -96,7 +96,7 @@ def line_budget(text: str, ctx: Context, budget: int | None = None, already_remo
 
 
 def _gap(lines: list[str], start: int, stop: int) -> Removal:
-    return Removal(f"beyond line budget", stop - start, start + 1, stop, lines[start][:120])
+    return Removal("beyond line budget", stop - start, start + 1, stop, lines[start][:120])
 
 
 def default_text(text: str, ctx: Context) -> TransformResult:
