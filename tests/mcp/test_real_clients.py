@@ -27,6 +27,18 @@ def _claude_env(tmp_path, state_dir) -> dict:
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
 
 
+
+def _run_claude(workspace, tmp_path, state_dir, fake, prompt: str, tools: str):
+    """Register capsule, then run the real Claude Code once against the local fake Messages API."""
+    env = {**_claude_env(tmp_path, state_dir), "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "test",
+           "MCP_CONNECTION_NONBLOCKING": "0"}
+    agents.register("claude", project=workspace, env=env, note=False)
+    proc = subprocess.run([_client("claude"), "-p", prompt, "--allowedTools", tools, "--output-format", "json"],
+                          cwd=workspace, env=env, capture_output=True, text=True, timeout=240,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return proc
+
 def _claude(args, cwd, env) -> str:
     proc = subprocess.run([_client("claude"), *args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=120, stdin=subprocess.DEVNULL)
@@ -98,13 +110,7 @@ def test_claude_code_end_to_end_model_sees_plain_text_then_a_stub(workspace, sta
                                                   {"path": "README.md", "mode": "full"},
                                                   {"path": "pkg/big.py"}])
     try:
-        env = {**_claude_env(tmp_path, state_dir), "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "test",
-               "MCP_CONNECTION_NONBLOCKING": "0"}
-        agents.register("claude", project=workspace, env=env, note=False)
-        proc = subprocess.run([_client("claude"), "-p", "read the readme twice", "--allowedTools", "mcp__capsule",
-                               "--output-format", "json"], cwd=workspace, env=env, capture_output=True, text=True,
-                              timeout=240, stdin=subprocess.DEVNULL)
-        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        _run_claude(workspace, tmp_path, state_dir, fake, "read the readme twice", "mcp__capsule")
         results = fake.tool_results()
         assert len(results) == 3, json.dumps(fake.requests)[-3000:]
         first, second, big = (_result_text(r) for r in results)
@@ -194,13 +200,7 @@ def test_claude_code_subagent_gets_full_text_not_the_parents_stub(workspace, sta
 
     fake = FakeWithSubagent({"path": "README.md", "mode": "full"})
     try:
-        env = {**_claude_env(tmp_path, state_dir), "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "test",
-               "MCP_CONNECTION_NONBLOCKING": "0"}
-        agents.register("claude", project=workspace, env=env, note=False)
-        proc = subprocess.run([_client("claude"), "-p", "go", "--allowedTools", "mcp__capsule,Agent",
-                               "--output-format", "json"], cwd=workspace, env=env, capture_output=True, text=True,
-                              timeout=240, stdin=subprocess.DEVNULL)
-        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        _run_claude(workspace, tmp_path, state_dir, fake, "go", "mcp__capsule,Agent")
         got = fake.results_by_id()
         readme = (workspace / "README.md").read_text()
         assert got.get("toolu_main_0") == readme, got
