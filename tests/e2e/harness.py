@@ -1,0 +1,457 @@
+"""The four-call agent session of issue 9, run through the real Claude Code and the real Codex.
+
+A scripted fake model (local Messages / Responses API on 127.0.0.1) asks for the same four shell
+calls in plain mode (`claude …` / `codex …`) and in capsule mode (`capsule up --role python-dev
+--local -- claude|codex …`); the tool results the fake receives are what the model would see.
+Not a model and not a judge of style: it checks named facts and counts cl100k tokens.
+Shared by tests/e2e/test_agents_e2e.py and benchmarks/bench_agents.py (one place for the session).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from capsule.measure.tokens import count
+
+REPO = Path(__file__).resolve().parents[2]
+CODEX_MODEL = "gpt-5.5"
+TIMEOUT_S = 300
+
+
+@dataclass(frozen=True)
+class Call:
+    name: str
+    command: str
+    description: str          # what Claude Code's Bash tool states as the call's goal
+    facts: tuple[str, ...]    # strings the model needs to see in the tool result
+
+
+# ---- the fixture workspace (made with the real git and pytest; deterministic) ----------------------
+BAD_ID = "ord-00251"
+BAD_ERROR = "card_declined: issuer timeout after 30s (gateway=adyen, attempt=3)"
+DECISIVE = "src/shop/checkout.py:39:    # TODO: retry on 502 is disabled here; this is why checkout drops orders"
+HEAD_SUBJECT = "checkout: stop retrying payment capture on gateway 502"
+FAILING_TEST = "test_bulk_discount_applies_over_ten_items"
+FAILING_ASSERT = "assert 90.0 == 81.0"
+
+CALLS = (
+    Call("pytest", "python -m pytest tests", "Run the test suite",
+         (FAILING_TEST, FAILING_ASSERT)),
+    Call("git log", "git log --stat -15", "Show the last 15 commits with the files they touched",
+         ("HEAD_HASH", HEAD_SUBJECT)),
+    Call("cat json", "cat data/orders.json", "Read the order export to find the failed order",
+         (BAD_ID, BAD_ERROR)),
+    Call("grep", "grep -rn TODO src", "Find the TODO that explains why checkout drops orders",
+         (DECISIVE.split(":", 2)[2].strip(),)),
+)
+
+_MODULES = ("cart", "catalog", "checkout", "customers", "inventory", "invoices", "payments", "shipping",
+            "taxes", "reports", "search", "users")
+
+
+def _git(ws: Path, *args: str, date: str | None = None) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "Ana Dev", "GIT_AUTHOR_EMAIL": "ana@example.com",
+           "GIT_COMMITTER_NAME": "Ana Dev", "GIT_COMMITTER_EMAIL": "ana@example.com",
+           "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+    if date:
+        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = date
+    return subprocess.run(["git", *args], cwd=ws, env=env, check=True, capture_output=True, text=True).stdout
+
+
+def _module_text(name: str, rev: int) -> str:
+    lines = [f'"""The {name} module of the demo shop (revision {rev})."""', ""]
+    for i in range(12):
+        lines += [f"def {name}_step_{i}(value):", f"    # TODO: {name} step {i} should validate its input",
+                  f"    return value + {i + rev}", ""]
+    return "\n".join(lines)
+
+
+CHECKOUT = '''"""Checkout: capture the payment, then confirm the order."""
+
+import time
+
+RETRIES = 0
+
+
+def capture(gateway, order):
+    # TODO: log the gateway response code
+    response = gateway.capture(order["total"])
+    return response
+
+
+def backoff(attempt):
+    # TODO: make the base delay configurable
+    return min(2 ** attempt, 30)
+
+
+def confirm(order):
+    order["status"] = "confirmed"
+    return order
+
+
+def attempt_capture(gateway, order):
+    for attempt in range(RETRIES + 1):
+        response = capture(gateway, order)
+        if response.ok:
+            return confirm(order)
+        time.sleep(backoff(attempt))
+    return None
+
+
+def checkout(gateway, order):
+    # TODO: emit a metric per checkout
+    if not order.get("items"):
+        raise ValueError("empty order")
+    if response_code(gateway) == 502:
+        return None
+    # TODO: retry on 502 is disabled here; this is why checkout drops orders
+    return attempt_capture(gateway, order)
+
+
+def response_code(gateway):
+    return getattr(gateway, "last_code", 200)
+'''
+
+PRICES = '''def bulk_price(unit, quantity):
+    total = unit * quantity
+    if quantity > 10:
+        total = total * 1.0  # the bulk discount was lost in a refactor
+    return round(total, 2)
+'''
+
+
+def _tests_text() -> str:
+    parts = ["import pytest", "", "from shop.prices import bulk_price", ""]
+    for i in range(40):
+        parts += [f"def test_price_case_{i:02d}():", f"    assert bulk_price({i + 1}.0, 1) == {i + 1}.0", ""]
+    parts += [f"def {FAILING_TEST}():", "    assert bulk_price(9.0, 10) == 90.0",
+              "    assert bulk_price(9.0, 10) == 90.0", "    assert bulk_price(0.9, 100) == 81.0", ""]
+    parts += ["@pytest.mark.parametrize('quantity', range(1, 21))",
+              "def test_small_orders_have_no_discount(quantity):",
+              "    assert bulk_price(2.0, quantity) == 2.0 * quantity or quantity > 10", ""]
+    return "\n".join(parts)
+
+
+def _orders() -> str:
+    rows = []
+    for i in range(1, 401):
+        row = {"id": f"ord-{i:05d}", "customer": f"cust-{(i * 37) % 211:04d}", "status": "shipped",
+               "total": round(10 + (i * 7.31) % 400, 2), "items": 1 + i % 9,
+               "created": f"2026-10-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:00Z", "error": None}
+        if row["id"] == BAD_ID:
+            row.update(status="failed", error=BAD_ERROR)
+        rows.append(row)
+    return json.dumps(rows, indent=2) + "\n"
+
+
+def build_workspace(ws: Path) -> str:
+    """Create the fixture repository; returns the HEAD commit hash."""
+    (ws / "src" / "shop").mkdir(parents=True)
+    (ws / "tests").mkdir()
+    (ws / "data").mkdir()
+    _git(ws, "init", "-q", "-b", "main")
+    for n in range(18):
+        day = f"2026-10-{n + 1:02d}T10:00:00+00:00"
+        touched = [_MODULES[(n + k) % len(_MODULES)] for k in range(1 + n % 3)]
+        for name in touched:
+            (ws / "src" / "shop" / f"{name}.py").write_text(_module_text(name, n))
+        if n == 0:
+            (ws / "src" / "shop" / "__init__.py").write_text("")
+            (ws / "src" / "shop" / "prices.py").write_text(PRICES)
+            (ws / "tests" / "test_prices.py").write_text(_tests_text())
+            (ws / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["src"]\n')
+            (ws / "data" / "orders.json").write_text(_orders())
+        _git(ws, "add", "-A")
+        _git(ws, "commit", "-q", "-m", f"{touched[0]}: revision {n} of the {' and '.join(touched)} steps",
+             "-m", f"Refs #{100 + n}.", date=day)
+    (ws / "src" / "shop" / "checkout.py").write_text(CHECKOUT)
+    _git(ws, "add", "-A")
+    _git(ws, "commit", "-q", "-m", HEAD_SUBJECT, date="2026-10-20T10:00:00+00:00")
+    assert DECISIVE.split(":", 2)[2] == (ws / "src/shop/checkout.py").read_text().splitlines()[38]
+    return _git(ws, "rev-parse", "HEAD").strip()
+
+
+def facts_for(call: Call, head: str) -> tuple[str, ...]:
+    return tuple(head if f == "HEAD_HASH" else f for f in call.facts)
+
+
+# ---- fake model APIs ------------------------------------------------------------------------------
+class _Server:
+    def __init__(self, handler_for):
+        self.requests: list[dict] = []
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(self))
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _sse(name: str, data: dict) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+class FakeClaudeModel(_Server):
+    """Messages API: the next scripted Bash call while fewer results than calls came back."""
+
+    def __init__(self, calls=CALLS):
+        self.calls = calls
+        super().__init__(self._handler)
+
+    @staticmethod
+    def results_in(body: dict) -> list[dict]:
+        return [c for m in body.get("messages", []) if isinstance(m.get("content"), list)
+                for c in m["content"] if c.get("type") == "tool_result"]
+
+    def _blocks(self, body: dict) -> list[dict]:
+        offered = any(t.get("name") == "Bash" for t in body.get("tools") or [])
+        done = len(self.results_in(body))
+        if offered and done < len(self.calls):
+            call = self.calls[done]
+            return [{"type": "tool_use", "id": f"toolu_{done:02d}", "name": "Bash",
+                     "input": {"command": call.command, "description": call.description}}]
+        return [{"type": "text", "text": "done"}]
+
+    @staticmethod
+    def _handler(fake):
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_HEAD(self):
+                self.send_response(200)
+                self.end_headers()
+
+            def do_GET(self):
+                self._json({})
+
+            def _json(self, obj):
+                data = json.dumps(obj).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+                if not self.path.startswith("/v1/messages") or "count_tokens" in self.path:
+                    return self._json({"input_tokens": 10})
+                fake.requests.append(body)
+                blocks = fake._blocks(body)
+                stop = "tool_use" if blocks[0]["type"] == "tool_use" else "end_turn"
+                msg = {"id": f"msg_{len(fake.requests)}", "type": "message", "role": "assistant",
+                       "model": "claude-sonnet-4-5", "content": [], "stop_reason": None, "stop_sequence": None,
+                       "usage": {"input_tokens": 10, "output_tokens": 5}}
+                if not body.get("stream"):
+                    return self._json({**msg, "content": blocks, "stop_reason": stop})
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.end_headers()
+                out = [_sse("message_start", {"type": "message_start", "message": msg})]
+                for i, b in enumerate(blocks):
+                    if b["type"] == "tool_use":
+                        start, delta = {**b, "input": {}}, {"type": "input_json_delta",
+                                                            "partial_json": json.dumps(b["input"])}
+                    else:
+                        start, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": b["text"]}
+                    out += [_sse("content_block_start", {"type": "content_block_start", "index": i,
+                                                         "content_block": start}),
+                            _sse("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}),
+                            _sse("content_block_stop", {"type": "content_block_stop", "index": i})]
+                out += [_sse("message_delta", {"type": "message_delta", "usage": {"output_tokens": 5},
+                                               "delta": {"stop_reason": stop, "stop_sequence": None}}),
+                        _sse("message_stop", {"type": "message_stop"})]
+                self.wfile.write(b"".join(out))
+        return Handler
+
+    def tool_results(self) -> list[str]:
+        longest = max((self.results_in(b) for b in self.requests), key=len, default=[])
+        out = []
+        for r in longest:
+            content = r.get("content")
+            out.append(content if isinstance(content, str)
+                       else "\n".join(c.get("text", "") for c in content or [] if c.get("type") == "text"))
+        return out
+
+
+class FakeCodexModel(_Server):
+    """Responses API: the next scripted `exec_command` while fewer outputs than calls came back."""
+
+    def __init__(self, calls=CALLS):
+        self.calls = calls
+        super().__init__(self._handler)
+
+    @staticmethod
+    def outputs_in(body: dict) -> list[dict]:
+        return [i for i in body.get("input", []) if i.get("type") == "function_call_output"]
+
+    def _item(self, body: dict) -> dict:
+        done = len(self.outputs_in(body))
+        if done < len(self.calls):
+            return {"type": "function_call", "id": f"fc_{done}", "call_id": f"call_{done}", "name": "exec_command",
+                    "arguments": json.dumps({"cmd": self.calls[done].command}), "status": "completed"}
+        return {"type": "message", "role": "assistant", "id": "msg_done",
+                "content": [{"type": "output_text", "text": "done", "annotations": []}]}
+
+    @staticmethod
+    def _handler(fake):
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                self.send_response(404)
+                self.end_headers()
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+                fake.requests.append(body)
+                item = fake._item(body)
+                rid = f"resp_{len(fake.requests)}"
+                usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
+                         "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.end_headers()
+                for data in ({"type": "response.created", "response": {"id": rid}},
+                             {"type": "response.output_item.added", "output_index": 0, "item": item},
+                             {"type": "response.output_item.done", "output_index": 0, "item": item},
+                             {"type": "response.completed", "response": {"id": rid, "usage": usage}}):
+                    self.wfile.write(_sse(data["type"], data))
+        return Handler
+
+    def tool_results(self) -> list[str]:
+        longest = max((self.outputs_in(b) for b in self.requests), key=len, default=[])
+        out = []
+        for item in longest:
+            o = item.get("output")
+            out.append(o if isinstance(o, str) else "\n".join(p.get("text", "") for p in o or []))
+        return out
+
+    def provider_config(self) -> str:
+        return "\n".join([
+            f'model = "{CODEX_MODEL}"', 'model_provider = "fake"', "check_for_update_on_startup = false", "",
+            "[model_providers.fake]", 'name = "fake"', f'base_url = "http://127.0.0.1:{self.port}/v1"',
+            'env_key = "OPENAI_API_KEY"', 'wire_api = "responses"', "supports_websockets = false",
+            "request_max_retries = 0", "stream_max_retries = 0", ""])
+
+
+# ---- one session ----------------------------------------------------------------------------------
+@dataclass
+class Session:
+    client: str
+    mode: str                 # plain | capsule
+    results: list[str]
+    home: Path
+    stdout: str = ""
+    stderr: str = ""
+    facts: list[tuple[str, ...]] = field(default_factory=list)
+
+    def tokens(self) -> list[int]:
+        return [count(r) for r in self.results]
+
+    def missing(self, i: int) -> list[str]:
+        return [f for f in self.facts[i] if f not in self.results[i]]
+
+
+def client_path(name: str) -> str:
+    path = shutil.which(name)
+    assert path, f"{name} is not installed; run scripts/setup-clients.sh"
+    return path
+
+
+def base_env(home: Path) -> dict[str, str]:
+    """A clean user: HOME in a tmp dir, the venv's python (with pytest) first on PATH."""
+    keep = ("PATH", "LANG", "LC_ALL", "TERM", "TMPDIR", "USER", "LOGNAME", "SHELL")
+    env = {k: os.environ[k] for k in keep if k in os.environ}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", os.defpath)])
+    env.update(HOME=str(home), XDG_STATE_HOME=str(home / ".local" / "state"),
+               XDG_CONFIG_HOME=str(home / ".config"), PYTHONDONTWRITEBYTECODE="1")
+    return env
+
+
+def capsule_prefix(role: str = "python-dev") -> list[str]:
+    return [sys.executable, "-m", "capsule", "up", "--role", role, "--local", "--"]
+
+
+def run_claude(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_env: dict | None = None) -> Session:
+    home.mkdir(parents=True, exist_ok=True)
+    fake = FakeClaudeModel(calls)
+    try:
+        env = {**base_env(home), "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{fake.port}", "ANTHROPIC_API_KEY": "test",
+               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+               "MCP_CONNECTION_NONBLOCKING": "0", **(extra_env or {})}
+        argv = [client_path("claude"), "-p", "Investigate why checkout drops orders.",
+                "--allowedTools", "Bash", "--output-format", "json"]
+        if mode == "capsule":
+            argv = capsule_prefix() + argv
+        proc = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
+                              stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, f"claude ({mode}) exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+        return Session("claude", mode, fake.tool_results(), home, proc.stdout, proc.stderr,
+                       [facts_for(c, head) for c in calls])
+    finally:
+        fake.close()
+
+
+def run_codex(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_env: dict | None = None) -> Session:
+    home.mkdir(parents=True, exist_ok=True)
+    fake = FakeCodexModel(calls)
+    try:
+        codex_home = home / ".codex"
+        codex_home.mkdir(exist_ok=True)
+        # Codex runs `bash -lc`, and /etc/profile resets PATH: this user keeps the venv in ~/.profile.
+        (home / ".profile").write_text(f'export PATH="{Path(sys.executable).parent}:$PATH"\n')
+        (codex_home / "config.toml").write_text(fake.provider_config())
+        env = {**base_env(home), "OPENAI_API_KEY": "test", **(extra_env or {})}
+        argv = [client_path("codex"), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+                "Investigate why checkout drops orders."]
+        if mode == "capsule":
+            argv = capsule_prefix() + argv
+        proc = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
+                              stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, f"codex ({mode}) exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+        return Session("codex", mode, fake.tool_results(), home, proc.stdout, proc.stderr,
+                       [facts_for(c, head) for c in calls])
+    finally:
+        fake.close()
+
+
+RUNNERS = {"claude": run_claude, "codex": run_codex}
+
+
+def run_pair(client: str, root: Path, calls=CALLS) -> tuple[Session, Session]:
+    """Plain then capsule mode on two identical fresh workspaces (same commits, same hash)."""
+    sessions = []
+    for mode in ("plain", "capsule"):
+        ws = root / f"{client}-{mode}" / "shop"
+        ws.mkdir(parents=True)
+        head = build_workspace(ws)
+        sessions.append(RUNNERS[client](ws, root / f"{client}-{mode}" / "home", mode, head, calls))
+    return sessions[0], sessions[1]
+
+
+def table(pairs: list[tuple[Session, Session]], calls=CALLS) -> str:
+    rows = [f"{'client':7} {'call':9} {'plain':>7} {'capsule':>8} {'ratio':>6}  facts plain  facts capsule"]
+    for plain, cap in pairs:
+        tp, tc = plain.tokens(), cap.tokens()
+        for i, call in enumerate(calls):
+            n = len(plain.facts[i])
+            rows.append(f"{plain.client:7} {call.name:9} {tp[i]:>7} {tc[i]:>8} {tc[i] / max(tp[i], 1):>6.2f}  "
+                        f"{n - len(plain.missing(i))}/{n}{'':9} {n - len(cap.missing(i))}/{n}")
+        kept_p = sum(len(f) - len(plain.missing(i)) for i, f in enumerate(plain.facts))
+        kept_c = sum(len(f) - len(cap.missing(i)) for i, f in enumerate(cap.facts))
+        total = sum(len(f) for f in plain.facts)
+        rows.append(f"{plain.client:7} {'TOTAL':9} {sum(tp):>7} {sum(tc):>8} {sum(tc) / max(sum(tp), 1):>6.2f}  "
+                    f"{kept_p}/{total}{'':9} {kept_c}/{total}")
+    return "\n".join(rows)
