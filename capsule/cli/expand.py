@@ -15,7 +15,7 @@ from capsule.cli.main import UserError
 def register(sub) -> None:
     p = sub.add_parser("expand", help="write an archived original to stdout (byte-exact)",
                        description="Recover the full output behind a footer "
-                       "[full output: capsule ctx expand <<ccr:HASH>>]. Accepts HASH or <<ccr:HASH>>.")
+                       "[full output: capsule ctx expand '<<ccr:HASH>>']. Accepts HASH or <<ccr:HASH>>.")
     p.add_argument("handle", help="the 24-hex handle from the footer")
     p.add_argument("--lines", metavar="N-M", help="only lines N to M (1-based, inclusive); N or N- also work")
     p.add_argument("--grep", metavar="REGEX", help="only lines matching REGEX, prefixed with their line number")

@@ -226,14 +226,13 @@ class ReadDoor:
         return f"{rel} sections (ctx_doc with section=… for one):\n{listing}"
 
     def expand(self, handle: str, lines: str = "", grep: str = "") -> str:
-        h = handle.strip().removeprefix("<<").removesuffix(">>").strip()
-        h = h.removeprefix("ccr:")
-        if not h:
-            raise ToolError("give the handle from a [full output: … <<ccr:HASH>>] footer")
         try:
-            from capsule.store.archive import Archive
+            from capsule.store.archive import Archive, normalise
         except ImportError:
             raise ToolError("the archive is not available in this build") from None
+        h = normalise(handle)
+        if not h:
+            raise ToolError("give the handle from a [full output: capsule ctx expand '<<ccr:HASH>>'] footer")
         try:
             data = Archive().get(h)
         except (KeyError, LookupError, FileNotFoundError, ValueError) as exc:

@@ -14,8 +14,11 @@ SMALL_LINES = 5
 SMALL_TOKENS = 64
 
 MARKER_RE = re.compile(r"^\[(\d+) more lines?\]$")
-FOOTER_PREFIX = "[full output: capsule ctx expand <<ccr:"
-FOOTER_RE = re.compile(r"\[full output: capsule ctx expand <<ccr:([0-9a-f]{24})>>\]")
+# The wire marker `<<ccr:HASH>>` stays byte-compatible; the single quotes around it make the
+# footer's command run as printed in sh/bash (bare `<<` would start a here-document).
+FOOTER_PREFIX = "[full output: capsule ctx expand '<<ccr:"
+FOOTER_SUFFIX = ">>']"
+FOOTER_RE = re.compile(r"\[full output: capsule ctx expand '<<ccr:([0-9a-f]{24})>>'\]")
 
 
 def marker(n: int) -> str:
@@ -23,7 +26,7 @@ def marker(n: int) -> str:
 
 
 def footer(handle: str) -> str:
-    return f"{FOOTER_PREFIX}{handle}>>]"
+    return f"{FOOTER_PREFIX}{handle}{FOOTER_SUFFIX}"
 
 
 # Transforms that re-shape a document rather than drop its lines: a one-line API response or

@@ -175,8 +175,10 @@ class Archive:
 
 
 def normalise(handle: str) -> str:
-    """Accept `HASH`, `<<ccr:HASH>>` or `ccr:HASH`."""
+    """Accept `HASH`, `<<ccr:HASH>>`, `'<<ccr:HASH>>'` (the footer's quoted form) or `ccr:HASH`."""
     h = handle.strip()
+    if len(h) > 1 and h[0] == h[-1] and h[0] in "'\"":
+        h = h[1:-1].strip()
     if h.startswith("<<") and h.endswith(">>"):
         h = h[2:-2]
     if h.startswith("ccr:"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import re
 import time
 
@@ -75,3 +76,20 @@ def test_approximate_counts_are_labelled(state_dir, monkeypatch):
     rows = engine.ledger.rows()
     assert rows[-1]["token_label"] == "approx"
     assert "(approx)" in render(ledger.summarise(rows))
+
+
+def test_footer_command_runs_as_printed_in_sh_and_bash(capsule, state_dir):
+    """The footer's command, pasted into sh or bash as printed, gives the original back (issue 9.6)."""
+    import os
+    import sys
+
+    raw = "".join(f"row {i}\n" for i in range(1000)).encode()
+    out = capsule("ctx", "pipe", input=raw).stdout
+    m = re.search(rb"\[full output: (capsule ctx expand [^\]]*)\]", out)
+    assert m and FOOTER.search(m.group(1)), out[-300:]
+    command = m.group(1).decode()
+    bindir = os.path.dirname(sys.executable)  # the venv's `capsule` entry point
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ.get('PATH', '')}", "JACKIN_CTX_STATE_DIR": str(state_dir)}
+    for shell in ("bash", "sh"):
+        r = subprocess.run([shell, "-c", command], capture_output=True, env=env, timeout=60)
+        assert r.returncode == 0 and r.stdout == raw, (shell, r.stderr[-300:])

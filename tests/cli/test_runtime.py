@@ -42,7 +42,7 @@ def test_up_local_compresses_an_agent_commands_output(tmp_path):
     repo = make_repo(tmp_path / "repo")
     got = cli(tmp_path, "up", "--role", "python-dev", "--local", "--", "sh", "-c", "git log; echo done", cwd=repo)
     assert got.returncode == 0, got.stderr
-    assert b"[full output: capsule ctx expand <<ccr:" in got.stdout
+    assert b"[full output: capsule ctx expand '<<ccr:" in got.stdout
     assert got.stdout.endswith(b"done\n")
     raw = cli(tmp_path, "up", "--role", "python-dev", "--local", "-e", "JACKIN_CTX_NO_SHIMS=1", "--",
               "sh", "-c", "git log", cwd=repo)

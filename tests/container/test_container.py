@@ -12,7 +12,7 @@ import pytest
 
 
 AGENT_CALL = {"CLAUDECODE": "1"}
-FOOTER = re.compile(rb"\[full output: capsule ctx expand (<<ccr:[0-9a-f]+>>)\]")
+FOOTER = re.compile(rb"\[full output: capsule ctx expand '(<<ccr:[0-9a-f]+>>)'\]")
 SLEEP = ["sleep", "infinity"]
 
 

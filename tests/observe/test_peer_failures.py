@@ -74,7 +74,7 @@ def test_4_a_long_diff_is_never_truncated_without_a_marker(engine):
     assert n == result.removed_lines > 0
     out = emitted(engine, raw, command, code)
     assert sum(1 for l in out.splitlines() if MARKER_RE.match(l)) == 1
-    assert "[full output: capsule ctx expand <<ccr:" in out
+    assert "[full output: capsule ctx expand '<<ccr:" in out
 
 
 def test_5_a_five_file_ls_la_is_not_mangled(engine):

@@ -31,8 +31,8 @@ def test_long_output_shrinks_with_one_marker_and_footer(state_dir):
     text = em.data.decode()
     assert em.emitted_tokens < em.raw_tokens
     assert guard.count_markers(text) == 1
-    assert text.count("[full output: capsule ctx expand <<ccr:") == 1
-    assert text.rstrip("\n").endswith(f"<<ccr:{em.handle}>>]")
+    assert text.count("[full output: capsule ctx expand '<<ccr:") == 1
+    assert text.rstrip("\n").endswith(f"'<<ccr:{em.handle}>>']")
     assert Archive(state_dir / "a.db").get(em.handle) == raw
 
 

@@ -42,7 +42,7 @@ def test_agent_call_long_output_is_compressed_with_a_handle(shimenv):
     full = raw(shimenv, "talk", "3000").stdout
     assert got.returncode == 0
     assert len(got.stdout) < len(full)
-    assert b"capsule ctx expand <<ccr:" in got.stdout
+    assert b"capsule ctx expand '<<ccr:" in got.stdout
 
 
 @pytest.mark.parametrize("extra, engine", [
@@ -183,5 +183,5 @@ def test_final_output_through_wrappers_is_still_handed_over(shimenv, tmp_path):
     before = shimenv.served()
     got = subprocess.run(["bash", "-c", "timeout 20 talk 3000; echo 1 | xargs talk; true"],
                          env=shimenv.env(**AGENT), capture_output=True, cwd=tmp_path)
-    assert got.stdout.count(b"capsule ctx expand <<ccr:") == 1  # 3000 lines shrink; 1 line stays
+    assert got.stdout.count(b"capsule ctx expand '<<ccr:") == 1  # 3000 lines shrink; 1 line stays
     assert shimenv.served() == before + 2

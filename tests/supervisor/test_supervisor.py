@@ -124,7 +124,7 @@ def test_control_socket_is_owner_only_and_answers(supervise, tmp_path):
     assert head.startswith(b"OK ")
     n_out, n_err = map(int, head.split()[1:])
     assert len(body) == n_out + n_err and n_out < len(raw)
-    assert b"capsule ctx expand <<ccr:" in body
+    assert b"capsule ctx expand '<<ccr:" in body
     assert server.request(run.socket, b"BOGUS\n") == b"RAW\n"
     run.proc.send_signal(signal.SIGTERM)
     assert run.finish() == 128 + signal.SIGTERM

@@ -13,7 +13,7 @@ def test_piped_csv_is_sampled_and_recoverable(state_dir):
     out = Engine().observe(raw, command=None)
     text = out.data.decode()
     assert "199,n199,99999" in text and "# 300 rows" in text
-    assert "capsule ctx expand <<ccr:" in text and out.handle
+    assert "capsule ctx expand '<<ccr:" in text and out.handle
 
 
 def test_piped_json_array_keeps_error_rows(state_dir):
