@@ -22,6 +22,7 @@ from capsule.observe import guard, pipeline
 from capsule.observe.classify import classify
 from capsule.observe.types import Context
 from capsule.policy import switches
+from capsule.policy.modes import default_mode
 from capsule.store.archive import Archive
 
 log = logging.getLogger("capsule.engine")
@@ -30,8 +31,6 @@ LARGE_BYTES = 16 << 20      # above this a payload is never loaded whole into me
 LARGE_HEAD_LINES = 40
 LARGE_TAIL_LINES = 40
 LARGE_VERBATIM_CAP = 200
-MODES = ("off", "measure", "standard", "aggressive")
-EMBEDDED_DEFAULT_MODE = "standard"  # without a role, the laptop default compresses
 
 _VERBATIM_BYTES = re.compile(
     rb"(?i)\b(error|fatal|failed|failure|panic|exception|traceback|warning|denied|refused|segmentation fault)\b")
@@ -42,11 +41,6 @@ def default_scope() -> str:
         if os.environ.get(name):
             return os.environ[name]
     return "local"
-
-
-def default_mode() -> str:
-    mode = os.environ.get(switches.MODE, "").strip().lower()
-    return mode if mode in MODES else EMBEDDED_DEFAULT_MODE
 
 
 @dataclass

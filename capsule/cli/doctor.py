@@ -14,7 +14,7 @@ from pathlib import Path
 
 from capsule import __version__, paths
 from capsule.cli.main import UserError
-from capsule.policy import conflicts, switches
+from capsule.policy import conflicts, modes, switches
 from capsule.policy.manifest import DEFAULT_ROLE, ManifestError, load_role
 from capsule.prompt import budget
 from capsule.supervisor import plan as planning
@@ -24,7 +24,9 @@ from capsule.supervisor import server
 def register(sub) -> None:
     p = sub.add_parser("doctor", help="what is on, what is off and why",
                        description="Version, role and mode; each subsystem on/off with the reason; state store "
-                       "integrity; shims and conflicts (INV-8); MCP registration; standing-context tokens (INV-6).")
+                       "integrity; shims and tools that would rewrite the same commands; MCP registration; tokens capsule "
+                       "adds to every conversation (tool schemas, notes) against the role's budget. Outside a role it "
+                       "reports the embedded mode that `capsule ctx run` and `ctx pipe` use.")
     p.add_argument("--role", help="role name or TOML path (default: the running one, $JACKIN_CTX_ROLE, or default)")
     p.add_argument("--json", action="store_true", help="machine-readable report")
     p.add_argument("--gate", action="store_true",
@@ -54,7 +56,14 @@ def _store(path: Path) -> dict:
 def collect(role_arg: str | None = None) -> dict:
     sock = paths.socket_path()
     running = server.status(sock) if sock.exists() else None
-    name = role_arg or os.environ.get(switches.ROLE) or (running or {}).get("role_path") or DEFAULT_ROLE
+    name = role_arg or os.environ.get(switches.ROLE) or (running or {}).get("role_path")
+    # Outside any role, what runs is the embedded engine (`ctx run`, `ctx pipe`): report its mode;
+    # the default role is still shown, as what `capsule up` would start.
+    embedded = None
+    if not name:
+        mode, reason = modes.embedded_mode()
+        embedded = {"mode": mode, "reason": reason, "commands": ["capsule ctx run", "capsule ctx pipe"]}
+        name = DEFAULT_ROLE
     try:
         role = load_role(name)
     except ManifestError as exc:
@@ -76,7 +85,9 @@ def collect(role_arg: str | None = None) -> dict:
     return {
         "version": __version__,
         "role": {"name": role.name, "path": str(role.path), "agent": role.agent.kind},
-        "mode": planning.effective_mode(role, sw),
+        "mode": embedded["mode"] if embedded else planning.effective_mode(role, sw),
+        "role_mode": planning.effective_mode(role, sw),
+        "embedded": embedded,
         "switches": sw.as_dict(),
         "subsystems": {k: v.as_dict() for k, v in subsystems.items()},
         "supervisor": running,
@@ -90,9 +101,15 @@ def collect(role_arg: str | None = None) -> dict:
 
 
 def render(r: dict) -> str:
-    lines = [f"capsule {r['version']}  role {r['role']['name']} ({r['role']['agent']})  mode {r['mode']}"]
+    emb = r.get("embedded")
+    if emb:
+        lines = [f"capsule {r['version']}  embedded ({', '.join(emb['commands'])})  mode {r['mode']}  ({emb['reason']})"]
+    else:
+        lines = [f"capsule {r['version']}  role {r['role']['name']} ({r['role']['agent']})  mode {r['mode']}"]
     sup = r["supervisor"]
     lines.append(f"supervisor   {'pid %s, up %.0fs, %s served' % (sup['pid'], sup['uptime_s'], sup['served']) if sup else 'not running (embedded mode)'}")
+    if emb:
+        lines.append(f"role         {r['role']['name']} ({r['role']['agent']}), what `capsule up` would start: mode {r['role_mode']}")
     for name, d in r["subsystems"].items():
         lines.append(f"  {name:<10} {'on ' if d['on'] else 'off'}  {d['reason']}")
     on = [k for k, v in r["switches"].items() if v]

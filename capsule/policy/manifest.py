@@ -108,12 +108,26 @@ def validate(data: dict[str, Any], path: Path, source: str) -> None:
         line = _line_of(source, ("schema",))
         raise ManifestError(f"role {path} line {line}: key \"schema\" is {version!r}; "
                             f"hint: set schema = {max(SCHEMA_VERSIONS)} (known: {sorted(SCHEMA_VERSIONS)})")
+    from capsule.store import memo
+
+    # jsonschema costs ~100 ms to import: a role whose exact bytes already passed this exact
+    # schema is known valid. Failures are never memoized, so their message is always fresh.
+    schema_file = SCHEMA_DIR / SCHEMA_VERSIONS[version]
+    k = memo.key(schema_file.read_bytes(), source)
+    if memo.get("role-valid", k):
+        return
+    error = _first_error(data, path, source, version)
+    if error:
+        raise ManifestError(error)
+    memo.put("role-valid", k, True)
+
+
+def _first_error(data: dict[str, Any], path: Path, source: str, version: int) -> str | None:
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(_schema(version))
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
-    if errors:
-        raise ManifestError(_describe(errors[0], path, source))
+    return _describe(errors[0], path, source) if errors else None
 
 
 @lru_cache(maxsize=None)

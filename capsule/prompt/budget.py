@@ -8,10 +8,25 @@ Invariant: a part that cannot be measured is listed with 0 tokens and its reason
 
 from __future__ import annotations
 
-import json
-import tempfile
-
 from capsule.supervisor import plan as planning
+
+
+def _count(text: str, labels: set[str]) -> int:
+    """Token count of a fixed text, memoized by content and tokenizer (loading it costs ~60 ms).
+    Only exact counts are memoized; the label of every count used is added to `labels`."""
+    from capsule.measure import tokens  # noqa: PLC0415
+    from capsule.store import memo  # noqa: PLC0415
+
+    k = memo.key(tokens.ENCODING, text)
+    n = memo.get("tokens", k)
+    if isinstance(n, int):
+        labels.add(tokens.LABEL_EXACT)
+        return n
+    n = tokens.count(text)
+    labels.add(tokens.label())
+    if tokens.label() == tokens.LABEL_EXACT:
+        memo.put("tokens", k, n)
+    return n
 
 
 def standing_context(subsystems: dict[str, planning.Decision]) -> dict:
@@ -19,24 +34,22 @@ def standing_context(subsystems: dict[str, planning.Decision]) -> dict:
     from capsule.measure import tokens  # noqa: PLC0415
 
     parts: dict[str, int] = {}
+    labels: set[str] = set()
     if subsystems["mcp"].on:
         try:
-            import anyio  # noqa: PLC0415
+            from capsule.mcp import surface  # noqa: PLC0415 - a data file: no MCP SDK import
 
-            from capsule.mcp.server import INSTRUCTIONS, ReadDoor, build_server  # noqa: PLC0415
-
-            with tempfile.TemporaryDirectory() as tmp:
-                tools = anyio.run(build_server(ReadDoor(tmp)).list_tools)
-            schemas = json.dumps([t.model_dump(exclude_none=True, mode="json") for t in tools], sort_keys=True)
-            parts["mcp tool schemas"] = tokens.count(schemas)
-            parts["mcp instructions"] = tokens.count(INSTRUCTIONS)
+            tools = surface.load()
+            parts["mcp tool schemas"] = _count(surface.schemas_text(tools), labels)
+            parts["mcp instructions"] = _count(tools["instructions"], labels)
         except Exception as exc:  # noqa: BLE001
             parts[f"mcp (unavailable: {type(exc).__name__})"] = 0
     if subsystems["register"].on:
         try:
             from capsule.agents import notes  # noqa: PLC0415
 
-            parts["agent instruction note"] = tokens.count(notes.block())
+            parts["agent instruction note"] = _count(notes.block(), labels)
         except Exception:  # noqa: BLE001
             pass
-    return {"tokens": sum(parts.values()), "parts": parts, "label": tokens.label()}
+    label = tokens.LABEL_APPROX if tokens.LABEL_APPROX in labels else tokens.LABEL_EXACT
+    return {"tokens": sum(parts.values()), "parts": parts, "label": label}

@@ -75,3 +75,30 @@ def test_rtk_style_hook_is_a_conflict(tmp_path):
         {"matcher": "Bash", "hooks": [{"type": "command", "command": "rtk-rewrite.sh"}]}]}}))
     report = json.loads(doctor(tmp_path, "--json").stdout)
     assert report["conflicts"] == [f"PreToolUse Bash hook in {settings}: rtk-rewrite.sh"]
+
+
+def test_outside_a_role_doctor_reports_the_mode_ctx_run_really_uses(tmp_path):
+    """No role, no supervisor: `ctx run` compresses (standard), so doctor must not say measure-only."""
+    report = json.loads(doctor(tmp_path, "--json").stdout)
+    assert report["mode"] == "standard" and report["embedded"]["mode"] == "standard"
+    assert report["role_mode"] == "measure"   # the default role, for `capsule up`
+    text = doctor(tmp_path).stdout.splitlines()
+    assert "embedded" in text[0] and "mode standard" in text[0]
+    assert "measure" in json.loads(doctor(tmp_path, "--json", env={"JACKIN_CTX_MEASURE_ONLY": "1"}).stdout)["mode"]
+    assert json.loads(doctor(tmp_path, "--json", env={"JACKIN_CTX_MODE": "aggressive"}).stdout)["mode"] == "aggressive"
+    assert json.loads(doctor(tmp_path, "--json", env={"JACKIN_CTX_DISABLE": "1"}).stdout)["mode"] == "off"
+
+
+def test_embedded_mode_matches_what_ctx_run_does(tmp_path):
+    """The same fact two ways: doctor's mode and the ledger row `ctx run` writes."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JACKIN_CTX_")}
+    env["JACKIN_CTX_STATE_DIR"] = str(tmp_path / "state")
+    run = subprocess.run([sys.executable, "-m", "capsule", "ctx", "run", "--", "seq", "1", "3000"], env=env,
+                         capture_output=True, timeout=120, cwd=tmp_path)
+    assert run.returncode == 0
+    gain = subprocess.run([sys.executable, "-m", "capsule", "ctx", "gain", "--json"], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert gain.returncode == 0, gain.stderr
+    total = json.loads(gain.stdout)["total"]
+    assert total["measured_only"] == 0 and total["saved_tokens"] > 0   # really compressed, not measured
+    assert json.loads(doctor(tmp_path, "--json").stdout)["mode"] == "standard"

@@ -17,3 +17,11 @@ def test_counts_follow_the_plan():
     assert on["tokens"] <= role.context.standing_budget
     off = standing_context(planning.plan(role, Switches.read({"JACKIN_CTX_NO_MCP": "1"})))
     assert off["tokens"] == 0 and off["parts"] == {}
+
+
+def test_the_counted_tool_surface_is_what_the_server_lists():
+    """doctor counts a data file instead of importing the SDK; it must not drift from the server.
+    After changing a tool: python -m capsule.mcp.surface --write"""
+    from capsule.mcp import surface
+
+    assert surface.load() == surface.live()

@@ -1,0 +1,58 @@
+"""A small on-disk memo for pure, slow answers (a role file validated, a fixed text's token count).
+
+Not responsible for anything that can change under the same key: keys are hashes of every input
+(content and the version of whatever computes the answer), so a stale answer cannot be returned.
+Invariant: the memo only ever saves time; a missing, damaged or unwritable memo just recomputes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any
+
+MAX_ENTRIES = 256   # small by design: a few roles and a few standing texts
+
+
+def key(*parts: str | bytes) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        data = part.encode("utf-8", "surrogateescape") if isinstance(part, str) else part
+        h.update(len(data).to_bytes(8, "big") + data)
+    return h.hexdigest()
+
+
+def get(name: str, k: str) -> Any | None:
+    """The stored answer for key k, or None."""
+    return _read(_path(name)).get(k)
+
+
+def put(name: str, k: str, value: Any) -> None:
+    """Store an answer; an unwritable state dir just means the next call recomputes."""
+    path = _path(name)
+    table = _read(path)
+    table[k] = value
+    if len(table) > MAX_ENTRIES:
+        table = dict(list(table.items())[-MAX_ENTRIES:])
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(table), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def _path(name: str):
+    from capsule import paths
+
+    return paths.state_dir() / "cache" / f"memo-{name}.json"
+
+
+def _read(path) -> dict:
+    try:
+        table = json.loads(path.read_text(encoding="utf-8"))
+        return table if isinstance(table, dict) else {}
+    except (OSError, ValueError):
+        return {}
