@@ -2,13 +2,17 @@
 
 Not responsible for shrinking anything. Decides raw-or-transformed, and owns the two
 markers the agent may see: `[N more lines]` and the recovery footer.
-Invariants: never worse in tokens (INV-3); small outputs pass untouched; a lossy emission
+Invariants: never worse in tokens (INV-3), and a change that saves less than the worth-it
+threshold (budgets.toml [worth]) is not made; small outputs pass untouched; a lossy emission
 carries exactly one `[N more lines]` marker with kept + N == total, and one footer.
 """
 
 from __future__ import annotations
 
 import re
+import tomllib
+from functools import lru_cache
+from importlib import resources
 
 SMALL_LINES = 5
 SMALL_TOKENS = 64
@@ -19,6 +23,20 @@ MARKER_RE = re.compile(r"^\[(\d+) more lines?\]$")
 FOOTER_PREFIX = "[full output: capsule ctx expand '<<ccr:"
 FOOTER_SUFFIX = ">>']"
 FOOTER_RE = re.compile(r"\[full output: capsule ctx expand '<<ccr:([0-9a-f]{24})>>'\]")
+
+
+@lru_cache(maxsize=1)
+def budgets() -> dict:
+    """observe/data/budgets.toml: line budgets, the head/tail split, the worth-it threshold."""
+    data = resources.files("capsule.observe").joinpath("data/budgets.toml").read_bytes()
+    return tomllib.loads(data.decode())
+
+
+def worth_it(raw_tokens: int, emitted_tokens: int) -> bool:
+    """A changed emission (marker and footer counted) must save enough to pay for being lossy."""
+    worth = budgets()["worth"]
+    saved = raw_tokens - emitted_tokens
+    return saved >= worth["min_saved_tokens"] and saved >= worth["min_saved_share"] * raw_tokens
 
 
 def marker(n: int) -> str:

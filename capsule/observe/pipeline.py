@@ -2,7 +2,7 @@
 
 Not responsible for I/O beyond the archive it is handed, nor for the ledger row (the
 engine writes it from the Emission). Pure apart from the archive put.
-Invariants: any transform failure emits raw (INV-4); never worse (INV-3); verbatim-class
+Invariants: any transform failure emits raw (INV-4); never worse (INV-3) and worth it; verbatim-class
 lines survive or raw is emitted (INV-7); a lossy emission has one marker and one footer (INV-5).
 """
 
@@ -114,6 +114,9 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
     emitted_tokens = tokens.count(footer_text)
     if emitted_tokens >= raw_tokens:
         return passthrough(f"never worse: {emitted_tokens} >= {raw_tokens} tokens: raw", result.transform_id)
+    if not guard.worth_it(raw_tokens, emitted_tokens):
+        return passthrough(f"not worth it: saves {raw_tokens - emitted_tokens} of {raw_tokens} tokens: raw",
+                           result.transform_id)
 
     if measure_only:
         reports.append(StageReport("guard", raw_tokens, emitted_tokens, "measure only: raw emitted"))

@@ -8,22 +8,13 @@ lines are kept by the line budget whatever the budget says.
 from __future__ import annotations
 
 import re
-import tomllib
-from functools import lru_cache
-from importlib import resources
 
 from capsule.observe.content import gate
-from capsule.observe.guard import marker
+from capsule.observe.guard import budgets, marker
 from capsule.observe.types import Context, Removal, TransformResult
 from capsule.observe.verbatim import is_salient
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-
-
-@lru_cache(maxsize=1)
-def budgets() -> dict:
-    data = resources.files("capsule.observe").joinpath("data/budgets.toml").read_bytes()
-    return tomllib.loads(data.decode())
 
 
 def ansi_strip(text: str, ctx: Context) -> TransformResult:
