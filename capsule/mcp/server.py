@@ -214,7 +214,7 @@ class ReadDoor:
                     raise ToolError(f"no markdown file matches {target!r}; give a path or other words")
                 real = workspace.resolve(self.root, hits[0].path)
             rel = workspace.relative(self.root, real)
-            text = load_text(real, rel)
+            text = load_text(self.root, real, rel)
         except (ValueError, OSError) as exc:
             raise ToolError(str(exc)) from None
         if section:

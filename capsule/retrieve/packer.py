@@ -7,6 +7,7 @@ final line says how many.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from capsule.measure.tokens import count
@@ -68,7 +69,7 @@ def pack(root: Path, hits: list[Hit], query: str, budget: int = 800) -> str:
     for i, hit in enumerate(hits):
         try:
             real = workspace.resolve(root, hit.path)      # never follow a link out of the workspace
-            with open(real, "rb") as fh:
+            with os.fdopen(workspace.open_inside(root, real, hit.path), "rb") as fh:
                 text = fh.read(SCAN_BYTES).decode("utf-8", "replace")
         except (OSError, workspace.WorkspaceError):
             continue

@@ -41,12 +41,12 @@ def signatures(text: str, path: str, languages: tuple[str, ...] = ()) -> str | N
     return out
 
 
-def load_text(real: Path, shown: str) -> str:
+def load_text(root: Path, real: Path, shown: str) -> str:
+    """The file's text, read from one descriptor opened without following links (workspace.py)."""
     try:
-        size = real.stat().st_size
-        if size > MAX_READ_BYTES:
-            raise ReadError(f"{shown} is {size} bytes; read a part with mode=lines:N-M or signatures")
-        data = real.read_bytes()
+        data = workspace.read_inside(root, real, shown, MAX_READ_BYTES)
+    except WorkspaceError as exc:
+        raise ReadError(str(exc)) from None
     except PermissionError:
         raise ReadError(f"{shown}: permission denied") from None
     if workspace.is_binary(data):
@@ -108,7 +108,7 @@ class Reader:
         except WorkspaceError as exc:
             raise ReadError(str(exc)) from None
         rel = workspace.relative(self.root, real)
-        source = load_text(real, rel)
+        source = load_text(self.root, real, rel)
         active_key, active_out = render(source, rel, parsed, self.languages)
         key, out = ("full", source) if self.passive and parsed is None else (active_key, active_out)
         if self.frecency is not None:

@@ -2,14 +2,17 @@
 
 Not responsible for reading or indexing content.
 Invariant: no path that resolves (symlinks included) outside the root is ever opened, and a file
-ignored by .gitignore is never listed.
+ignored by .gitignore is never listed. Files are opened by a walk from the root that follows no
+symlink (so a link swapped in after the check cannot redirect the read) and must be regular files.
 """
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import re
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +34,10 @@ def resolve(root: Path, path: str) -> Path:
     candidate = Path(path)
     if not candidate.is_absolute():
         candidate = root / candidate
-    real = Path(os.path.realpath(candidate))
+    try:
+        real = Path(os.path.realpath(candidate))
+    except OSError as exc:   # a link changed while it was being resolved
+        raise WorkspaceError(f"{path} changed while being resolved ({exc.strerror}); retry") from None
     if real != root and root not in real.parents:
         raise WorkspaceError(f"path outside the workspace: {path} (workspace is {root})")
     if not real.exists():
@@ -39,6 +45,61 @@ def resolve(root: Path, path: str) -> Path:
     if real.is_dir():
         raise WorkspaceError(f"{path} is a directory; give a file (ctx_search finds files)")
     return real
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused right after, by type.
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+def open_inside(root: Path, real: Path, shown: str) -> int:
+    """A read-only descriptor of the regular file `real` (a resolved path under root).
+
+    Each component is opened relative to its parent's descriptor with O_NOFOLLOW, so a component
+    swapped for a symlink between resolve() and here fails the open instead of leaving the root."""
+    root = Path(root).resolve()
+    parts = Path(real).relative_to(root).parts
+    if not parts:
+        raise WorkspaceError(f"{shown} is a directory; give a file (ctx_search finds files)")
+    dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            nxt = os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
+            os.close(dir_fd)
+            dir_fd = nxt
+        fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        raise WorkspaceError(f"no such file in the workspace: {shown}") from None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            raise WorkspaceError(f"{shown} changed into a link while being opened; not read (retry)") from None
+        raise
+    finally:
+        os.close(dir_fd)
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        what = "directory" if stat.S_ISDIR(mode) else "FIFO, device or socket"
+        raise WorkspaceError(f"{shown} is a {what}, not a regular file; ctx_read serves files")
+    return fd
+
+
+def read_inside(root: Path, real: Path, shown: str, limit: int) -> bytes:
+    """At most `limit` bytes of a regular file under root, read from one no-follow descriptor;
+    a file larger than `limit` raises WorkspaceError naming its size."""
+    fd = open_inside(root, real, shown)
+    with os.fdopen(fd, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > limit:
+            raise WorkspaceError(f"{shown} is {size} bytes; read a part with mode=lines:N-M or signatures")
+        data = fh.read(limit + 1)
+    if len(data) > limit:   # grew after the size check
+        raise WorkspaceError(f"{shown} is over {limit} bytes; read a part with mode=lines:N-M or signatures")
+    return data
 
 
 def relative(root: Path, real: Path) -> str:
