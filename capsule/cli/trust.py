@@ -54,13 +54,13 @@ def cmd_trust(args) -> int:
 def _check_parses(path: str) -> None:
     """Refuse to pin a file that would not load anyway."""
     from capsule.observe.filters.spec import FilterError, parse_file
+    from capsule.policy.trust import read_filter_file
 
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_filter_file(path)
     except OSError as exc:
         raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:
-        parse_file(data, path)
+        parse_file(data, path, linear=True)
     except FilterError as exc:
         raise UserError(str(exc)) from None

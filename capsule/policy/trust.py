@@ -10,10 +10,12 @@ a warning names it.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
 import os
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -72,9 +74,26 @@ def _save_pins(pins: dict[str, dict]) -> None:
         raise
 
 
-def _read_once(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
+MAX_FILTER_BYTES = 1 << 20   # a filter file is a few KiB; anything near this is not one
+
+
+def read_filter_file(path: str | os.PathLike) -> bytes:
+    """The bytes of a regular file of at most MAX_FILTER_BYTES, from one descriptor.
+
+    A FIFO, device (/dev/zero) or socket is refused without reading; so is a larger file.
+    Raises OSError (with strerror set) for anything that cannot be a filter file."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)   # a FIFO must not block the open
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket)")
+        data = fh.read(MAX_FILTER_BYTES + 1)
+    if len(data) > MAX_FILTER_BYTES:
+        raise OSError(errno.EFBIG, f"larger than {MAX_FILTER_BYTES} bytes; not a filter file")
+    return data
+
+
+_read_once = read_filter_file
 
 
 def pin(path: str | os.PathLike) -> tuple[str, str]:

@@ -63,7 +63,7 @@ def _load_extra_file(path: str, pin: str | None = None) -> dict[str, FilterSpec]
     if cached and cached[0] == digest:
         return cached[1]
     try:
-        filters = {f"{name}@{digest[:12]}": spec for name, spec in parse_file(data, path).items()}
+        filters = {f"{name}@{digest[:12]}": spec for name, spec in parse_file(data, path, linear=True).items()}
     except FilterError as exc:
         _log.warning("filter file %s not loaded: %s", path, exc)
         return {}

@@ -2,7 +2,8 @@
 
 Not responsible for running filters (stages.py) nor for trust (capsule/policy/trust.py).
 Invariant: a bad filter file fails loudly with the file and the key named; regexes are
-compiled once here, so a filter that loaded can always run.
+compiled once here, so a filter that loaded can always run; a file parsed with linear=True (every
+project or role file) gets linear-time RE2 regexes only (linear.py), so no input can stall it.
 """
 
 from __future__ import annotations
@@ -65,21 +66,28 @@ class FilterSpec:
     tests: tuple[FilterTest, ...] = field(default_factory=tuple)
 
 
-def _regex(value, where: str) -> re.Pattern:
+def _regex(value, where: str, linear: bool = False) -> re.Pattern:
     if not isinstance(value, str):
         raise FilterError(f"{where}: expected a regex string, got {type(value).__name__}")
+    if linear:
+        from capsule.observe.filters.linear import LinearPattern, LinearRegexError
+
+        try:
+            return LinearPattern(value)  # type: ignore[return-value]  # the slice of re.Pattern stages use
+        except LinearRegexError as exc:
+            raise FilterError(f"{where}: regex {value!r} refused: {exc}") from None
     try:
         return re.compile(value, re.MULTILINE)
     except re.error as exc:
         raise FilterError(f"{where}: bad regex {value!r}: {exc}") from None
 
 
-def _regexes(value, where: str) -> tuple[re.Pattern, ...]:
+def _regexes(value, where: str, linear: bool = False) -> tuple[re.Pattern, ...]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list):
         raise FilterError(f"{where}: expected a list of regex strings")
-    return tuple(_regex(v, f"{where}[{i}]") for i, v in enumerate(value))
+    return tuple(_regex(v, f"{where}[{i}]", linear) for i, v in enumerate(value))
 
 
 def _int(table: dict, key: str, where: str) -> int:
@@ -89,7 +97,7 @@ def _int(table: dict, key: str, where: str) -> int:
     return value
 
 
-def parse_filter(name: str, table: dict, source: str) -> FilterSpec:
+def parse_filter(name: str, table: dict, source: str, linear: bool = False) -> FilterSpec:
     where = f"{source}: filter {name!r}"
     if not isinstance(table, dict):
         raise FilterError(f"{where}: expected a table")
@@ -107,8 +115,8 @@ def parse_filter(name: str, table: dict, source: str) -> FilterSpec:
         if "unless" not in s:
             raise FilterError(f"{where}.summary: a short-circuit summary needs an 'unless' regex")
         summary = Summary(
-            when=_regex(s["when"], f"{where}.summary.when"),
-            unless=_regex(s["unless"], f"{where}.summary.unless"),
+            when=_regex(s["when"], f"{where}.summary.when", linear),
+            unless=_regex(s["unless"], f"{where}.summary.unless", linear),
             text=str(s["text"]),
             exit_codes=tuple(int(c) for c in s.get("exit_codes", [0])),
         )
@@ -116,12 +124,12 @@ def parse_filter(name: str, table: dict, source: str) -> FilterSpec:
     for i, item in enumerate(table.get("replace", [])):
         if not isinstance(item, dict) or "pattern" not in item:
             raise FilterError(f"{where}.replace[{i}]: needs 'pattern' and 'with'")
-        replace.append((_regex(item["pattern"], f"{where}.replace[{i}]"), str(item.get("with", ""))))
+        replace.append((_regex(item["pattern"], f"{where}.replace[{i}]", linear), str(item.get("with", ""))))
     delegate = []
     for i, item in enumerate(table.get("delegate", [])):
         if not isinstance(item, dict) or "when" not in item or "filter" not in item:
             raise FilterError(f"{where}.delegate[{i}]: needs 'when' and 'filter'")
-        delegate.append((_regex(item["when"], f"{where}.delegate[{i}]"), str(item["filter"])))
+        delegate.append((_regex(item["when"], f"{where}.delegate[{i}]", linear), str(item["filter"])))
     tests = []
     for i, t in enumerate(table.get("tests", [])):
         if not isinstance(t, dict) or "input" not in t or "expected" not in t:
@@ -139,12 +147,12 @@ def parse_filter(name: str, table: dict, source: str) -> FilterSpec:
         source=source,
         description=str(table.get("description", "")),
         family=str(table.get("family", "")),
-        match=_regexes(table.get("match", []), f"{where}.match"),
+        match=_regexes(table.get("match", []), f"{where}.match", linear),
         strip_ansi=bool(table.get("strip_ansi", True)),
         replace=tuple(replace),
-        strip_lines=_regexes(table.get("strip_lines", []), f"{where}.strip_lines"),
-        keep_lines=_regexes(table.get("keep_lines", []), f"{where}.keep_lines"),
-        protect=_regexes(table.get("protect", []), f"{where}.protect"),
+        strip_lines=_regexes(table.get("strip_lines", []), f"{where}.strip_lines", linear),
+        keep_lines=_regexes(table.get("keep_lines", []), f"{where}.keep_lines", linear),
+        protect=_regexes(table.get("protect", []), f"{where}.protect", linear),
         collapse_repeats=bool(table.get("collapse_repeats", False)),
         collapse_blocks=_int(table, "collapse_blocks", where),
         head=_int(table, "head", where),
@@ -158,8 +166,8 @@ def parse_filter(name: str, table: dict, source: str) -> FilterSpec:
     )
 
 
-def parse_file(data: bytes, source: str) -> dict[str, FilterSpec]:
-    """Parse the bytes of one filter file: `[filters.NAME]` tables."""
+def parse_file(data: bytes, source: str, linear: bool = False) -> dict[str, FilterSpec]:
+    """Parse the bytes of one filter file: `[filters.NAME]` tables. linear=True: RE2 regexes only."""
     try:
         doc = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -170,4 +178,4 @@ def parse_file(data: bytes, source: str) -> dict[str, FilterSpec]:
     filters = doc.get("filters", {})
     if not isinstance(filters, dict):
         raise FilterError(f"{source}: [filters] must be a table of filters")
-    return {name: parse_filter(name, table, source) for name, table in filters.items()}
+    return {name: parse_filter(name, table, source, linear) for name, table in filters.items()}
