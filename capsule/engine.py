@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import BinaryIO
 
 from capsule import paths
+from capsule.agents import limits
+from capsule.agents.limits import Limit
 from capsule.measure import tokens
 from capsule.measure.ledger import Ledger, Row
-from capsule.observe import guard, pipeline
+from capsule.observe import fit, guard, pipeline
 from capsule.observe.classify import classify
 from capsule.observe.types import Context
 from capsule.policy import switches
@@ -77,7 +79,9 @@ class Engine:
     def observe(self, raw: bytes, *, command: str | None = None, stream: str = "stdout",
                 exit_code: int | None = None, intent: str | None = None, scope: str | None = None,
                 path: str | None = None, duration_ms: float | None = None, mode: str | None = None,
-                languages: tuple[str, ...] = (), cwd: str | None = None) -> Outcome:
+                languages: tuple[str, ...] = (), cwd: str | None = None, limit: Limit | None = None,
+                budget: int | None = None) -> Outcome:
+        """`limit`/`budget`: the agent client's cap and what this emission may take of it (fit.py)."""
         sw = switches.Switches.read()
         if sw.disable or not raw:
             return Outcome(raw, None, None)
@@ -93,18 +97,47 @@ class Engine:
                           languages=tuple(languages) or self.languages,
                           filter_id=cls.filter_id)
             em = pipeline.process(raw, ctx, self.archive, cls, measure_only=measure_only)
+            if limit is not None and budget is not None and not measure_only:
+                em = self._fit(em, raw, command, limit, budget)
         except Exception as exc:  # noqa: BLE001 - the engine fails open
             log.warning("pipeline failed: %r; raw output passed through", exc)
             return Outcome(raw, None, None)
         emission_id = self._record(em, command, stream, mode, exit_code, scope, duration_ms, len(raw), intent)
         return Outcome(em.data, emission_id, em.handle)
 
+    def _fit(self, em: pipeline.Emission, raw: bytes, command: str | None, limit: Limit,
+             budget: int) -> pipeline.Emission:
+        """Still over the client's cap after compression: shape the original, errors first."""
+        text = em.data.decode("utf-8", "surrogateescape")
+        if limit.size(text) <= budget:
+            return em
+        shape = limits.data()["shape"]
+        handle = self.archive.put(raw, command)
+        shaped = fit.fit(raw.decode("utf-8", "surrogateescape"), budget, limit.size, handle,
+                         context=int(shape["context"]), head=int(shape["head"]), tail=int(shape["tail"]),
+                         line_chars=int(shape["line_chars"]))
+        em.data = shaped.encode("utf-8", "surrogateescape")
+        em.emitted_tokens = em.would_emit_tokens = tokens.count(shaped)
+        em.handle, em.applied = handle, True
+        em.transform_id = f"{em.transform_id}+fit:{limit.client}"
+        return em
+
     def observe_command(self, command: str, stdout: bytes, stderr: bytes, exit_code: int,
-                        duration_ms: float, scope: str | None = None, cwd: str | None = None) -> tuple[bytes, bytes]:
-        out = self.observe(stdout, command=command, stream="stdout", exit_code=exit_code,
-                           scope=scope, duration_ms=duration_ms, cwd=cwd).data if stdout else stdout
-        err = self.observe(stderr, command=command, stream="stderr", exit_code=exit_code,
-                           scope=scope, duration_ms=duration_ms, cwd=cwd).data if stderr else stderr
+                        duration_ms: float, scope: str | None = None, cwd: str | None = None,
+                        meta: dict[str, str] | None = None, intent: str | None = None) -> tuple[bytes, bytes]:
+        """Both streams of one command; `meta` is the command's environment as the shim forwarded it
+        (limits.env_names()): a known client's cap bounds the two emissions together."""
+        limit = limits.detect(meta)
+        whole = limit.budget() if limit else None
+        err_budget = out_budget = None
+        if whole is not None:   # stderr first (usually short); it leaves stdout at least half
+            err_budget = whole - min(limit.size(stdout.decode("utf-8", "surrogateescape")), whole // 2)
+        kw = dict(command=command, exit_code=exit_code, scope=scope, duration_ms=duration_ms, cwd=cwd,
+                  intent=intent, limit=limit)
+        err = self.observe(stderr, stream="stderr", budget=err_budget, **kw).data if stderr else stderr
+        if whole is not None:
+            out_budget = whole - limit.size(err.decode("utf-8", "surrogateescape"))
+        out = self.observe(stdout, stream="stdout", budget=out_budget, **kw).data if stdout else stdout
         return out, err
 
     def observe_file(self, f: BinaryIO, size: int, digest: str, *, command: str | None, stream: str,

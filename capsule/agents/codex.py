@@ -116,3 +116,22 @@ def call_scope(meta: dict | None) -> str | None:
     if isinstance(thread, str) and thread:
         return f"conv:codex:{thread}"
     return None
+
+
+# -- the model a Codex session runs (its output cap depends on it: capsule/agents/limits.py) -------
+def model_of(argv: list[str], env=None) -> str | None:
+    """`-m/--model X` or `-c model=X` on the command line, else `model` in config.toml, else None."""
+    for i, arg in enumerate(argv):
+        nxt = argv[i + 1] if i + 1 < len(argv) else None
+        if arg in ("-m", "--model") and nxt:
+            return nxt
+        if arg.startswith("--model="):
+            return arg.split("=", 1)[1]
+        if arg in ("-c", "--config") and nxt and nxt.replace(" ", "").startswith("model="):
+            value = nxt.split("=", 1)[1].strip()
+            return value.strip("\"'") or None
+    try:
+        value = tomllib.loads(config_path(env).read_text(encoding="utf-8")).get("model")
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    return value if isinstance(value, str) and value else None

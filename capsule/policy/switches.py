@@ -27,6 +27,7 @@ SCOPE = "JACKIN_CTX_SCOPE"
 MODE = "JACKIN_CTX_MODE"
 ROLE = "JACKIN_CTX_ROLE"
 AGENT_MARKER = "JACKIN_CTX_AGENT"
+AGENT_MODEL = "JACKIN_CTX_AGENT_MODEL"  # the agent client's model, set by the supervisor (output caps)
 IN_SHIM = "JACKIN_CTX_IN_SHIM"  # set for the real command a shim runs: nested shims pass through
 FAULT_INJECT = "JACKIN_CTX_FAULT_INJECT"  # test-only: name of a transform forced to raise
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from capsule import paths
+from capsule.agents import limits
 from capsule.policy import switches
 
 PROGRAM = "capsule-shim"
@@ -54,6 +55,7 @@ def render(shim_dir: Path, python: str | None = None, socket: str | None = None)
         "@ENV_SCOPE@": repr(switches.SCOPE),
         "@ENV_MARKER@": repr(switches.AGENT_MARKER),
         "@ENV_NESTED@": repr(NESTED),
+        "@ENV_FORWARD@": repr(limits.env_names()),
     }
     text = TEMPLATE.read_text(encoding="utf-8")
     for key, value in values.items():

@@ -213,6 +213,13 @@ class Supervisor:
         if shim_dir and self.plan["shims"].on:
             parts.insert(0, shim_dir)
         env["PATH"] = ":".join(parts)
+        if agent_kind(self.role, self.opts.command) == "codex":
+            # Codex's output cap depends on its model; the shims forward this to the engine.
+            from capsule.agents import codex  # noqa: PLC0415
+
+            model = codex.model_of(self.agent_command(), env)
+            if model:
+                env[switches.AGENT_MODEL] = model
         # The marker says "every command is an agent tool call"; Claude Code and Codex mark their
         # own tool calls, and their internal commands must stay raw, so only a shell agent gets it.
         if agent_kind(self.role, self.opts.command) == "shell":

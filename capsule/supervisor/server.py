@@ -4,7 +4,8 @@ Not responsible for running commands (the shim does) or for compression (capsule
 Invariant: the socket is owner-only (0600); any failure answers RAW so the shim emits raw output.
 
 Wire protocol, one request per connection (the shim speaks it without importing capsule):
-  OBS1 <exit> <duration_us> <len cmd> <len stdout> <len stderr> <len scope> [<len cwd>]\\n <bytes…>
+  OBS1 <exit> <duration_us> <len cmd> <len stdout> <len stderr> <len scope> [<len cwd> [<len meta>]]\\n <bytes…>
+      (meta: `NAME=VALUE` lines of the command's environment, capsule.agents.limits.env_names())
       -> OK <len stdout> <len stderr>\\n <bytes…>   |   RAW\\n
   PING\\n   -> PONG <pid>\\n
   STATUS\\n -> JSON (one object) describing the supervisor
@@ -23,6 +24,8 @@ from typing import Any, Callable
 
 import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
+
+from capsule.agents import limits
 
 log = logging.getLogger("capsule.supervisor")
 
@@ -87,22 +90,26 @@ class EngineServer:
             info = dict(self.status())
             info.update(served=self.served, failed=self.failed)
             return json.dumps(info, sort_keys=True).encode() + b"\n"
-        if verb != b"OBS1" or len(fields) not in (7, 8):
+        if verb != b"OBS1" or len(fields) not in (7, 8, 9):
             raise ValueError(f"bad request header {head[:60]!r}")
         code, duration_us, n_cmd, n_out, n_err, n_scope, *rest = (int(f) for f in fields[1:])
         n_cwd = rest[0] if rest else 0
-        if min(n_cmd, n_out, n_err, n_scope, n_cwd) < 0 or n_cmd + n_out + n_err + n_scope + n_cwd > MAX_PAYLOAD:
+        n_meta = rest[1] if len(rest) > 1 else 0
+        if min(n_cmd, n_out, n_err, n_scope, n_cwd, n_meta) < 0 or \
+                n_cmd + n_out + n_err + n_scope + n_cwd + n_meta > MAX_PAYLOAD:
             raise ValueError("payload out of bounds")
         command = (await _exactly(buf, n_cmd)).decode("utf-8", "surrogateescape")
         out = await _exactly(buf, n_out)
         err = await _exactly(buf, n_err)
         scope = (await _exactly(buf, n_scope)).decode("utf-8", "surrogateescape") or None
         cwd = (await _exactly(buf, n_cwd)).decode("utf-8", "surrogateescape") or None
+        meta = limits.parse_meta(await _exactly(buf, n_meta))
         if self.engine is None:
             return b"RAW\n"
         async with self.lock:
             new_out, new_err = await anyio.to_thread.run_sync(
-                partial(self.engine.observe_command, command, out, err, code, duration_us / 1000.0, scope, cwd=cwd))
+                partial(self.engine.observe_command, command, out, err, code, duration_us / 1000.0, scope, cwd=cwd,
+                        meta=meta))
         self.served += 1
         return b"OK %d %d\n" % (len(new_out), len(new_err)) + bytes(new_out) + bytes(new_err)
 

@@ -338,9 +338,9 @@ class FakeCodexModel(_Server):
             out.append(o if isinstance(o, str) else "\n".join(p.get("text", "") for p in o or []))
         return out
 
-    def provider_config(self) -> str:
+    def provider_config(self, model: str = CODEX_MODEL) -> str:
         return "\n".join([
-            f'model = "{CODEX_MODEL}"', 'model_provider = "fake"', "check_for_update_on_startup = false", "",
+            f'model = "{model}"', 'model_provider = "fake"', "check_for_update_on_startup = false", "",
             "[model_providers.fake]", 'name = "fake"', f'base_url = "http://127.0.0.1:{self.port}/v1"',
             'env_key = "OPENAI_API_KEY"', 'wire_api = "responses"', "supports_websockets = false",
             "request_max_retries = 0", "stream_max_retries = 0", ""])
@@ -404,7 +404,8 @@ def run_claude(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_en
         fake.close()
 
 
-def run_codex(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_env: dict | None = None) -> Session:
+def run_codex(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_env: dict | None = None,
+              model: str = CODEX_MODEL) -> Session:
     home.mkdir(parents=True, exist_ok=True)
     fake = FakeCodexModel(calls)
     try:
@@ -412,7 +413,7 @@ def run_codex(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_env
         codex_home.mkdir(exist_ok=True)
         # Codex runs `bash -lc`, and /etc/profile resets PATH: this user keeps the venv in ~/.profile.
         (home / ".profile").write_text(f'export PATH="{Path(sys.executable).parent}:$PATH"\n')
-        (codex_home / "config.toml").write_text(fake.provider_config())
+        (codex_home / "config.toml").write_text(fake.provider_config(model))
         env = {**base_env(home), "OPENAI_API_KEY": "test", **(extra_env or {})}
         argv = [client_path("codex"), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
                 "Investigate why checkout drops orders."]

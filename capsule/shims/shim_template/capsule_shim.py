@@ -18,6 +18,7 @@ ENV_SOCKET = @ENV_SOCKET@
 ENV_SCOPE = @ENV_SCOPE@
 ENV_MARKER = @ENV_MARKER@
 ENV_NESTED = @ENV_NESTED@
+ENV_FORWARD = @ENV_FORWARD@  # the client's markers and caps the engine reads (capsule.agents.limits)
 FALSE = ("", "0", "false", "no", "off")
 SIGNALS = (1, 2, 3, 10, 12, 15, 28)  # HUP INT QUIT USR1 USR2 TERM WINCH
 SHELLS = (b"sh", b"bash", b"dash", b"zsh", b"ksh", b"mksh", b"ash", b"fish", b"busybox")
@@ -106,7 +107,7 @@ def write_all(fd, data):
         view = view[n:]
 
 
-def ask_engine(path, command, out, err, code, duration_ms, scope):
+def ask_engine(path, command, out, err, code, duration_ms, scope, meta=b""):
     s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         s.settimeout(TIMEOUT_S)
@@ -116,13 +117,14 @@ def ask_engine(path, command, out, err, code, duration_ms, scope):
             cwd = os.getcwd().encode("utf-8", "surrogateescape")  # project filters live in the workspace
         except OSError:
             cwd = b""
-        head = b"OBS1 %d %d %d %d %d %d %d\n" % (code, int(duration_ms * 1000), len(c), len(out), len(err),
-                                                 len(sc), len(cwd))
+        head = b"OBS1 %d %d %d %d %d %d %d %d\n" % (code, int(duration_ms * 1000), len(c), len(out), len(err),
+                                                    len(sc), len(cwd), len(meta))
         s.sendall(head + c)
         s.sendall(out)
         s.sendall(err)
         s.sendall(sc)
         s.sendall(cwd)
+        s.sendall(meta)
         s.shutdown(_socket.SHUT_WR)
         chunks = []
         while True:
@@ -197,7 +199,9 @@ def main():
         try:
             result = ask_engine(sock, " ".join([name] + [quote(a) for a in args]), out, err, code,
                                 duration_ms, env.get(ENV_SCOPE) or env.get("CLAUDE_CODE_SESSION_ID")
-                                or env.get("CODEX_THREAD_ID") or "")
+                                or env.get("CODEX_THREAD_ID") or "",
+                                "".join("%s=%s\n" % (k, env[k]) for k in ENV_FORWARD if k in env).encode(
+                                    "utf-8", "surrogateescape"))
         except Exception:
             result = None
         if result is not None:

@@ -1,0 +1,78 @@
+"""Each agent client's own output cap, and which client an observation came from.
+
+Not responsible for shaping the output (capsule/observe/fit.py) nor for the numbers themselves
+(data/client_limits.toml, checked against the real clients by tests/e2e/test_client_limits.py).
+Invariant: an unknown client (no marker in the observation's environment) has no cap: nothing is
+shaped for a limit capsule cannot name.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Mapping
+
+from capsule.policy import switches
+
+DATA = Path(__file__).with_name("data") / "client_limits.toml"
+
+
+@lru_cache(maxsize=1)
+def data() -> dict:
+    with open(DATA, "rb") as fh:
+        return tomllib.load(fh)
+
+
+def env_names() -> tuple[str, ...]:
+    """The environment entries a shim forwards with each observation (all this module reads)."""
+    names = [switches.AGENT_MODEL]
+    for client in ("claude", "codex"):
+        spec = data()[client]
+        names += [spec["detect_env"]] + ([spec["cap_env"]] if "cap_env" in spec else [])
+    return tuple(dict.fromkeys(names))
+
+
+@dataclass(frozen=True)
+class Limit:
+    client: str          # claude | codex
+    model: str | None
+    unit: str            # chars | bytes: how the client measures an output
+    cap: int             # an output over this is previewed / truncated by the client
+
+    def size(self, text: str) -> int:
+        return len(text) if self.unit == "chars" else len(text.encode("utf-8", "surrogateescape"))
+
+    def budget(self) -> int:
+        """What capsule lets one shaped emission (both streams, footer included) take."""
+        return int(self.cap * float(data()["shape"]["margin"]))
+
+
+def detect(env: Mapping[str, str] | None) -> Limit | None:
+    """The client behind an observation, from the environment its command ran in."""
+    if not env:
+        return None
+    claude, codex = data()["claude"], data()["codex"]
+    if env.get(claude["detect_env"]) == "1":
+        cap = int(claude["cap"])
+        override = env.get(claude["cap_env"], "").strip()
+        if override.isdigit() and int(override) > 0:
+            cap = int(override)
+        return Limit("claude", env.get(switches.AGENT_MODEL) or None, claude["unit"], cap)
+    if env.get(codex["detect_env"]):
+        model = env.get(switches.AGENT_MODEL) or codex["default_model"]
+        cap = int(codex["cap"]) if model in codex["catalog"] else int(codex["unknown_model_cap"])
+        return Limit("codex", model, codex["unit"], cap)
+    return None
+
+
+def parse_meta(blob: bytes) -> dict[str, str]:
+    """The shim's `NAME=VALUE` lines (only names in env_names() are kept)."""
+    wanted = set(env_names())
+    out = {}
+    for line in blob.decode("utf-8", "replace").splitlines():
+        name, sep, value = line.partition("=")
+        if sep and name in wanted:
+            out[name] = value
+    return out
