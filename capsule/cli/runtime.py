@@ -22,6 +22,7 @@ IMAGE_ENV = "CAPSULE_IMAGE"
 DEFAULT_IMAGE = "capsule:dev"
 ROLE_IN_CONTAINER = "/etc/capsule/role.toml"
 LABEL = "capsule.managed"
+STATE_VOLUME_PREFIX = "capsule-state-"   # + role name: the state volume `up` mounts at /state/context
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -125,9 +126,31 @@ def cmd_up(args) -> int:
     role = _role(args.role)
     extra = _pairs(args.env)
     argv = _argv(args)
+    _say_when_passive(role, extra)
     if args.local:
         return _up_local(role, extra, argv, args)
     return _up_docker(role, extra, argv, args)
+
+
+def _say_when_passive(role: Role, extra: dict[str, str]) -> None:
+    """A role that changes nothing must say so: a silent no-op looks like a broken install."""
+    from capsule.supervisor import plan as planning  # noqa: PLC0415
+
+    saved = {k: os.environ.get(k) for k in extra}
+    os.environ.update(extra)
+    try:
+        mode = planning.effective_mode(role, switches.Switches.read())
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    if mode in ("measure", "off"):
+        what = "counts every output and leaves it raw" if mode == "measure" else "is off: nothing is counted or changed"
+        print(f"capsule: role {role.name} runs in {mode} mode: capsule {what}. To compress, use a role with "
+              f"mode = \"standard\" in [context] (e.g. --role python-dev); `capsule ctx doctor --role {role.name}` "
+              "says why.", file=sys.stderr)
 
 
 def _up_local(role: Role, extra: dict[str, str], argv: list[str], args) -> int:
@@ -151,7 +174,7 @@ def docker_run_argv(role: Role, extra: dict[str, str], argv: list[str], *, image
                     workspace: Path, detach: bool, interactive: bool) -> list[str]:
     """The `docker run` command line for a role (pure: tests and `up` share it)."""
     cmd = ["run", "--name", name, "--label", f"{LABEL}=1", "--label", f"capsule.role={role.name}",
-           "-v", f"capsule-state-{role.name}:{paths.CONTAINER_STATE_DIR}",
+           "-v", f"{STATE_VOLUME_PREFIX}{role.name}:{paths.CONTAINER_STATE_DIR}",
            "-v", f"{role.path}:{ROLE_IN_CONTAINER}:ro",
            "-v", f"{workspace}:{role.workspace_mount}{':ro' if role.workspace_read_only else ''}",
            "-w", role.workspace_mount,
@@ -235,19 +258,28 @@ def _containers(docker: str, names: list[str]) -> list[str]:
 def cmd_down(args) -> int:
     docker = _docker()
     ids = _containers(docker, args.names)
-    if not ids:
-        print("capsule: no capsule containers", file=sys.stderr)
-        return 0
-    volumes = []
+    volumes: set[str] = set()
     if args.volumes:
         for cid in ids:
             out = subprocess.run([docker, "inspect", "-f", '{{index .Config.Labels "capsule.role"}}', cid],
                                  capture_output=True, text=True).stdout.strip()
             if out:
-                volumes.append(f"capsule-state-{out}")
-    rc = subprocess.call([docker, "rm", "-f", *ids], stdout=subprocess.DEVNULL)
+                volumes.add(f"{STATE_VOLUME_PREFIX}{out}")
+        # A foreground `up` removes its container on exit but keeps the state volume: find those too.
+        existing = subprocess.run([docker, "volume", "ls", "-q", "--filter", f"name=^{STATE_VOLUME_PREFIX}"],
+                                  capture_output=True, text=True).stdout.split()
+        wanted = {f"{STATE_VOLUME_PREFIX}{n.removeprefix('capsule-')}" for n in args.names}
+        volumes.update(v for v in existing if not args.names or v in wanted)
+    if not ids and not volumes:
+        print("capsule: no capsule containers" + (" or state volumes" if args.volumes else ""), file=sys.stderr)
+        return 0
+    rc = 0
+    if ids:
+        rc = subprocess.call([docker, "rm", "-f", *ids], stdout=subprocess.DEVNULL)
+        print(f"capsule: removed {len(ids)} container(s)", file=sys.stderr)
     if volumes:
-        subprocess.call([docker, "volume", "rm", "-f", *sorted(set(volumes))], stdout=subprocess.DEVNULL)
+        subprocess.call([docker, "volume", "rm", "-f", *sorted(volumes)], stdout=subprocess.DEVNULL)
+        print(f"capsule: removed volume(s) {', '.join(sorted(volumes))}", file=sys.stderr)
     return rc
 
 

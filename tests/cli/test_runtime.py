@@ -73,3 +73,13 @@ def test_docker_run_argv_mounts_state_role_workspace_and_passes_switches(tmp_pat
     assert "-e JACKIN_CTX_NO_SHIMS=1" in joined and "-e JACKIN_CTX_NO_MCP=1" in joined
     assert "--cpus 2 --memory 4g --pids-limit 1024" in joined
     assert argv[-3:] == ["--", "sleep", "1"] and "-d" in argv
+
+
+def test_a_measure_only_up_says_that_output_stays_raw(tmp_path):
+    got = cli(tmp_path, "up", "--role", "default", "--local", "--", "true")
+    assert got.returncode == 0, got.stderr
+    assert b"measure mode" in got.stderr and b"raw" in got.stderr
+    quiet = cli(tmp_path, "up", "--role", "python-dev", "--local", "--", "true")
+    assert b"measure mode" not in quiet.stderr
+    switched = cli(tmp_path, "up", "--role", "python-dev", "--local", "-e", "JACKIN_CTX_MEASURE_ONLY=1", "--", "true")
+    assert b"measure mode" in switched.stderr

@@ -244,3 +244,15 @@ def test_two_roles_side_by_side_share_nothing_but_the_image(image, repo):
     finally:
         for name in names.values():
             subprocess.run([*cli, "down", name, "--volumes"], capture_output=True)
+
+
+def test_down_volumes_removes_the_state_volume_a_foreground_up_left(image):
+    """A foreground `up` removes its container (--rm) but keeps capsule-state-ROLE: down must find it."""
+    vol = "capsule-state-downtest"
+    subprocess.run(["docker", "volume", "create", vol], check=True, capture_output=True)
+    down = subprocess.run([sys.executable, "-m", "capsule", "down", "downtest", "--volumes"],
+                          capture_output=True, text=True, timeout=120)
+    assert down.returncode == 0, down.stderr
+    assert vol in down.stderr
+    left = subprocess.run(["docker", "volume", "ls", "-q"], capture_output=True, text=True).stdout.split()
+    assert vol not in left
