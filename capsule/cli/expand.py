@@ -1,7 +1,8 @@
 """`capsule ctx expand HANDLE [--lines N-M] [--grep REGEX]`: get an original back, byte-exact.
 
 Not responsible for storing (store/archive.py). Invariant (INV-5): with no selector the
-bytes written are exactly the bytes archived; an unknown or expired handle exits 2.
+bytes written are exactly the bytes archived; an unknown or expired handle, or a --lines range past
+the end, exits 2 with a message; a --grep that matches nothing exits 1.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ def register(sub) -> None:
                        "[full output: capsule ctx expand '<<ccr:HASH>>']. Accepts HASH or <<ccr:HASH>>.")
     p.add_argument("handle", help="the 24-hex handle from the footer")
     p.add_argument("--lines", metavar="N-M", help="only lines N to M (1-based, inclusive); N or N- also work")
-    p.add_argument("--grep", metavar="REGEX", help="only lines matching REGEX, prefixed with their line number")
+    p.add_argument("--grep", metavar="REGEX",
+                   help="only lines matching REGEX, prefixed with their line number (exit 1 when none match)")
     p.set_defaults(func=cmd_expand)
 
 
@@ -56,7 +58,9 @@ def cmd_expand(args) -> int:
             pattern = re.compile(args.grep.encode("utf-8", "surrogateescape"))
         except re.error as exc:
             raise UserError(f"--grep {args.grep!r}: bad regular expression: {exc}")
+    total = matched = 0
     for number, line in _lines(chunks):
+        total = number
         if number < first:
             continue
         if last is not None and number > last:
@@ -64,7 +68,14 @@ def cmd_expand(args) -> int:
         if pattern is None:
             out.write(line + b"\n")
         elif pattern.search(line):
+            matched += 1
             out.write(b"%d:" % number + line + b"\n")
+    # Nothing printed must never look like an empty original: say why, like grep and sed would not.
+    if first > total:
+        raise UserError(f"--lines {args.lines}: the original has only {total} line{'s' if total != 1 else ''}")
+    if pattern is not None and not matched:
+        print(f"capsule: no line matches --grep {args.grep!r} in the selected lines", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -34,6 +34,16 @@ def test_expand_lines_and_grep(capsule):
     assert bad.returncode == 2 and b"--lines" in bad.stderr
 
 
+def test_expand_past_the_end_or_with_no_match_is_never_silent(capsule):
+    raw = "".join(f"entry {i}\n" for i in range(1, 1001)).encode()
+    h = _handle(capsule("ctx", "pipe", input=raw).stdout)
+    past = capsule("ctx", "expand", h, "--lines", "9999-10000")
+    assert past.returncode == 2 and past.stdout == b"" and b"only 1000 lines" in past.stderr
+    assert capsule("ctx", "expand", h, "--lines", "1000-1200").stdout == b"entry 1000\n"   # overlap: no error
+    none = capsule("ctx", "expand", h, "--grep", "^nothing here$")
+    assert none.returncode == 1 and b"no line matches" in none.stderr
+
+
 def test_unknown_and_expired_handles_exit_2(capsule):
     r = capsule("ctx", "expand", "0" * 24)
     assert r.returncode == 2 and b"no archived output" in r.stderr
