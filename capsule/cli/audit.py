@@ -20,7 +20,7 @@ def register(sub) -> None:
                        "tokens (ids, numbers, paths, rare words) that appear in the answer but "
                        "only in content the engine removed, each with a risk level.")
     p.add_argument("--emission", required=True, type=int, metavar="ID",
-                   help="the emission id (from `capsule ctx gain --json` or the ledger)")
+                   help="the emission id: the first column of `capsule ctx gain --emissions N`")
     p.add_argument("answer", metavar="ANSWER_FILE", help="the model's answer; '-' reads stdin")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_audit)

@@ -7,6 +7,7 @@ Invariant: build shows progress on large trees and reports its rate in files/s.
 from __future__ import annotations
 
 import json
+import time
 import os
 import sys
 from pathlib import Path
@@ -71,6 +72,8 @@ def _status(args) -> int:
         print(json.dumps(info, indent=2))
     else:
         for key, value in info.items():
+            if key == "last_build" and isinstance(value, (int, float)):
+                value = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(value))   # the JSON keeps the epoch
             print(f"{key}: {value}")
     return 0
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 
 import pytest
@@ -109,6 +110,8 @@ def test_index_cli_build_and_status(ws, capsule):
     assert b"indexing [##############################] 5/5" in built.stderr      # the progress display
     status = capsule("index", "status", str(ws), "--json")
     assert b'"documents": 5' in status.stdout and b'"stale_files": 0' in status.stdout
+    text = capsule("index", "status", str(ws)).stdout.decode()
+    assert re.search(r"^last_build: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d", text, re.M), text   # a date, not an epoch
 
 
 def test_second_handle_sees_the_other_writers_commit_on_refresh(ws, state_dir):
