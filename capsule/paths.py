@@ -15,6 +15,7 @@ CONTAINER_STATE_DIR = Path("/state/context")
 CONTAINER_SHIM_DIR = Path("/opt/capsule/shims")
 ARCHIVE_DB = "archive.db"
 LEDGER_DB = "ledger.db"
+USAGE_DB = "usage.db"
 STUBS_FILE = "stubs.json"
 INDEX_DIR = "index"
 LOG_FILE = "capsule.log"
@@ -42,6 +43,11 @@ def archive_path() -> Path:
 
 def ledger_path() -> Path:
     return state_dir() / LEDGER_DB
+
+
+def usage_path() -> Path:
+    """Per-call token usage from transcripts and the proxy (capsule.measure.usage)."""
+    return state_dir() / USAGE_DB
 
 
 def stubs_path() -> Path:

@@ -15,6 +15,7 @@ CTX_MODULES = [
     "capsule.cli.trust",
     "capsule.cli.doctor",
     "capsule.cli.audit",
+    "capsule.cli.usage",
 ]
 
 

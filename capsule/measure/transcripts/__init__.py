@@ -1,0 +1,1 @@
+"""Per-agent transcript readers: claude (Claude Code JSONL), codex (Codex rollouts)."""

@@ -1,0 +1,156 @@
+"""Codex rollouts (`sessions/YYYY/MM/DD/rollout-*.jsonl`) -> calls, tool events.
+
+Not responsible for finding files, offsets or storage. Pure: lines and the file's carried state in,
+a Batch out. Invariant: a call is a `token_count` event whose cumulative totals differ from the
+previous one in the same file; its buckets come from `last_token_usage`, never from the cumulative
+totals, and `token_usage_record` lines only lend their response id (traps 1-6 of USAGE-FORMATS.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+from capsule.measure.transcripts.common import iso_ts, result_fields, tool_kind
+from capsule.measure.usage import Batch, Call, Session, ToolEvent
+
+AGENT = "codex"
+PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.M)
+TOTAL_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens")
+
+
+def _int(v) -> int:
+    return v if isinstance(v, int) and v > 0 else 0
+
+
+def usage_buckets(u: dict) -> dict:
+    """Codex usage -> buckets: fresh = input - cached, cache read = cached, output includes reasoning."""
+    cached = _int(u.get("cached_input_tokens"))
+    return {"input_tokens": max(_int(u.get("input_tokens")) - cached, 0), "cache_read_input_tokens": cached,
+            "cache_creation_5m": _int(u.get("cache_write_input_tokens")), "cache_creation_1h": 0,
+            "output_tokens": _int(u.get("output_tokens"))}
+
+
+def parse(lines, origin: str, state: dict) -> Batch:
+    batch = Batch()
+    for raw in lines:
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            state["bad_lines"] = state.get("bad_lines", 0) + 1
+            continue
+        if not isinstance(line, dict) or not isinstance(line.get("payload"), dict):
+            continue
+        kind, p, ts = line.get("type"), line["payload"], iso_ts(line.get("timestamp"))
+        if ts is not None:
+            state["last_ts"] = ts
+            state.setdefault("first_ts", ts)
+        if kind == "session_meta":
+            _meta(p, state)
+        elif kind == "turn_context" and isinstance(p.get("model"), str):
+            state["model"] = p["model"]
+            state.setdefault("cwd", p.get("cwd"))
+        elif kind == "token_usage_record" and isinstance(p.get("usage"), dict):
+            state["pending"] = [p.get("response_id"), [p["usage"].get(k) for k in TOTAL_KEYS]]
+        elif kind == "event_msg" and p.get("type") == "token_count":
+            _token_count(p, ts, origin, state, batch)
+        elif kind == "event_msg" and p.get("type") == "item_completed":
+            _read_item(p.get("item"), ts, state, batch)
+        elif kind == "response_item":
+            _response_item(p, ts, state, batch)
+    if state.get("session"):
+        batch.sessions.append(Session(AGENT, state["session"], cwd=state.get("cwd"), parent=state.get("parent"),
+                                      first_ts=state.get("first_ts"), last_ts=state.get("last_ts"), origin=origin))
+    return batch
+
+
+def _meta(p: dict, state: dict) -> None:
+    if state.get("thread"):
+        return  # a resumed rollout repeats nothing we need; the first meta names the thread
+    thread = p.get("id")
+    state["thread"] = thread
+    # A subagent's rollout names the parent's session; its calls belong to that session.
+    state["session"] = p.get("session_id") or thread
+    state["parent"] = p.get("forked_from_id") or p.get("parent_thread_id")
+    state["cwd"] = p.get("cwd")
+
+
+def _ids(state: dict) -> tuple[str | None, str | None]:
+    session, thread = state.get("session"), state.get("thread")
+    return session, (thread if thread != session else None)
+
+
+def _token_count(p: dict, ts, origin: str, state: dict, batch: Batch) -> None:
+    info = p.get("info")
+    if not isinstance(info, dict):
+        return  # rate-limit-only event
+    total, last = info.get("total_token_usage"), info.get("last_token_usage")
+    if not isinstance(total, dict) or not isinstance(last, dict):
+        return
+    key = [total.get(k) for k in TOTAL_KEYS]
+    if key == state.get("last_total"):
+        return  # a repeated snapshot (trap 2), not a call
+    state["last_total"] = key
+    session, thread = _ids(state)
+    if session is None:
+        return
+    pending = state.pop("pending", None)
+    last_key = [last.get(k) for k in TOTAL_KEYS]
+    rid = pending[0] if pending and pending[1] == last_key and isinstance(pending[0], str) else None
+    call_id = rid or f"{state.get('thread')}:{total.get('total_tokens')}"
+    batch.calls.append(Call(agent=AGENT, call_id=call_id, session_id=session, model=state.get("model"), ts=ts,
+                            thread_id=thread, origin=origin, **usage_buckets(last)))
+
+
+def _response_item(p: dict, ts, state: dict, batch: Batch) -> None:
+    session, thread = _ids(state)
+    if session is None:
+        return
+    t = p.get("type")
+    if t in ("function_call", "custom_tool_call", "local_shell_call") and isinstance(p.get("call_id"), str):
+        name = p.get("name") or t
+        if t == "custom_tool_call":
+            inp = {"input": p.get("input")}
+        elif t == "local_shell_call":
+            inp = (p.get("action") or {})
+        else:
+            try:
+                inp = json.loads(p.get("arguments") or "{}")
+            except ValueError:
+                inp = {}
+        kind, target = tool_kind(name, inp if isinstance(inp, dict) else {})
+        if kind == "edit" and isinstance(p.get("input"), str):
+            target = "\n".join(_abs(state, f.strip()) for f in PATCH_FILE_RE.findall(p["input"])) or None
+        batch.tools.append(ToolEvent(AGENT, p["call_id"], session, thread, ts, name, kind, target))
+    elif t in ("function_call_output", "custom_tool_call_output") and isinstance(p.get("call_id"), str):
+        out = p.get("output")
+        if isinstance(out, dict):
+            out = out.get("content") or out.get("output") or ""
+        text = out if isinstance(out, str) else "\n".join(
+            c.get("text", "") for c in out or [] if isinstance(c, dict))
+        failed = bool(re.search(r"^Process exited with code [1-9]", text, re.M))
+        batch.tools.append(ToolEvent(AGENT, p["call_id"], session, thread, ts, **result_fields(text, failed)))
+
+
+def _read_item(item, ts, state: dict, batch: Batch) -> None:
+    """A finished command whose parsed form is a plain file read: record the path and what was read."""
+    if not isinstance(item, dict) or item.get("type") != "CommandExecution" or not isinstance(item.get("id"), str):
+        return
+    parsed = item.get("parsed_cmd") or []
+    if len(parsed) != 1 or not isinstance(parsed[0], dict) or parsed[0].get("type") != "read":
+        return
+    session, thread = _ids(state)
+    path = parsed[0].get("path") or parsed[0].get("name")
+    if session is None or not isinstance(path, str):
+        return
+    cwd = item.get("cwd") or state.get("cwd") or ""
+    out = item.get("aggregated_output") if isinstance(item.get("aggregated_output"), str) else ""
+    fields = result_fields(out, False)
+    batch.tools.append(ToolEvent(AGENT, item["id"], session, thread, ts, kind="read",
+                                 target=_abs({"cwd": cwd.removeprefix("file://")}, path),
+                                 result_hash=fields["result_hash"]))
+
+
+def _abs(state: dict, path: str) -> str:
+    return path if os.path.isabs(path) or not state.get("cwd") else os.path.join(state["cwd"], path)

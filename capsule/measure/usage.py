@@ -1,0 +1,275 @@
+"""USAGE STORE: one row per model API call (four billing buckets), per tool call, per session.
+
+Writers: transcript ingestion (capsule.measure.ingest) and the API proxy. The proxy, or anything
+else that sees a call, writes through ONE function:
+
+    record_usage(session, agent, model, call_id, input_tokens=…, cache_read_input_tokens=…,
+                 cache_creation_5m=…, cache_creation_1h=…, output_tokens=…, cost_usd=None,
+                 ts=None, source="proxy" | "transcript", thread=None)
+
+`input_tokens` is FRESH input (cached input excluded); `call_id` is the upstream response id
+(Anthropic `msg_…`, OpenAI `resp_…`), the same id the transcripts carry, so one call seen by both
+the proxy and a transcript is stored once. Not responsible for parsing transcripts, prices or reports.
+Invariant: a call is counted once per (agent, call_id): writing it again never changes a total,
+except that a proxy row (ground truth) replaces a transcript row and a transcript entry with a
+larger output count replaces a mid-stream one.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from capsule import paths
+from capsule.store import sqlite
+from capsule.store.sqlite import connect
+
+BUCKETS = ("input_tokens", "cache_read_input_tokens", "cache_creation_5m", "cache_creation_1h", "output_tokens")
+SOURCES = ("proxy", "transcript")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls(
+  agent TEXT NOT NULL,
+  call_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  thread_id TEXT,
+  model TEXT,
+  ts REAL,
+  input_tokens INTEGER NOT NULL,
+  cache_read_input_tokens INTEGER NOT NULL,
+  cache_creation_5m INTEGER NOT NULL,
+  cache_creation_1h INTEGER NOT NULL,
+  output_tokens INTEGER NOT NULL,
+  cost_usd REAL,
+  source TEXT NOT NULL,
+  origin TEXT,
+  complete INTEGER NOT NULL DEFAULT 1,
+  PRIMARY KEY(agent, call_id)
+);
+CREATE INDEX IF NOT EXISTS calls_session ON calls(agent, session_id, ts);
+CREATE TABLE IF NOT EXISTS tools(
+  agent TEXT NOT NULL,
+  tool_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  thread_id TEXT,
+  ts REAL,
+  name TEXT,
+  kind TEXT,
+  target TEXT,
+  result_tokens INTEGER,
+  result_bytes INTEGER,
+  result_hash TEXT,
+  is_error INTEGER,
+  handle TEXT,
+  PRIMARY KEY(agent, tool_id)
+);
+CREATE INDEX IF NOT EXISTS tools_session ON tools(agent, session_id, ts);
+CREATE TABLE IF NOT EXISTS sessions(
+  agent TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  cwd TEXT,
+  parent TEXT,
+  first_ts REAL,
+  last_ts REAL,
+  origin TEXT,
+  PRIMARY KEY(agent, session_id)
+);
+CREATE TABLE IF NOT EXISTS files(
+  path TEXT PRIMARY KEY,
+  identity TEXT NOT NULL,
+  offset INTEGER NOT NULL,
+  state TEXT NOT NULL DEFAULT '{}',
+  lines INTEGER NOT NULL DEFAULT 0
+);
+"""
+
+
+@dataclass
+class Call:
+    agent: str
+    call_id: str
+    session_id: str
+    model: str | None
+    ts: float | None
+    input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_5m: int = 0
+    cache_creation_1h: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    thread_id: str | None = None
+    source: str = "transcript"
+    origin: str | None = None
+    complete: bool = True
+
+
+@dataclass
+class ToolEvent:
+    """A tool call and (when seen) its result; fields left None are filled by a later sighting."""
+    agent: str
+    tool_id: str
+    session_id: str
+    thread_id: str | None = None
+    ts: float | None = None
+    name: str | None = None
+    kind: str | None = None          # read | edit | command | expand | other
+    target: str | None = None        # file path or command line
+    result_tokens: int | None = None
+    result_bytes: int | None = None
+    result_hash: str | None = None
+    is_error: bool | None = None
+    handle: str | None = None        # a capsule <<ccr:…>> handle shown in the result
+
+
+@dataclass
+class Session:
+    agent: str
+    session_id: str
+    cwd: str | None = None
+    parent: str | None = None
+    first_ts: float | None = None
+    last_ts: float | None = None
+    origin: str | None = None
+
+
+@dataclass
+class Batch:
+    calls: list[Call] = field(default_factory=list)
+    tools: list[ToolEvent] = field(default_factory=list)
+    sessions: list[Session] = field(default_factory=list)
+
+
+# A proxy row replaces anything; a transcript row replaces a transcript row only with a larger
+# output count (Claude Code writes mid-stream entries first: USAGE-FORMATS trap 2).
+_UPSERT_CALL = """
+INSERT INTO calls(agent, call_id, session_id, thread_id, model, ts, input_tokens, cache_read_input_tokens,
+                  cache_creation_5m, cache_creation_1h, output_tokens, cost_usd, source, origin, complete)
+VALUES(:agent, :call_id, :session_id, :thread_id, :model, :ts, :input_tokens, :cache_read_input_tokens,
+       :cache_creation_5m, :cache_creation_1h, :output_tokens, :cost_usd, :source, :origin, :complete)
+ON CONFLICT(agent, call_id) DO UPDATE SET
+  input_tokens = CASE WHEN {take} THEN excluded.input_tokens ELSE input_tokens END,
+  cache_read_input_tokens = CASE WHEN {take} THEN excluded.cache_read_input_tokens ELSE cache_read_input_tokens END,
+  cache_creation_5m = CASE WHEN {take} THEN excluded.cache_creation_5m ELSE cache_creation_5m END,
+  cache_creation_1h = CASE WHEN {take} THEN excluded.cache_creation_1h ELSE cache_creation_1h END,
+  cost_usd = CASE WHEN {take} THEN coalesce(excluded.cost_usd, cost_usd) ELSE coalesce(cost_usd, excluded.cost_usd) END,
+  model = coalesce(model, excluded.model),
+  complete = max(complete, excluded.complete),
+  output_tokens = CASE WHEN {take} THEN excluded.output_tokens ELSE output_tokens END,
+  source = CASE WHEN excluded.source = 'proxy' THEN 'proxy' ELSE source END
+""".format(take="(excluded.source = 'proxy' OR (source = 'transcript' AND excluded.source = 'transcript' "
+                "AND excluded.output_tokens > output_tokens))")
+
+_TOOL_COLS = ("session_id", "thread_id", "ts", "name", "kind", "target", "result_tokens", "result_bytes",
+              "result_hash", "is_error", "handle")
+_UPSERT_TOOL = ("INSERT INTO tools(agent, tool_id, " + ", ".join(_TOOL_COLS) + ") VALUES(:agent, :tool_id, "
+                + ", ".join(f":{c}" for c in _TOOL_COLS) + ") ON CONFLICT(agent, tool_id) DO UPDATE SET "
+                + ", ".join(f"{c} = coalesce({c}, excluded.{c})" for c in _TOOL_COLS if c not in ("kind", "target"))
+                # A command that turns out to be a file read (Codex's parsed_cmd) is a read of that path.
+                + ", kind = CASE WHEN excluded.kind = 'read' THEN 'read' ELSE coalesce(kind, excluded.kind) END"
+                + ", target = CASE WHEN excluded.kind = 'read' THEN excluded.target ELSE coalesce(target, excluded.target) END")
+
+_UPSERT_SESSION = """
+INSERT INTO sessions(agent, session_id, cwd, parent, first_ts, last_ts, origin)
+VALUES(:agent, :session_id, :cwd, :parent, :first_ts, :last_ts, :origin)
+ON CONFLICT(agent, session_id) DO UPDATE SET
+  cwd = coalesce(cwd, excluded.cwd), parent = coalesce(parent, excluded.parent),
+  first_ts = min(coalesce(first_ts, excluded.first_ts), coalesce(excluded.first_ts, first_ts)),
+  last_ts = max(coalesce(last_ts, excluded.last_ts), coalesce(excluded.last_ts, last_ts)),
+  origin = coalesce(origin, excluded.origin)
+"""
+
+
+class UsageStore:
+    def __init__(self, path: Path | None = None):
+        self.path = Path(path) if path else paths.usage_path()
+        self.conn = connect(self.path)
+        with sqlite.write(self.conn):
+            self.conn.execute(SCHEMA)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # ---- writes ---------------------------------------------------------------------
+    def write(self, batch: Batch, file_update: tuple | None = None) -> None:
+        """Store a batch and (for ingestion) the file's new offset in ONE transaction, so a crash
+        never leaves rows without the offset that says they were read (or the reverse)."""
+        with sqlite.write(self.conn):
+            self._write(batch)
+            if file_update is not None:
+                self.conn.execute("INSERT INTO files(path, identity, offset, state, lines) VALUES(?,?,?,?,?) "
+                                  "ON CONFLICT(path) DO UPDATE SET identity=excluded.identity, "
+                                  "offset=excluded.offset, state=excluded.state, lines=excluded.lines",
+                                  file_update)
+
+    def _write(self, batch: Batch) -> None:
+        for c in batch.calls:
+            d = asdict(c)
+            d["complete"] = int(d["complete"])
+            self.conn.execute(_UPSERT_CALL, d)
+        for t in batch.tools:
+            d = asdict(t)
+            if d["is_error"] is not None:
+                d["is_error"] = int(d["is_error"])
+            self.conn.execute(_UPSERT_TOOL, d)
+        for s in batch.sessions:
+            self.conn.execute(_UPSERT_SESSION, asdict(s))
+
+    def file_state(self, path: str) -> tuple[str, int, str, int] | None:
+        row = self.conn.execute("SELECT identity, offset, state, lines FROM files WHERE path=?", (path,)).fetchone()
+        return tuple(row) if row else None
+
+    # ---- reads ----------------------------------------------------------------------
+    def calls(self, since: float | None = None, agent: str | None = None, session: str | None = None) -> list[dict]:
+        cols = ("agent", "call_id", "session_id", "thread_id", "model", "ts", *BUCKETS, "cost_usd", "source",
+                "origin", "complete")
+        sql = f"SELECT {', '.join(cols)} FROM calls WHERE coalesce(ts, 0) >= ?"
+        args: list = [since or 0.0]
+        if agent:
+            sql += " AND agent = ?"
+            args.append(agent)
+        if session:
+            sql += " AND session_id = ?"
+            args.append(session)
+        return [dict(zip(cols, r)) for r in self.conn.execute(sql + " ORDER BY ts, call_id", args)]
+
+    def tools(self, since: float | None = None) -> list[dict]:
+        cols = ("agent", "tool_id", *_TOOL_COLS)
+        return [dict(zip(cols, r)) for r in self.conn.execute(
+            f"SELECT {', '.join(cols)} FROM tools WHERE coalesce(ts, 0) >= ? ORDER BY ts, tool_id", (since or 0.0,))]
+
+    def sessions(self) -> dict[tuple[str, str], dict]:
+        cols = ("agent", "session_id", "cwd", "parent", "first_ts", "last_ts", "origin")
+        return {(r[0], r[1]): dict(zip(cols, r)) for r in self.conn.execute(f"SELECT {', '.join(cols)} FROM sessions")}
+
+    def counts(self) -> dict:
+        return {t: self.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                for t in ("calls", "tools", "sessions", "files")}
+
+
+def record_usage(session: str, agent: str, model: str | None, call_id: str, *, input_tokens: int = 0,
+                 cache_read_input_tokens: int = 0, cache_creation_5m: int = 0, cache_creation_1h: int = 0,
+                 output_tokens: int = 0, cost_usd: float | None = None, ts: float | None = None,
+                 source: str = "proxy", thread: str | None = None, store: UsageStore | None = None) -> None:
+    """Record one API call's usage (see the module header). Idempotent per (agent, call_id)."""
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {SOURCES}, not {source!r}")
+    for name, value in (("input_tokens", input_tokens), ("cache_read_input_tokens", cache_read_input_tokens),
+                        ("cache_creation_5m", cache_creation_5m), ("cache_creation_1h", cache_creation_1h),
+                        ("output_tokens", output_tokens)):
+        if not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be a non-negative int, not {value!r}")
+    own = store is None
+    store = store or UsageStore()
+    try:
+        now = time.time() if ts is None else ts
+        store.write(Batch(
+            calls=[Call(agent=agent, call_id=call_id, session_id=session, model=model, ts=now,
+                        input_tokens=input_tokens, cache_read_input_tokens=cache_read_input_tokens,
+                        cache_creation_5m=cache_creation_5m, cache_creation_1h=cache_creation_1h,
+                        output_tokens=output_tokens, cost_usd=cost_usd, thread_id=thread, source=source,
+                        origin=source)],
+            sessions=[Session(agent=agent, session_id=session, first_ts=now, last_ts=now, origin=source)]))
+    finally:
+        if own:
+            store.close()

@@ -1,0 +1,130 @@
+"""Done means (issue 12): `ctx usage --json` totals equal the fake API's own log exactly, for every
+call the real client writes down; re-ingesting changes nothing; appended messages add exactly theirs.
+
+Real Claude Code 2.1.197 and Codex 0.171 against tests/measure/fake_usage.py (distinct usage per
+call, multi-block responses, parallel tool calls, a subagent, resume, fork, /compact, auto-compaction).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+
+from tests.measure.fake_usage import FakeAnthropic, FakeResponses
+
+KEYS = ("calls", "input_tokens", "cache_read_input_tokens", "cache_creation_5m", "cache_creation_1h", "output_tokens")
+
+
+def usage(capsule, *args) -> dict:
+    proc = capsule("ctx", "usage", "--json", *args)
+    assert proc.returncode == 0, proc.stderr.decode()
+    return json.loads(proc.stdout)
+
+
+def pick(d: dict) -> dict:
+    return {k: d[k] for k in KEYS}
+
+
+def totals_of(log: list[dict], fake_cls) -> dict:
+    class View:
+        pass
+    v = View()
+    v.log = log
+    return fake_cls.totals(v)
+
+
+def test_claude_code_totals_equal_the_fake_log(claude_run, capsule, tmp_path):
+    # The first run alone, from a copy of its transcript folder as it was after the first run.
+    cfg = tmp_path / "cc"
+    shutil.copytree(claude_run["cfg"], cfg)
+    path = next((cfg / "projects").glob(f"*/{claude_run['sid']}.jsonl"))
+    path.write_bytes(claude_run["first_transcript"])
+    for other in (cfg / "projects").glob("*/*.jsonl"):
+        if other != path:
+            other.unlink()
+    first = claude_run["first"]
+    assert [e["blocks"] for e in first][0] == ["thinking", "text", "tool_use", "tool_use"]
+    got = usage(capsule, "--claude-dir", str(cfg))
+    assert pick(got["totals"]) == totals_of(first, FakeAnthropic)
+    assert len(got["sessions"]) == 1 and got["sessions"][0]["session_id"] == claude_run["sid"]
+    assert got["sessions"][0]["threads"] == 1          # the subagent's calls, in its parent's session
+    # Re-ingesting the same bytes changes nothing.
+    assert pick(usage(capsule, "--claude-dir", str(cfg))["totals"]) == totals_of(first, FakeAnthropic)
+    # Appending the resumed run's lines adds exactly the resumed calls; a half-written line waits.
+    full = claude_run["transcript"].read_bytes()
+    resumed_part = full[len(claude_run["first_transcript"]):]
+    assert full.startswith(claude_run["first_transcript"]) and resumed_part
+    cut = resumed_part.index(b"\n", len(resumed_part) // 2) + 40
+    with open(path, "ab") as f:
+        f.write(resumed_part[:cut])
+    partial = usage(capsule, "--claude-dir", str(cfg))["totals"]
+    assert partial["calls"] <= len(claude_run["resumed"])
+    with open(path, "ab") as f:
+        f.write(resumed_part[cut:])
+    # The whole file now (first run, resumed run, the /compact run's entries): exactly the calls
+    # whose ids it records, each once.
+    got = usage(capsule, "--claude-dir", str(cfg))["totals"]
+    recorded = _ids_in(cfg)
+    assert pick(got) == totals_of([e for e in claude_run["compacted"] if e["id"] in recorded], FakeAnthropic)
+    assert got["calls"] == len(recorded) > len(first)
+
+
+def _ids_in(cfg: Path) -> set[str]:
+    ids = set()
+    for p in (cfg / "projects").rglob("*.jsonl"):
+        for ln in p.read_bytes().splitlines():
+            d = json.loads(ln)
+            m = d.get("message")
+            if d.get("type") == "assistant" and isinstance(m, dict) and str(m.get("id", "")).startswith("msg_"):
+                ids.add(m["id"])
+    return ids
+
+
+def test_claude_code_whole_folder_fork_and_compact(claude_run, capsule):
+    got = usage(capsule, "--claude-dir", str(claude_run["cfg"]))
+    log = claude_run["compacted"]
+    recorded = _ids_in(claude_run["cfg"])
+    unrecorded = [e for e in log if e["id"] not in recorded]
+    # The one call Claude Code never writes down: /compact's summary request (USAGE-FORMATS trap 6).
+    compact_calls = log[len(claude_run["forked"]):]
+    assert unrecorded == [e for e in compact_calls if e["id"] not in recorded]
+    assert len(unrecorded) == 1, unrecorded
+    assert "Bash" not in json.dumps(unrecorded[0]["blocks"])
+    assert pick(got["totals"]) == totals_of([e for e in log if e["id"] in recorded], FakeAnthropic)
+    # The fork copied the original's calls: they stay in the original session, counted once; the
+    # fork's own new call is the fork's.
+    by_sid = {s["session_id"]: s for s in got["sessions"]}
+    assert set(by_sid) == {claude_run["sid"], claude_run["fork_sid"]}
+    assert by_sid[claude_run["fork_sid"]]["calls"] == len(claude_run["forked"]) - len(claude_run["resumed"])
+
+
+def test_codex_totals_equal_the_fake_log(codex_run, capsule, tmp_path):
+    log = codex_run["forked"]
+    assert any(e["compact"] for e in log), "auto-compaction did not run"
+    got = usage(capsule, "--codex-dir", str(codex_run["home"]))
+    assert pick(got["totals"]) == totals_of(log, FakeResponses)       # every call, compaction included
+    assert pick(usage(capsule, "--codex-dir", str(codex_run["home"]))["totals"]) == totals_of(log, FakeResponses)
+    sessions = {s["session_id"]: s for s in got["sessions"]}
+    assert sessions[codex_run["thread"]]["calls"] == len(codex_run["resumed"])
+    assert len(sessions) == 2                                          # the fork is its own session
+
+
+def test_codex_appended_lines_add_exactly_their_calls(codex_run, capsule, tmp_path):
+    home = tmp_path / "codex-home" / "sessions"
+    home.mkdir(parents=True)
+    path = home / codex_run["rollout"].name
+    first = codex_run["first_rollout"]
+    path.write_bytes(first)
+    assert pick(usage(capsule, "--codex-dir", str(home))["totals"]) == totals_of(codex_run["first"], FakeResponses)
+    full = codex_run["rollout"].read_bytes()
+    rest = full[len(first):]
+    half = len(rest) // 2
+    with open(path, "ab") as f:
+        f.write(rest[:half])
+    usage(capsule, "--codex-dir", str(home))
+    with open(path, "ab") as f:
+        f.write(rest[half:])
+    got = usage(capsule, "--codex-dir", str(home))["totals"]
+    assert pick(got) == totals_of(codex_run["resumed"], FakeResponses)
