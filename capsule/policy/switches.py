@@ -30,6 +30,7 @@ AGENT_MARKER = "JACKIN_CTX_AGENT"
 AGENT_MODEL = "JACKIN_CTX_AGENT_MODEL"  # the agent client's model, set by the supervisor (output caps)
 IN_SHIM = "JACKIN_CTX_IN_SHIM"  # set for the real command a shim runs: nested shims pass through
 FAULT_INJECT = "JACKIN_CTX_FAULT_INJECT"  # test-only: name of a transform forced to raise
+USAGE_INTERVAL = "JACKIN_CTX_USAGE_INTERVAL"  # seconds between the supervisor's transcript ingestion passes
 
 _FALSE = {"", "0", "false", "no", "off"}
 

@@ -34,6 +34,7 @@ FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT,
              signal.SIGUSR1, signal.SIGUSR2, signal.SIGWINCH)
 DEFAULT_GRACE_S = 5.0
 REAP_INTERVAL_S = 0.5
+USAGE_INTERVAL_S = 30.0   # transcript ingestion while the agent runs ($JACKIN_CTX_USAGE_INTERVAL)
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -114,9 +115,13 @@ class Supervisor:
                 self._warm_index()
                 tg.start_soon(self._on_signals, signals)
                 tg.start_soon(self._reap_periodically)
+                if self.plan["engine"].on:
+                    tg.start_soon(self._ingest_usage_periodically)
                 self._reap()
                 await self._done.wait()
                 tg.cancel_scope.cancel()
+        if self.plan["engine"].on:  # the agent's last lines: one more pass after it exits
+            await anyio.to_thread.run_sync(self._ingest_usage)
         for signum in FORWARDED:  # shutting down: a late signal must not kill us before the reap
             signal.signal(signum, signal.SIG_IGN)
         await self._stop_stragglers()
@@ -175,6 +180,27 @@ class Supervisor:
                 log.warning("workspace index warm-up failed: %r", exc)
 
         threading.Thread(target=build, name="capsule-index-warm", daemon=True).start()
+
+    def _ingest_usage(self) -> None:
+        """Read the agent's new transcript lines into the usage store (capsule.measure.ingest);
+        its CLAUDE_CONFIG_DIR / CODEX_HOME are the agent's environment's."""
+        try:
+            from capsule.measure import ingest  # noqa: PLC0415
+
+            report = ingest.ingest_default(env=self.agent_env())
+            if report.errors:
+                log.warning("usage ingestion: %s", "; ".join(report.errors[:3]))
+        except Exception as exc:  # noqa: BLE001 - measuring must never disturb the agent
+            log.warning("usage ingestion failed: %r", exc)
+
+    async def _ingest_usage_periodically(self) -> None:
+        try:
+            interval = float(os.environ.get(switches.USAGE_INTERVAL) or USAGE_INTERVAL_S)
+        except ValueError:
+            interval = USAGE_INTERVAL_S
+        while True:
+            await anyio.to_thread.run_sync(self._ingest_usage, abandon_on_cancel=True)
+            await anyio.sleep(max(interval, 0.1))
 
     def _register_agents(self) -> None:
         """Register capsule's MCP read door with the agent (capsule.agents), when plan and switches allow."""
