@@ -21,6 +21,8 @@ INDEX_DIR = "index"
 LOG_FILE = "capsule.log"
 SOCKET_NAME = "engine.sock"
 TRUST_FILE = "trusted_filters.json"
+PROXY_DB = "proxy.db"          # the proxy door's memo of rewritten tool results (INV-1)
+PROXY_STATE = "proxy.json"     # the running proxy's address and upstreams, for doctor
 
 
 def state_dir() -> Path:
@@ -70,3 +72,11 @@ def socket_path() -> Path:
 
 def trust_path() -> Path:
     return state_dir() / TRUST_FILE
+
+
+def proxy_db_path() -> Path:
+    return state_dir() / PROXY_DB
+
+
+def proxy_state_path() -> Path:
+    return state_dir() / PROXY_STATE

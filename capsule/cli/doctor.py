@@ -97,7 +97,34 @@ def collect(role_arg: str | None = None) -> dict:
         "conflicts": found,
         "mcp_registration": mcp,
         "standing_context": standing,
+        "proxy": _proxy(running, state),
     }
+
+
+def _proxy(running: dict | None, state: Path) -> dict:
+    """The proxy door: the supervisor's (with why it is not used), else a standalone `capsule proxy serve`."""
+    info = dict((running or {}).get("proxy") or {})
+    if not info:
+        from capsule.proxy.server import read_state  # noqa: PLC0415
+
+        found = read_state(state)
+        if found and _alive(found.get("pid")):
+            info = {"state": "running", "url": found.get("url"), "upstream": found.get("anthropic_upstream"),
+                    "openai_upstream": found.get("openai_upstream"), "standalone": True}
+        else:
+            info = {"state": "not running"}
+    db = state / paths.PROXY_DB
+    if db.exists():
+        info["store"] = _store(db).get("rows", {})
+    return info
+
+
+def _alive(pid) -> bool:
+    try:
+        os.kill(int(pid), 0)
+        return True
+    except (OSError, TypeError, ValueError):
+        return False
 
 
 def render(r: dict) -> str:
@@ -129,6 +156,15 @@ def render(r: dict) -> str:
         if isinstance(st, dict):
             where = ", ".join(st.get("locations") or []) or "no"
             lines.append(f"mcp {agent:<8} registered: {where}{'  (' + st['problem'] + ')' if st.get('problem') else ''}")
+    px = r["proxy"]
+    if px.get("state") == "running":
+        st = px.get("stats") or {}
+        seen = f"; {st['requests']} requests, {st['blocks_shrunk']} results shrunk, {st['usage_rows']} usage rows" if st else ""
+        lines.append(f"proxy        running on {px.get('url')} -> {px.get('upstream')}{seen}")
+    else:
+        lines.append(f"proxy        {px.get('state')}{': ' + px['reason'] if px.get('reason') else ''}")
+    if px.get("store"):
+        lines.append("  store      " + ", ".join(f"{t}={n}" for t, n in px["store"].items()))
     sc = r["standing_context"]
     parts = ", ".join(f"{k} {v}" for k, v in sc["parts"].items()) or "nothing injected"
     verdict = "OVER BUDGET" if sc["over"] else "within budget"

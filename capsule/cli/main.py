@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "capsule.cli.index",
     "capsule.cli.ctx",
     "capsule.cli.runtime",
+    "capsule.cli.proxy",
 ]
 
 

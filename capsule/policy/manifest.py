@@ -46,6 +46,7 @@ class Subsystems:
     mcp: bool = True
     register: bool = True
     routing: bool = True
+    proxy: bool = True
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,9 @@ NO_MCP = "JACKIN_CTX_NO_MCP"
 NO_REGISTER = "JACKIN_CTX_NO_REGISTER"
 NO_ROUTING = "JACKIN_CTX_NO_ROUTING"
 MEASURE_ONLY = "JACKIN_CTX_MEASURE_ONLY"
+NO_PROXY = "JACKIN_CTX_NO_PROXY"
 
-ALL_SWITCHES = (DISABLE, NO_SHIMS, NO_MCP, NO_REGISTER, NO_ROUTING, MEASURE_ONLY)
+ALL_SWITCHES = (DISABLE, NO_SHIMS, NO_MCP, NO_REGISTER, NO_ROUTING, MEASURE_ONLY, NO_PROXY)
 
 # Non-switch settings.
 STATE_DIR = "JACKIN_CTX_STATE_DIR"
@@ -48,6 +49,7 @@ class Switches:
     no_register: bool
     no_routing: bool
     measure_only: bool
+    no_proxy: bool = False
 
     @classmethod
     def read(cls, env: Mapping[str, str] | None = None) -> "Switches":
@@ -58,8 +60,9 @@ class Switches:
             no_register=is_on(NO_REGISTER, env),
             no_routing=is_on(NO_ROUTING, env),
             measure_only=is_on(MEASURE_ONLY, env),
+            no_proxy=is_on(NO_PROXY, env),
         )
 
     def as_dict(self) -> dict[str, bool]:
         return {name: getattr(self, attr) for name, attr in zip(ALL_SWITCHES, (
-            "disable", "no_shims", "no_mcp", "no_register", "no_routing", "measure_only"))}
+            "disable", "no_shims", "no_mcp", "no_register", "no_routing", "measure_only", "no_proxy"))}

@@ -89,6 +89,9 @@ class Supervisor:
         self.engine = None
         self.server: EngineServer | None = None
         self.registration: dict[str, str] = {}
+        self.proxy = None                          # capsule.proxy.server.ProxyServer when running
+        self.proxy_info: dict = {}                 # what doctor shows: url and upstream, or why not
+        self.redirect = None                       # capsule.proxy.clients.Redirect for the agent
         self._done = anyio.Event()
 
     # ---- lifecycle -------------------------------------------------------------------
@@ -108,6 +111,8 @@ class Supervisor:
                 if self.plan["engine"].on:
                     await self._start_engine()
                     tg.start_soon(self.server.serve)
+                if self.plan["proxy"].on:
+                    await anyio.to_thread.run_sync(self._start_proxy)
                 self.ready_s = time.monotonic() - self.started
                 log.info("ready in %.0f ms: role=%s mode=%s socket=%s", self.ready_s * 1000,
                          self.role.name, self.mode, self.socket_path if self.server else "-")
@@ -127,6 +132,8 @@ class Supervisor:
         await self._stop_stragglers()
         if self.server is not None:
             self.server.close()
+        if self.proxy is not None:
+            self.proxy.stop()
         if self.engine is not None:
             try:
                 self.engine.close()
@@ -160,6 +167,34 @@ class Supervisor:
             self.engine = None
         self.server = EngineServer(self.socket_path, self.engine, self.status)
         await self.server.listen()
+
+    def _start_proxy(self) -> None:
+        """The proxy door, then the agent pointed at it; if it cannot start, the agent keeps its
+        own base URL and `doctor` shows why (fail open)."""
+        kind = agent_kind(self.role, self.opts.command)
+        try:
+            from capsule.proxy import clients  # noqa: PLC0415
+            from capsule.proxy.app import Settings  # noqa: PLC0415
+            from capsule.proxy.server import ProxyServer, redact  # noqa: PLC0415
+
+            target = clients.upstream(kind, self.agent_env())
+            if target.skip:
+                self.proxy_info = {"state": "not used", "reason": target.skip}
+                log.info("proxy not used: %s", target.skip)
+                return
+            settings = Settings(state_dir=self.state_dir, mode=self.mode, shims_on=self.plan["shims"].on,
+                                languages=self.role.context.languages,
+                                **({"anthropic_upstream": target.upstream} if kind == "claude"
+                                   else {"openai_upstream": target.upstream}))
+            self.proxy = ProxyServer(settings).start()
+            self.redirect = clients.redirect(target, self.proxy.url, self.proxy.openai_url)
+            self.proxy_info = {"state": "running", "url": self.proxy.url, "agent": kind,
+                               "upstream": redact(target.upstream)}
+            log.info("proxy on %s for %s (upstream %s)", self.proxy.url, kind, redact(target.upstream))
+        except Exception as exc:  # noqa: BLE001 - no proxy means the agent's normal base URL
+            self.proxy, self.redirect = None, None
+            self.proxy_info = {"state": "failed", "reason": f"could not start: {exc}"}
+            log.error("proxy failed to start (%r); the agent uses its own base URL", exc)
 
     def _warm_index(self) -> None:
         """Build or refresh the workspace search index while the agent starts, so its first
@@ -219,9 +254,16 @@ class Supervisor:
     # ---- the agent -------------------------------------------------------------------
     def agent_command(self) -> list[str]:
         if self.opts.command:
-            return list(self.opts.command)
+            return self._with_proxy_args(list(self.opts.command))
         cmd, _ = self.router.launch(list(self.role.agent.command), {})
-        return cmd
+        return self._with_proxy_args(cmd)
+
+    def _with_proxy_args(self, cmd: list[str]) -> list[str]:
+        if self.redirect is None or not self.redirect.args:
+            return cmd
+        from capsule.proxy.clients import insert_args  # noqa: PLC0415
+
+        return insert_args(cmd, self.redirect.args)
 
     def agent_env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -234,6 +276,8 @@ class Supervisor:
             _, env = self.router.launch([], env)
         if self.plan["engine"].on:
             env[switches.SOCKET] = str(self.socket_path)
+        if self.redirect is not None:
+            env.update(self.redirect.env)
         shim_dir = str(self.opts.shim_dir) if self.opts.shim_dir else None
         parts = [p for p in env.get("PATH", os.defpath).split(":") if p and p != shim_dir]
         if shim_dir and self.plan["shims"].on:
@@ -348,6 +392,7 @@ class Supervisor:
             "subsystems": {k: v.as_dict() for k, v in self.plan.items()},
             "registration": self.registration,
             "conflicts": self.conflicts,
+            "proxy": {**self.proxy_info, **({"stats": dict(self.proxy.proxy.stats)} if self.proxy else {})},
             "state_dir": str(self.state_dir),
         }
 

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from capsule.policy import switches
 from capsule.policy.manifest import Role
 
-SUBSYSTEMS = ("engine", "shims", "mcp", "register", "routing")
+SUBSYSTEMS = ("engine", "shims", "mcp", "register", "routing", "proxy")
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,11 @@ def plan(role: Role, sw: switches.Switches) -> dict[str, Decision]:
     decide("routing", [master, (sw.no_routing, f"switch {switches.NO_ROUTING}"),
                        (not sub.routing, "manifest [context.subsystems] routing=false"),
                        (not role.context.routing, "manifest has no [context.routing]")], "manifest [context.routing]")
+    decide("proxy", [master, (sw.no_proxy, f"switch {switches.NO_PROXY}"),
+                     (not sub.proxy, "manifest [context.subsystems] proxy=false"),
+                     (not engine.on, "engine off"),
+                     (role.agent.kind == "shell", "agent kind=shell has no model API to point at")],
+           f"agent {role.agent.kind}: tool results and usage through the model API proxy")
     return out
 
 

@@ -15,6 +15,8 @@ class FakeMessages:
     def __init__(self, tool: str, tool_inputs: list[dict]):
         self.tool, self.tool_inputs = tool, tool_inputs
         self.requests: list[dict] = []
+        self.raw: list[tuple[str, dict[str, str], bytes]] = []   # (path, headers, body) as received
+        self.usage = {"input_tokens": 10, "output_tokens": 5}   # what every answer reports
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -32,7 +34,10 @@ class FakeMessages:
                 self.wfile.write(b"{}")
 
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+                raw = self.rfile.read(int(self.headers.get("content-length", 0)))
+                body = json.loads(raw or b"{}")
+                if self.path.startswith("/v1/messages") and "count_tokens" not in self.path:
+                    fake.raw.append((self.path, dict(self.headers), raw))
                 if not self.path.startswith("/v1/messages") or "count_tokens" in self.path:
                     self.send_response(200)
                     self.send_header("content-type", "application/json")
@@ -88,7 +93,7 @@ class FakeMessages:
         stop = "tool_use" if blocks[0]["type"] == "tool_use" else "end_turn"
         return {"id": f"msg_{len(self.requests)}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
                 "content": blocks, "stop_reason": stop, "stop_sequence": None,
-                "usage": {"input_tokens": 10, "output_tokens": 5}}
+                "usage": dict(self.usage)}
 
     def sse(self, blocks):
         msg = self.message(blocks)
@@ -112,7 +117,7 @@ class FakeMessages:
             yield ev("content_block_stop", {"type": "content_block_stop", "index": i})
         yield ev("message_delta", {"type": "message_delta", "delta": {"stop_reason": msg["stop_reason"],
                                                                       "stop_sequence": None},
-                                   "usage": {"output_tokens": 5}})
+                                   "usage": {"output_tokens": msg["usage"]["output_tokens"]}})
         yield ev("message_stop", {"type": "message_stop"})
 
 

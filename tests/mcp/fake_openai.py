@@ -19,6 +19,9 @@ class FakeResponses:
     def __init__(self, namespace: str, calls: list[tuple[str, dict]]):
         self.namespace, self.calls = namespace, calls
         self.requests: list[dict] = []
+        self.raw: list[tuple[str, dict[str, str], bytes]] = []   # (path, headers, body) as received
+        self.usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
+                      "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -30,15 +33,16 @@ class FakeResponses:
                 self.end_headers()
 
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+                raw = self.rfile.read(int(self.headers.get("content-length", 0)))
+                body = json.loads(raw or b"{}")
                 fake.requests.append(body)
+                fake.raw.append((self.path, dict(self.headers), raw))
                 item = fake.answer(body)
                 rid = f"resp_{len(fake.requests)}"
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.end_headers()
-                usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
-                         "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
+                usage = dict(fake.usage)
                 for data in ({"type": "response.created", "response": {"id": rid}},
                              {"type": "response.output_item.added", "output_index": 0, "item": item},
                              {"type": "response.output_item.done", "output_index": 0, "item": item},

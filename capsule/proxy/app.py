@@ -1,0 +1,228 @@
+"""The proxy door's HTTP side: an ASGI app that forwards every request to the model API upstream.
+
+Not responsible for finding tool results (rewrite.py), reading usage (usage.py) or running a
+server (server.py). Paths under /openai go to the OpenAI upstream (Codex), the rest to Anthropic's.
+Invariant (fail open): headers, credentials, status and response bytes pass through untouched and
+are never logged or stored; a request body changes only when its tool results were rewritten, and
+any fault on the way (engine, memo, parse) forwards the original body instead.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import httpx2
+
+from capsule import paths
+from capsule.proxy import rewrite, usage
+from capsule.proxy.memo import Memo, key as memo_key
+
+log = logging.getLogger("capsule.proxy")
+
+OPENAI_PREFIX = "/openai"
+ANTHROPIC_DEFAULT = "https://api.anthropic.com"
+OPENAI_DEFAULT = "https://api.openai.com/v1"
+HOP_BY_HOP = {b"host", b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"te",
+              b"upgrade", b"trailer", b"content-length", b"proxy-authorization"}
+TIMEOUT = httpx2.Timeout(connect=15.0, read=900.0, write=120.0, pool=30.0)
+
+
+@dataclass
+class Settings:
+    state_dir: Path
+    anthropic_upstream: str = ANTHROPIC_DEFAULT
+    openai_upstream: str = OPENAI_DEFAULT
+    mode: str | None = None          # the engine's mode; None: its default
+    shims_on: bool = False           # shell-tool results belong to the shims (INV-8)
+    languages: tuple[str, ...] = ()
+
+
+class Proxy:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.memo = Memo(Path(settings.state_dir) / paths.PROXY_DB)
+        self.usage_db = Path(settings.state_dir) / paths.PROXY_DB
+        self._engine = None
+        self._engine_lock = threading.Lock()
+        self._client: httpx2.AsyncClient | None = None
+        self.stats = {"requests": 0, "rewritten": 0, "blocks_shrunk": 0, "usage_rows": 0, "fail_open": 0,
+                      "upstream_errors": 0}
+
+    # ---- ASGI --------------------------------------------------------------------------------------
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                msg = await receive()
+                if msg["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif msg["type"] == "lifespan.shutdown":
+                    await self.aclose()
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        self.stats["requests"] += 1
+        body = await _read_body(receive)
+        path = scope.get("path", "/")
+        api, upstream = self._route(path)
+        query = scope.get("query_string", b"")
+        url = upstream + (b"?" + query if query else b"").decode("latin-1")
+        headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() not in HOP_BY_HOP]
+        hmap = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in headers}
+        sub = path[len(OPENAI_PREFIX):] if api == "openai" else path
+        session = None
+        if scope.get("method") == "POST" and sub in rewrite.config()[api]["rewrite_paths"]:
+            body, session = await self._maybe_rewrite(api, body, hmap)
+        tap_usage = scope.get("method") == "POST" and sub in rewrite.config()[api]["usage_paths"]
+        await self._forward(scope.get("method", "GET"), url, headers, body, send, api,
+                            session if tap_usage else None)
+
+    def _route(self, path: str) -> tuple[str, str]:
+        if path == OPENAI_PREFIX or path.startswith(OPENAI_PREFIX + "/"):
+            return "openai", self.settings.openai_upstream.rstrip("/") + path[len(OPENAI_PREFIX):]
+        return "anthropic", self.settings.anthropic_upstream.rstrip("/") + path
+
+    # ---- request side --------------------------------------------------------------------------------
+    async def _maybe_rewrite(self, api: str, body: bytes, hmap: dict[str, str]) -> tuple[bytes, str | None]:
+        if hmap.get("content-encoding", "identity").lower() not in ("", "identity"):
+            return body, None
+        if len(body) > rewrite.limit("max_body_bytes"):
+            return body, None
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            return body, None
+        if not isinstance(parsed, dict):
+            return body, None
+        try:
+            session = rewrite.conversation(api, parsed, hmap)
+        except Exception:  # noqa: BLE001
+            session = f"{api}:unknown"
+        try:
+            new = await anyio.to_thread.run_sync(self._rewrite_sync, api, parsed, session)
+        except Exception as exc:  # noqa: BLE001 - fail open: the client's own bytes go upstream
+            self.stats["fail_open"] += 1
+            log.warning("proxy rewrite failed (%r); request forwarded unchanged", exc)
+            return body, session
+        if new is None:
+            return body, session
+        self.stats["rewritten"] += 1
+        return new, session
+
+    def _rewrite_sync(self, api: str, parsed: dict, session: str) -> bytes | None:
+        def shrink(call: rewrite.Call, text: str) -> str:
+            k = memo_key(api, session, call.call_id, text)
+            found = self.memo.get(k)
+            if found is not Memo._MISSING:
+                return text if found is None else found
+            out = self._observe(call, text, session)
+            stored = self.memo.put(k, session, None if out == text else out)
+            if stored is not None:
+                self.stats["blocks_shrunk"] += 1
+            return text if stored is None else stored
+
+        return rewrite.rewrite(api, parsed, shrink, shims_on=self.settings.shims_on)
+
+    def _observe(self, call: rewrite.Call, text: str, session: str) -> str:
+        """One observation through the engine (classify → transform → guard → archive → ledger)."""
+        try:
+            raw = text.encode("utf-8")
+        except UnicodeEncodeError:
+            return text
+        try:
+            with self._engine_lock:
+                engine = self.engine()
+                out = engine.observe(raw, command=call.command, exit_code=call.exit_code, intent=call.intent,
+                                     scope=session, path=call.path, stream="stdout")
+            return out.data.decode("utf-8")
+        except Exception as exc:  # noqa: BLE001 - the engine fails open; so does the door
+            log.warning("proxy: engine failed on a %s result (%r); sent unchanged", call.tool or "tool", exc)
+            return text
+
+    def engine(self):
+        if self._engine is None:
+            from capsule.engine import Engine  # noqa: PLC0415 - heavy; the first tool result pays it
+
+            self._engine = Engine(self.settings.state_dir, mode=self.settings.mode,
+                                  languages=self.settings.languages)
+        return self._engine
+
+    # ---- response side -------------------------------------------------------------------------------
+    async def _forward(self, method, url, headers, body, send, api, session) -> None:
+        if self._client is None:
+            self._client = httpx2.AsyncClient(timeout=TIMEOUT, follow_redirects=False)
+        try:
+            request = httpx2.Request(method, url, headers=headers, content=body)
+            response = await self._client.send(request, stream=True)
+        except Exception as exc:  # noqa: BLE001 - unreachable upstream: say so in the API's own shape
+            self.stats["upstream_errors"] += 1
+            log.warning("proxy: upstream %s unreachable: %s", api, type(exc).__name__)
+            await _error(send, api, f"capsule proxy: upstream unreachable ({type(exc).__name__})")
+            return
+        tap = None
+        if session and response.status_code == 200:
+            tap = usage.Tap(api, session, response.headers.get("content-type", ""),
+                            response.headers.get("content-encoding", ""))
+        try:
+            out_headers = [(k, v) for k, v in response.headers.raw if k.lower() not in HOP_BY_HOP - {b"content-length"}]
+            await send({"type": "http.response.start", "status": response.status_code, "headers": out_headers})
+            async for chunk in response.aiter_raw():
+                if tap is not None:
+                    tap.feed(chunk)
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            if tap is not None:   # recorded before the response ends: a finished request has its row
+                await anyio.to_thread.run_sync(self._record, tap)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            await response.aclose()
+
+    def _record(self, tap: usage.Tap) -> None:
+        try:
+            row = tap.result()
+            if row is not None:
+                usage.record_usage(self.usage_db, row)
+                self.stats["usage_rows"] += 1
+        except Exception as exc:  # noqa: BLE001 - usage is measurement; the answer already went out
+            log.warning("proxy: usage not recorded (%r)", exc)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def close(self) -> None:
+        for closer in (self.memo.close, getattr(self._engine, "close", None),
+                       lambda: usage.close(self.usage_db)):
+            if closer is not None:
+                try:
+                    closer()
+                except Exception:  # noqa: BLE001
+                    pass
+
+
+async def _read_body(receive) -> bytes:
+    parts = []
+    while True:
+        msg = await receive()
+        if msg["type"] == "http.disconnect":
+            break
+        parts.append(msg.get("body", b""))
+        if not msg.get("more_body"):
+            break
+    return b"".join(parts)
+
+
+async def _error(send, api: str, message: str) -> None:
+    if api == "anthropic":
+        payload = {"type": "error", "error": {"type": "api_error", "message": message}}
+    else:
+        payload = {"error": {"type": "server_error", "message": message, "code": "upstream_unreachable"}}
+    data = json.dumps(payload).encode()
+    await send({"type": "http.response.start", "status": 502,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+    await send({"type": "http.response.body", "body": data})

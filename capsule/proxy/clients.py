@@ -1,0 +1,93 @@
+"""Point one agent session at the proxy: where its model API is now, and how to redirect it.
+
+Not responsible for the proxy itself or for any permanent config: Claude Code gets
+ANTHROPIC_BASE_URL in its environment, Codex gets `-c` overrides on its command line; both last
+only for the session the supervisor launches. Invariant: when the upstream cannot be determined
+safely, `plan()` says why and the agent keeps its own base URL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from capsule.proxy.app import ANTHROPIC_DEFAULT, OPENAI_DEFAULT
+
+
+@dataclass
+class Redirect:
+    kind: str
+    upstream: str | None             # the agent's own base URL, which the proxy forwards to
+    env: dict[str, str] = field(default_factory=dict)
+    args: list[str] = field(default_factory=list)   # inserted right after the agent's binary
+    skip: str | None = None          # why this session does not use the proxy
+    provider: str = "openai"         # Codex: the model provider whose base URL is redirected
+
+
+def upstream(kind: str, env: dict[str, str]) -> Redirect:
+    """The agent's real model API, before any redirect."""
+    if kind == "claude":
+        return Redirect(kind, env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT)
+    if kind == "codex":
+        return _codex(env)
+    return Redirect(kind, None, skip=f"agent kind {kind} has no known model API")
+
+
+def redirect(r: Redirect, proxy_url: str, openai_url: str) -> Redirect:
+    """Fill env / args that send the agent to the proxy."""
+    if r.skip:
+        return r
+    if r.kind == "claude":
+        r.env = {"ANTHROPIC_BASE_URL": proxy_url}
+    elif r.kind == "codex":
+        setting = "openai_base_url" if r.provider == "openai" else f"model_providers.{r.provider}.base_url"
+        r.args = ["-c", f"{setting}={json.dumps(openai_url)}"]
+    return r
+
+
+def _codex(env: dict[str, str]) -> Redirect:
+    home = Path(env.get("CODEX_HOME") or Path(env.get("HOME", str(Path.home()))) / ".codex")
+    try:
+        cfg = tomllib.loads((home / "config.toml").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        cfg = {}
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        return Redirect("codex", None, skip=f"{home / 'config.toml'} unreadable ({exc.__class__.__name__})")
+    provider = cfg.get("model_provider") or "openai"
+    if provider == "openai":
+        if _chatgpt_login(home, env):
+            return Redirect("codex", None, skip="Codex signs in with ChatGPT (its backend is not a Responses "
+                                                "API base URL the proxy can stand in for)")
+        url = cfg.get("openai_base_url") or env.get("OPENAI_BASE_URL") or OPENAI_DEFAULT
+    else:
+        spec = (cfg.get("model_providers") or {}).get(provider)
+        if not isinstance(spec, dict) or not isinstance(spec.get("base_url"), str):
+            return Redirect("codex", None, skip=f"model provider {provider!r} has no base_url in config.toml")
+        if spec.get("wire_api", "responses") != "responses":
+            return Redirect("codex", None, skip=f"model provider {provider!r} speaks {spec.get('wire_api')}, "
+                                                "not the Responses API")
+        url = spec["base_url"]
+    return Redirect("codex", url, provider=provider)
+
+
+def _chatgpt_login(home: Path, env: dict[str, str]) -> bool:
+    if env.get("OPENAI_API_KEY"):
+        return False
+    try:
+        auth = json.loads((home / "auth.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return bool(auth.get("tokens")) and not auth.get("OPENAI_API_KEY")
+
+
+def insert_args(cmd: list[str], args: list[str]) -> list[str]:
+    """`codex -c k=v …`: the overrides right after the codex binary (also inside a wrapper command)."""
+    if not args:
+        return cmd
+    for i, word in enumerate(cmd):
+        if os.path.basename(word) == "codex":
+            return cmd[:i + 1] + args + cmd[i + 1:]
+    return cmd

@@ -1,0 +1,87 @@
+"""The proxy's memory of what it sent: each tool result's rewrite, keyed by conversation and content.
+
+Not responsible for deciding a rewrite (the engine does) or for HTTP. Persists in proxy.db in the
+state dir, so a proxy restart sends the same bytes. Invariant (INV-1): once a key has a value it
+never changes; when two requests race on a new block, the first stored value is what both send.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+from blake3 import blake3
+
+from capsule.store import sqlite
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS memo(
+  key TEXT PRIMARY KEY,        -- blake3(api, conversation, call id, original text)
+  conversation TEXT NOT NULL,
+  output TEXT,                 -- NULL: the block is sent as it came
+  ts REAL NOT NULL
+);
+"""
+LRU_SIZE = 4096
+
+
+def key(api: str, conversation: str, call_id: str, text: str) -> str:
+    h = blake3()
+    for part in (api, conversation, call_id):
+        h.update(part.encode("utf-8", "surrogatepass") + b"\0")
+    h.update(text.encode("utf-8", "surrogatepass"))
+    return h.hexdigest()[:32]
+
+
+class Memo:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._conn = sqlite.connect(self.path)
+        self._conn.execute(SCHEMA)
+        self._lru: OrderedDict[str, str | None] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    _MISSING = object()
+
+    def get(self, k: str):
+        """The stored output (None = unchanged), or Memo._MISSING."""
+        with self._lock:
+            if k in self._lru:
+                self._lru.move_to_end(k)
+                self.hits += 1
+                return self._lru[k]
+            rows = self._conn.execute("SELECT output FROM memo WHERE key=?", (k,)).fetchall()
+            if rows:
+                self.hits += 1
+                self._remember(k, rows[0][0])
+                return rows[0][0]
+            self.misses += 1
+            return self._MISSING
+
+    def put(self, k: str, conversation: str, output: str | None) -> str | None:
+        """Store unless present; returns the value that is stored (the first writer's)."""
+        with self._lock:
+            with sqlite.write(self._conn):
+                self._conn.execute("INSERT OR IGNORE INTO memo(key, conversation, output, ts) VALUES(?,?,?,?)",
+                                   (k, conversation, output, time.time()))
+                stored = self._conn.execute("SELECT output FROM memo WHERE key=?", (k,)).fetchall()[0][0]
+            self._remember(k, stored)
+            return stored
+
+    def _remember(self, k: str, value: str | None) -> None:
+        self._lru[k] = value
+        self._lru.move_to_end(k)
+        while len(self._lru) > LRU_SIZE:
+            self._lru.popitem(last=False)
+
+    def count(self) -> int:
+        with self._lock:
+            return self._conn.execute("SELECT count(*) FROM memo").fetchall()[0][0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

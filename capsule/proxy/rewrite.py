@@ -1,0 +1,233 @@
+"""The pure core of the proxy door: find the tool results in a model API request and rewrite them.
+
+Not responsible for HTTP, memoization or the engine: `rewrite()` takes a parsed body and a
+callback `shrink(call, text) -> text`, and returns the new body bytes, or None when nothing changed.
+Invariant: only tool-result text changes; every other value of the body keeps its JSON value, and
+the same body always serializes to the same bytes (so an unchanged prefix stays byte-identical).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Callable
+
+from capsule.observe.guard import FOOTER_PREFIX
+
+CCR_MARK = "<<ccr:"      # capsule already shrank this block (its footer): never again
+
+
+@lru_cache(maxsize=1)
+def config() -> dict:
+    return tomllib.loads(resources.files("capsule.proxy").joinpath("data/apis.toml").read_text())
+
+
+def limit(name: str) -> int:
+    return int(config()["limits"][name])
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool result and what the model asked for: the engine's command, path and intent."""
+
+    api: str                 # "anthropic" | "openai"
+    call_id: str
+    tool: str
+    command: str | None
+    path: str | None
+    intent: str | None
+    exit_code: int | None
+    owned_elsewhere: str | None   # why another door owns it (INV-8), or None
+
+
+Shrink = Callable[[Call, str], str]
+
+
+def rewrite(api: str, body: Any, shrink: Shrink, *, shims_on: bool) -> bytes | None:
+    """New request bytes with each tool result passed through `shrink`; None when nothing changed."""
+    if not isinstance(body, dict):
+        return None
+    walk = _anthropic if api == "anthropic" else _openai
+    if not walk(body, shrink, shims_on):
+        return None
+    return serialize(body)
+
+
+def serialize(body: Any) -> bytes:
+    """Compact JSON as the clients write it; one function so equal bodies give equal bytes."""
+    try:
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:   # a lone surrogate from the client's JSON: escape it as JSON does
+        return json.dumps(body, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def conversation(api: str, body: dict, headers: dict[str, str]) -> str:
+    """A stable label for the conversation a request continues (memo scope and ledger tag)."""
+    if api == "anthropic":
+        sid = headers.get("x-claude-code-session-id")
+        if not sid:
+            user = (body.get("metadata") or {}).get("user_id") if isinstance(body.get("metadata"), dict) else None
+            sid = _session_from_user_id(user)
+        first = (body.get("messages") or [None])[0]
+    else:
+        sid = body.get("prompt_cache_key") or headers.get("session_id") or headers.get("conversation_id")
+        first = next((i for i in body.get("input") or [] if isinstance(i, dict) and i.get("role") == "user"), None)
+    if isinstance(sid, str) and sid:
+        return f"{api}:{sid[:80]}"
+    from blake3 import blake3  # noqa: PLC0415
+
+    return f"{api}:root-{blake3(serialize(first)).hexdigest()[:16]}"
+
+
+def _session_from_user_id(user: Any) -> str | None:
+    if not isinstance(user, str) or not user:
+        return None
+    if user.startswith("{"):
+        try:
+            sid = json.loads(user).get("session_id")
+            return sid if isinstance(sid, str) else None
+        except (ValueError, AttributeError):
+            return None
+    m = re.search(r"session_([0-9a-fA-F-]{8,})", user)
+    return m.group(1) if m else user
+
+
+# ---- Anthropic Messages -----------------------------------------------------------------------------
+def _anthropic(body: dict, shrink: Shrink, shims_on: bool) -> bool:
+    msgs = body.get("messages")
+    if not isinstance(msgs, list):
+        return False
+    cfg = config()["anthropic"]
+    calls: dict[str, tuple[str, dict, str | None]] = {}
+    changed = False
+    for msg in msgs:
+        if not isinstance(msg, dict) or not isinstance(msg.get("content"), list):
+            continue
+        blocks = msg["content"]
+        if msg.get("role") == "assistant":
+            intent = _join(b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+            for b in blocks:
+                if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str):
+                    calls[b["id"]] = (str(b.get("name", "")), b.get("input") if isinstance(b.get("input"), dict) else {},
+                                      intent)
+            continue
+        for b in blocks:
+            if not isinstance(b, dict) or b.get("type") != "tool_result":
+                continue
+            name, args, intent = calls.get(str(b.get("tool_use_id")), ("", {}, None))
+            call = _call("anthropic", cfg, str(b.get("tool_use_id", "")), name, args, intent, shims_on)
+            content = b.get("content")
+            if isinstance(content, str):
+                new = _one(call, content, shrink, cfg)
+                if new != content:
+                    b["content"], changed = new, True
+            elif isinstance(content, list):
+                for item in content:
+                    if isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str):
+                        new = _one(call, item["text"], shrink, cfg)
+                        if new != item["text"]:
+                            item["text"], changed = new, True
+    return changed
+
+
+# ---- OpenAI Responses -------------------------------------------------------------------------------
+_OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
+_CALL_TYPES = ("function_call", "custom_tool_call")
+
+
+def _openai(body: dict, shrink: Shrink, shims_on: bool) -> bool:
+    items = body.get("input")
+    if not isinstance(items, list):
+        return False
+    cfg = config()["openai"]
+    calls: dict[str, tuple[str, dict, str | None]] = {}
+    intent: str | None = None
+    changed = False
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if kind == "message" and item.get("role") == "assistant" and isinstance(item.get("content"), list):
+            intent = _join(c.get("text") for c in item["content"] if isinstance(c, dict)) or intent
+        elif kind == "message" and item.get("role") == "user":
+            intent = None
+        elif kind in _CALL_TYPES and isinstance(item.get("call_id"), str):
+            name = str(item.get("name", ""))
+            if item.get("namespace"):
+                name = f"{item['namespace']}__{name}" if not name.startswith(str(item["namespace"])) else name
+            calls[item["call_id"]] = (name, _arguments(item), intent)
+        elif kind in _OUTPUT_TYPES:
+            name, args, call_intent = calls.get(str(item.get("call_id")), ("", {}, None))
+            call = _call("openai", cfg, str(item.get("call_id", "")), name, args, call_intent, shims_on)
+            out = item.get("output")
+            if isinstance(out, str):
+                new = _one(call, out, shrink, cfg)
+                if new != out:
+                    item["output"], changed = new, True
+            elif isinstance(out, list):
+                for c in out:
+                    if isinstance(c, dict) and c.get("type") in ("input_text", "output_text", "text") \
+                            and isinstance(c.get("text"), str):
+                        new = _one(call, c["text"], shrink, cfg)
+                        if new != c["text"]:
+                            c["text"], changed = new, True
+    return changed
+
+
+def _arguments(item: dict) -> dict:
+    raw = item.get("arguments", item.get("input"))
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        try:
+            parsed = json.loads(raw)
+            return parsed if isinstance(parsed, dict) else {}
+        except ValueError:
+            return {}
+    return {}
+
+
+# ---- shared -----------------------------------------------------------------------------------------
+def _call(api: str, cfg: dict, call_id: str, name: str, args: dict, intent: str | None, shims_on: bool) -> Call:
+    owned = None
+    if name.startswith(cfg["own_tool_prefix"]):
+        owned = "capsule's own MCP tool"
+    elif shims_on and name in cfg["shell_tools"]:
+        owned = "shell command: the shims own it"
+    spec = cfg.get("tools", {}).get(name, {})
+    command = path = None
+    if "command" in spec:
+        value = args.get(spec["command"])
+        if isinstance(value, list) and value:
+            value = value[-1] if len(value) >= 3 and value[-2] in ("-c", "-lc") else " ".join(map(str, value))
+        command = value if isinstance(value, str) else None
+    elif "command_from" in spec and isinstance(args.get(spec["command_from"]), str):
+        command = spec.get("command_prefix", "") + shlex.quote(args[spec["command_from"]])
+    if "path" in spec and isinstance(args.get(spec["path"]), str):
+        path = args[spec["path"]]
+    if not intent and isinstance(args.get("description"), str):
+        intent = args["description"]
+    if intent:
+        intent = intent[-limit("max_intent_chars"):]
+    return Call(api, call_id, name, command, path, intent or None, None, owned)
+
+
+def _one(call: Call, text: str, shrink: Shrink, cfg: dict) -> str:
+    if call.owned_elsewhere or CCR_MARK in text or FOOTER_PREFIX in text:
+        return text
+    if len(text.encode("utf-8", "surrogatepass")) < limit("min_block_bytes"):
+        return text
+    m = re.search(cfg["exit_code_pattern"], text[:4096])
+    if m:
+        call = Call(**{**call.__dict__, "exit_code": int(m.group(1))})
+    return shrink(call, text)
+
+
+def _join(parts) -> str | None:
+    text = "\n".join(p for p in parts if isinstance(p, str) and p.strip())
+    return text or None

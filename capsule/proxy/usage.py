@@ -1,0 +1,194 @@
+"""Ground-truth usage: read the upstream's own usage numbers out of a response as it streams past.
+
+Not responsible for pricing (the measure layer is) or for forwarding bytes (app.py does, untouched).
+Invariant: the numbers recorded are the upstream's, unchanged; a response that cannot be read
+records nothing and costs the client nothing (every parse error is swallowed here).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import zlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from capsule.store import sqlite
+
+log = logging.getLogger("capsule.proxy")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS api_usage(
+  id INTEGER PRIMARY KEY,
+  ts REAL NOT NULL,
+  session TEXT NOT NULL,
+  api TEXT NOT NULL,
+  model TEXT,
+  response_id TEXT,
+  input_tokens INTEGER NOT NULL,        -- uncached input
+  cache_read_tokens INTEGER NOT NULL,
+  cache_write_tokens INTEGER NOT NULL,
+  output_tokens INTEGER NOT NULL,
+  cost_usd REAL,                        -- only when the upstream reports one
+  usage_json TEXT NOT NULL              -- the upstream's usage object, as sent
+);
+CREATE INDEX IF NOT EXISTS api_usage_session ON api_usage(session);
+"""
+
+
+@dataclass
+class Usage:
+    session: str
+    api: str
+    model: str | None = None
+    response_id: str | None = None
+    input_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    usage_json: str = "{}"
+    ts: float = field(default_factory=time.time)
+
+
+_CONNS: dict[str, object] = {}
+_LOCK = threading.Lock()
+
+
+def record_usage(db: Path, row: Usage) -> None:
+    """The one writer of usage rows (kept alone so the measure layer's store can take it over)."""
+    with _LOCK:
+        conn = _CONNS.get(str(db))
+        if conn is None:
+            conn = _CONNS[str(db)] = sqlite.connect(db)
+            conn.execute(SCHEMA)
+        cols = asdict(row)
+        with sqlite.write(conn):
+            conn.execute(f"INSERT INTO api_usage({', '.join(cols)}) VALUES({', '.join('?' * len(cols))})",
+                         tuple(cols.values()))
+
+
+def close(db: Path) -> None:
+    with _LOCK:
+        conn = _CONNS.pop(str(db), None)
+        if conn is not None:
+            conn.close()
+
+
+def rows(db: Path, session: str | None = None) -> list[dict]:
+    if not Path(db).exists():
+        return []
+    conn = sqlite.connect(db)
+    try:
+        conn.execute(SCHEMA)
+        names = ["id"] + list(Usage.__dataclass_fields__)
+        found = conn.execute(f"SELECT {', '.join(names)} FROM api_usage" + (" WHERE session=?" if session else "")
+                             + " ORDER BY id", (session,) if session else ()).fetchall()
+        return [dict(zip(names, r)) for r in found]
+    finally:
+        conn.close()
+
+
+class Tap:
+    """Fed every response chunk as it passes; `result()` is the usage, or None."""
+
+    MAX_JSON = 8 << 20   # a non-streaming body above this is not parsed for usage
+
+    def __init__(self, api: str, session: str, content_type: str, encoding: str):
+        self.api, self.session = api, session
+        self.sse = "text/event-stream" in content_type
+        self.encoding = encoding.strip().lower()
+        self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS if self.encoding == "gzip" else zlib.MAX_WBITS) \
+            if self.encoding in ("gzip", "deflate") else None
+        self.readable = self.encoding in ("", "identity") or self._inflate is not None
+        self._buf = bytearray()
+        self._carry = b""
+        self.row = Usage(session=session, api=api)
+        self.seen = False
+
+    def feed(self, chunk: bytes) -> None:
+        if not self.readable:
+            return
+        try:
+            data = self._inflate.decompress(chunk) if self._inflate else chunk
+            if self.sse:
+                self._lines(data)
+            elif len(self._buf) + len(data) <= self.MAX_JSON:
+                self._buf += data
+        except Exception as exc:  # noqa: BLE001 - a tap never breaks the stream
+            log.debug("usage tap: %r", exc)
+            self.readable = False
+
+    def _lines(self, data: bytes) -> None:
+        lines = (self._carry + data).split(b"\n")
+        self._carry = lines.pop()
+        if len(self._carry) > self.MAX_JSON:
+            self._carry = b""
+        for line in lines:
+            if line.startswith(b"data:") and b"usage" in line:
+                try:
+                    self._event(json.loads(line[5:]))
+                except ValueError:
+                    continue
+
+    def result(self) -> Usage | None:
+        try:
+            if self.sse and self._carry.startswith(b"data:"):
+                self._lines(b"\n")
+            if not self.sse and self._buf:
+                self._message(json.loads(bytes(self._buf)))
+        except Exception as exc:  # noqa: BLE001
+            log.debug("usage tap: %r", exc)
+        return self.row if self.seen else None
+
+    # -- shapes -------------------------------------------------------------------------------------
+    def _event(self, ev: dict) -> None:
+        kind = ev.get("type")
+        if self.api == "anthropic":
+            if kind == "message_start" and isinstance(ev.get("message"), dict):
+                self._message(ev["message"])
+            elif kind == "message_delta" and isinstance(ev.get("usage"), dict):
+                self._anthropic_usage(ev["usage"], merge=True)
+        elif isinstance(ev.get("response"), dict) and kind in ("response.completed", "response.done",
+                                                                "response.incomplete", "response.failed"):
+            self._message(ev["response"])
+
+    def _message(self, msg: dict) -> None:
+        if not isinstance(msg, dict) or not isinstance(msg.get("usage"), dict):
+            return
+        self.row.model = msg.get("model") if isinstance(msg.get("model"), str) else self.row.model
+        self.row.response_id = msg.get("id") if isinstance(msg.get("id"), str) else self.row.response_id
+        if self.api == "anthropic":
+            self._anthropic_usage(msg["usage"], merge=False)
+        else:
+            self._openai_usage(msg["usage"])
+        cost = msg["usage"].get("cost", msg.get("cost"))
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+            self.row.cost_usd = float(cost)
+
+    def _anthropic_usage(self, u: dict, merge: bool) -> None:
+        """message_start carries the input buckets; message_delta the final (cumulative) counts."""
+        base = json.loads(self.row.usage_json) if merge else {}
+        base.update(u)
+        self.row.usage_json = json.dumps(base, sort_keys=True)
+        self.row.input_tokens = _int(base.get("input_tokens"))
+        self.row.cache_read_tokens = _int(base.get("cache_read_input_tokens"))
+        self.row.cache_write_tokens = _int(base.get("cache_creation_input_tokens"))
+        self.row.output_tokens = _int(base.get("output_tokens"))
+        self.seen = True
+
+    def _openai_usage(self, u: dict) -> None:
+        """Responses API: input_tokens includes the cached ones; the bucket here is the uncached rest."""
+        cached = _int((u.get("input_tokens_details") or {}).get("cached_tokens"))
+        self.row.usage_json = json.dumps(u, sort_keys=True)
+        self.row.input_tokens = max(_int(u.get("input_tokens")) - cached, 0)
+        self.row.cache_read_tokens = cached
+        self.row.cache_write_tokens = _int((u.get("input_tokens_details") or {}).get("cache_creation_tokens"))
+        self.row.output_tokens = _int(u.get("output_tokens"))
+        self.seen = True
+
+
+def _int(v) -> int:
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0

@@ -1,0 +1,98 @@
+"""The pure core: which tool results are rewritten, with what command/intent, and byte-stable output."""
+
+from __future__ import annotations
+
+import json
+
+from capsule.proxy import rewrite
+
+BIG = "\n".join(f"line {i} of a long output" for i in range(200))
+
+
+def _anthropic(result_content, tool="Read", args=None, text="Reading the config to find the port."):
+    return {"model": "m", "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "text", "text": text},
+                                          {"type": "tool_use", "id": "toolu_1", "name": tool,
+                                           "input": args or {"file_path": "/w/app.cfg"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": result_content}]},
+    ]}
+
+
+def test_anthropic_result_gets_command_path_and_intent_of_the_preceding_turn():
+    seen = []
+
+    def shrink(call, text):
+        seen.append(call)
+        return "SHORT"
+
+    body = _anthropic(BIG)
+    out = rewrite.rewrite("anthropic", body, shrink, shims_on=False)
+    assert json.loads(out)["messages"][2]["content"][0]["content"] == "SHORT"
+    assert seen[0].path == "/w/app.cfg" and seen[0].intent == "Reading the config to find the port."
+    assert seen[0].tool == "Read" and seen[0].call_id == "toolu_1"
+
+
+def test_bash_result_carries_command_and_exit_code_and_is_left_to_shims_when_they_are_on():
+    calls = []
+    body = _anthropic("Exit code 2\n" + BIG, tool="Bash", args={"command": "make test", "description": "run tests"})
+    rewrite.rewrite("anthropic", body, lambda c, t: calls.append(c) or t, shims_on=False)
+    assert calls[0].command == "make test" and calls[0].exit_code == 2
+    calls.clear()
+    assert rewrite.rewrite("anthropic", _anthropic(BIG, tool="Bash", args={"command": "ls"}),
+                           lambda c, t: calls.append(c) or "X", shims_on=True) is None
+    assert calls == []
+
+
+def test_blocks_capsule_already_shrank_small_blocks_and_own_tools_are_left_alone():
+    never = lambda c, t: (_ for _ in ()).throw(AssertionError("called"))  # noqa: E731
+    footer = BIG + "\n[full output: capsule ctx expand <<ccr:0123456789abcdef01234567>>]"
+    assert rewrite.rewrite("anthropic", _anthropic(footer), never, shims_on=False) is None
+    assert rewrite.rewrite("anthropic", _anthropic("short"), never, shims_on=False) is None
+    assert rewrite.rewrite("anthropic", _anthropic(BIG, tool="mcp__capsule__ctx_read"), never, shims_on=False) is None
+
+
+def test_list_content_rewrites_text_items_only():
+    body = _anthropic([{"type": "text", "text": BIG}, {"type": "image", "source": {"data": "AAAA"}}])
+    out = json.loads(rewrite.rewrite("anthropic", body, lambda c, t: "S", shims_on=False))
+    content = out["messages"][2]["content"][0]["content"]
+    assert content[0]["text"] == "S" and content[1] == {"type": "image", "source": {"data": "AAAA"}}
+
+
+def test_openai_function_call_output_with_namespace_and_command():
+    body = {"model": "gpt", "prompt_cache_key": "thread-1", "input": [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "I will list files."}]},
+        {"type": "function_call", "call_id": "c1", "name": "exec_command", "arguments": json.dumps({"cmd": "ls -la"})},
+        {"type": "function_call_output", "call_id": "c1", "output": "Process exited with code 1\n" + BIG},
+        {"type": "function_call", "call_id": "c2", "name": "ctx_read", "namespace": "mcp__capsule", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c2", "output": BIG},
+    ]}
+    calls = []
+    out = json.loads(rewrite.rewrite("openai", body, lambda c, t: calls.append(c) or "S", shims_on=False))
+    assert [c.call_id for c in calls] == ["c1"]       # capsule's own MCP tool is left alone
+    assert calls[0].command == "ls -la" and calls[0].exit_code == 1 and calls[0].intent == "I will list files."
+    assert out["input"][3]["output"] == "S" and out["input"][5]["output"] == BIG
+    assert rewrite.conversation("openai", body, {}) == "openai:thread-1"
+
+
+def test_serialization_is_compact_deterministic_and_unicode_safe():
+    body = {"b": "ünï — 😀", "a": [1, 2.5, None, True], "lone": "\ud800"}
+    once = rewrite.serialize(body)
+    assert once == rewrite.serialize(json.loads(once))
+    assert json.loads(once) == body
+
+
+def test_unknown_shapes_change_nothing():
+    for api in ("anthropic", "openai"):
+        assert rewrite.rewrite(api, ["not", "a", "dict"], lambda c, t: "X", shims_on=False) is None
+        assert rewrite.rewrite(api, {"messages": "x", "input": 3}, lambda c, t: "X", shims_on=False) is None
+
+
+def test_conversation_label_from_claude_code_session():
+    meta = {"user_id": json.dumps({"device_id": "d", "session_id": "abc-123"})}
+    assert rewrite.conversation("anthropic", {"metadata": meta, "messages": []}, {}) == "anthropic:abc-123"
+    assert rewrite.conversation("anthropic", {"messages": []}, {"x-claude-code-session-id": "s9"}) == "anthropic:s9"
+    a = rewrite.conversation("anthropic", {"messages": [{"role": "user", "content": "one"}]}, {})
+    b = rewrite.conversation("anthropic", {"messages": [{"role": "user", "content": "two"}]}, {})
+    assert a != b and a.startswith("anthropic:root-")
