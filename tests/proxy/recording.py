@@ -80,3 +80,24 @@ class Canned:
 
     def close(self):
         self.server.shutdown()
+
+
+class ScriptedResponses(FakeResponses):
+    """Responses API fake answering scripted (tool, arguments) function calls, then `final`."""
+
+    def __init__(self, calls: list[tuple[str, dict]], final: str = "All done: FINAL-ANSWER-7"):
+        super().__init__("", calls)
+        self.final = final
+        self.usage = dict(OPENAI_USAGE)
+
+    def answer(self, body: dict) -> dict:
+        done = len(self._outputs(body))
+        if done < len(self.calls):
+            name, args = self.calls[done]
+            return {"type": "function_call", "id": f"fc_{done}", "call_id": f"call_{done:02d}", "name": name,
+                    "arguments": json.dumps(args), "status": "completed"}
+        return {"type": "message", "role": "assistant", "id": "msg_done",
+                "content": [{"type": "output_text", "text": self.final, "annotations": []}]}
+
+    def conversation(self) -> list[bytes]:
+        return [raw for path, _, raw in self.raw if path.endswith("/responses")]
