@@ -46,7 +46,8 @@ class Proxy:
     def __init__(self, settings: Settings):
         self.settings = settings
         self.memo = Memo(Path(settings.state_dir) / paths.PROXY_DB)
-        self.usage_db = Path(settings.state_dir) / paths.PROXY_DB
+        self._usage_store = None
+        self._usage_lock = threading.Lock()
         self._engine = None
         self._engine_lock = threading.Lock()
         self._client: httpx2.AsyncClient | None = None
@@ -102,7 +103,7 @@ class Proxy:
         try:
             session = rewrite.conversation(api, parsed, hmap)
         except Exception:  # noqa: BLE001
-            session = f"{api}:unknown"
+            session = "unknown"
         try:
             new = await anyio.to_thread.run_sync(self._rewrite_sync, api, parsed, session)
         except Exception as exc:  # noqa: BLE001 - fail open: the client's own bytes go upstream
@@ -185,7 +186,12 @@ class Proxy:
         try:
             row = tap.result()
             if row is not None:
-                usage.record_usage(self.usage_db, row)
+                with self._usage_lock:
+                    if self._usage_store is None:
+                        from capsule.measure.usage import UsageStore  # noqa: PLC0415
+
+                        self._usage_store = UsageStore(Path(self.settings.state_dir) / paths.USAGE_DB)
+                    usage.record(row, store=self._usage_store)
                 self.stats["usage_rows"] += 1
         except Exception as exc:  # noqa: BLE001 - usage is measurement; the answer already went out
             log.warning("proxy: usage not recorded (%r)", exc)
@@ -197,7 +203,7 @@ class Proxy:
 
     def close(self) -> None:
         for closer in (self.memo.close, getattr(self._engine, "close", None),
-                       lambda: usage.close(self.usage_db)):
+                       getattr(self._usage_store, "close", None)):
             if closer is not None:
                 try:
                     closer()

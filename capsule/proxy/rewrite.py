@@ -67,7 +67,9 @@ def serialize(body: Any) -> bytes:
 
 
 def conversation(api: str, body: dict, headers: dict[str, str]) -> str:
-    """A stable label for the conversation a request continues (memo scope and ledger tag)."""
+    """The conversation a request continues (memo scope, ledger scope, usage session): the client's own
+    session id when it sends one (Claude Code's session, Codex's thread), the same id the shims and the
+    transcripts use; else a hash of the conversation's first message."""
     if api == "anthropic":
         sid = headers.get("x-claude-code-session-id")
         if not sid:
@@ -78,10 +80,10 @@ def conversation(api: str, body: dict, headers: dict[str, str]) -> str:
         sid = body.get("prompt_cache_key") or headers.get("session_id") or headers.get("conversation_id")
         first = next((i for i in body.get("input") or [] if isinstance(i, dict) and i.get("role") == "user"), None)
     if isinstance(sid, str) and sid:
-        return f"{api}:{sid[:80]}"
+        return sid[:80]
     from blake3 import blake3  # noqa: PLC0415
 
-    return f"{api}:root-{blake3(serialize(first)).hexdigest()[:16]}"
+    return f"root-{blake3(serialize(first)).hexdigest()[:16]}"
 
 
 def _session_from_user_id(user: Any) -> str | None:

@@ -9,33 +9,13 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 import zlib
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-
-from capsule.store import sqlite
+from dataclasses import dataclass, field
 
 log = logging.getLogger("capsule.proxy")
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS api_usage(
-  id INTEGER PRIMARY KEY,
-  ts REAL NOT NULL,
-  session TEXT NOT NULL,
-  api TEXT NOT NULL,
-  model TEXT,
-  response_id TEXT,
-  input_tokens INTEGER NOT NULL,        -- uncached input
-  cache_read_tokens INTEGER NOT NULL,
-  cache_write_tokens INTEGER NOT NULL,
-  output_tokens INTEGER NOT NULL,
-  cost_usd REAL,                        -- only when the upstream reports one
-  usage_json TEXT NOT NULL              -- the upstream's usage object, as sent
-);
-CREATE INDEX IF NOT EXISTS api_usage_session ON api_usage(session);
-"""
+AGENTS = {"anthropic": "claude", "openai": "codex"}   # the usage store's agent names, per API
 
 
 @dataclass
@@ -44,51 +24,25 @@ class Usage:
     api: str
     model: str | None = None
     response_id: str | None = None
-    input_tokens: int = 0
+    input_tokens: int = 0                 # fresh input (cached input excluded)
     cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
+    cache_write_5m: int = 0
+    cache_write_1h: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None
-    usage_json: str = "{}"
+    usage_json: str = "{}"                # the upstream's usage object, as sent
     ts: float = field(default_factory=time.time)
 
 
-_CONNS: dict[str, object] = {}
-_LOCK = threading.Lock()
+def record(row: Usage, store=None) -> None:
+    """The one writer: a ground-truth row in the measure layer's usage store (source "proxy")."""
+    from capsule.measure.usage import record_usage  # noqa: PLC0415
 
-
-def record_usage(db: Path, row: Usage) -> None:
-    """The one writer of usage rows (kept alone so the measure layer's store can take it over)."""
-    with _LOCK:
-        conn = _CONNS.get(str(db))
-        if conn is None:
-            conn = _CONNS[str(db)] = sqlite.connect(db)
-            conn.execute(SCHEMA)
-        cols = asdict(row)
-        with sqlite.write(conn):
-            conn.execute(f"INSERT INTO api_usage({', '.join(cols)}) VALUES({', '.join('?' * len(cols))})",
-                         tuple(cols.values()))
-
-
-def close(db: Path) -> None:
-    with _LOCK:
-        conn = _CONNS.pop(str(db), None)
-        if conn is not None:
-            conn.close()
-
-
-def rows(db: Path, session: str | None = None) -> list[dict]:
-    if not Path(db).exists():
-        return []
-    conn = sqlite.connect(db)
-    try:
-        conn.execute(SCHEMA)
-        names = ["id"] + list(Usage.__dataclass_fields__)
-        found = conn.execute(f"SELECT {', '.join(names)} FROM api_usage" + (" WHERE session=?" if session else "")
-                             + " ORDER BY id", (session,) if session else ()).fetchall()
-        return [dict(zip(names, r)) for r in found]
-    finally:
-        conn.close()
+    record_usage(row.session, AGENTS.get(row.api, row.api), row.model,
+                 row.response_id or f"proxy:{row.session}:{row.ts!r}",
+                 input_tokens=row.input_tokens, cache_read_input_tokens=row.cache_read_tokens,
+                 cache_creation_5m=row.cache_write_5m, cache_creation_1h=row.cache_write_1h,
+                 output_tokens=row.output_tokens, cost_usd=row.cost_usd, ts=row.ts, source="proxy", store=store)
 
 
 class Tap:
@@ -175,7 +129,12 @@ class Tap:
         self.row.usage_json = json.dumps(base, sort_keys=True)
         self.row.input_tokens = _int(base.get("input_tokens"))
         self.row.cache_read_tokens = _int(base.get("cache_read_input_tokens"))
-        self.row.cache_write_tokens = _int(base.get("cache_creation_input_tokens"))
+        split = base.get("cache_creation") if isinstance(base.get("cache_creation"), dict) else None
+        if split and ("ephemeral_5m_input_tokens" in split or "ephemeral_1h_input_tokens" in split):
+            self.row.cache_write_5m = _int(split.get("ephemeral_5m_input_tokens"))
+            self.row.cache_write_1h = _int(split.get("ephemeral_1h_input_tokens"))
+        else:   # no TTL split reported: the default (5-minute) cache
+            self.row.cache_write_5m, self.row.cache_write_1h = _int(base.get("cache_creation_input_tokens")), 0
         self.row.output_tokens = _int(base.get("output_tokens"))
         self.seen = True
 
@@ -185,7 +144,7 @@ class Tap:
         self.row.usage_json = json.dumps(u, sort_keys=True)
         self.row.input_tokens = max(_int(u.get("input_tokens")) - cached, 0)
         self.row.cache_read_tokens = cached
-        self.row.cache_write_tokens = _int((u.get("input_tokens_details") or {}).get("cache_creation_tokens"))
+        self.row.cache_write_5m = _int((u.get("input_tokens_details") or {}).get("cache_creation_tokens"))
         self.row.output_tokens = _int(u.get("output_tokens"))
         self.seen = True
 

@@ -8,7 +8,8 @@ import socket
 import httpx2
 import pytest
 
-from capsule.proxy import rewrite, usage
+from capsule.measure.usage import UsageStore
+from capsule.proxy import rewrite
 from recording import ANTHROPIC_USAGE, OPENAI_USAGE, Canned, ScriptedMessages
 
 KEY = "sk-ant-test-SECRET-0123456789"
@@ -24,6 +25,17 @@ def _body(result: str, session: str = "sess-1") -> dict:
                                                   {"type": "tool_use", "id": "toolu_a", "name": "Read",
                                                    "input": {"file_path": "/w/app.log"}}]},
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_a", "content": result}]}]}
+
+
+def usage_rows(state_dir) -> list[dict]:
+    store = UsageStore(state_dir / "usage.db")
+    try:
+        names = ["agent", "call_id", "session_id", "model", "input_tokens", "cache_read_input_tokens",
+                 "cache_creation_5m", "cache_creation_1h", "output_tokens", "cost_usd", "source"]
+        rows = store.conn.execute(f"SELECT {', '.join(names)} FROM calls ORDER BY ts").fetchall()
+        return [dict(zip(names, r)) for r in rows]
+    finally:
+        store.close()
 
 
 def _post(url, body, path="/v1/messages", **kw):
@@ -57,12 +69,12 @@ def test_tool_result_is_shrunk_error_line_kept_and_usage_recorded(proxy_for, sta
         assert "2026-01-01 10:05:00 ERROR worker 300 failed: disk full" in sent
         assert "<<ccr:" in sent
         assert fake.raw[-1][1]["x-api-key"] == KEY                   # credentials pass through
-        rows = usage.rows(state_dir / "proxy.db")
+        rows = usage_rows(state_dir)
         assert len(rows) == 1
         row = rows[0]
-        assert (row["input_tokens"], row["cache_write_tokens"], row["cache_read_tokens"], row["output_tokens"]) == \
+        assert (row["input_tokens"], row["cache_creation_5m"], row["cache_read_input_tokens"], row["output_tokens"]) == \
             (1234, 567, 8910, 42)
-        assert json.loads(row["usage_json"]) == ANTHROPIC_USAGE and row["session"] == "anthropic:sess-1"
+        assert (row["session_id"], row["agent"], row["source"], row["call_id"]) == ("sess-1", "claude", "proxy", "msg_1")
     finally:
         fake.close()
 
@@ -75,8 +87,8 @@ def test_streaming_usage_and_bytes_pass_through(proxy_for, state_dir):
         direct = _post(fake.url, body).content
         via = _post(proxy.url, body).content
         assert via.replace(b'"msg_2"', b'"msg_1"') == direct       # byte-identical SSE, ids aside
-        row = usage.rows(state_dir / "proxy.db")[-1]
-        assert (row["input_tokens"], row["cache_write_tokens"], row["cache_read_tokens"], row["output_tokens"]) == \
+        row = usage_rows(state_dir)[-1]
+        assert (row["input_tokens"], row["cache_creation_5m"], row["cache_read_input_tokens"], row["output_tokens"]) == \
             (1234, 567, 8910, 42)
     finally:
         fake.close()
@@ -91,10 +103,10 @@ def test_openai_usage_buckets(proxy_for, state_dir):
         proxy = proxy_for(openai=fake.base_url)
         r = _post(proxy.openai_url, {"model": "gpt", "prompt_cache_key": "th-9", "input": []}, path="/responses")
         assert r.status_code == 200 and b"response.completed" in r.content
-        row = usage.rows(state_dir / "proxy.db")[-1]
-        assert (row["input_tokens"], row["cache_read_tokens"], row["cache_write_tokens"], row["output_tokens"]) == \
+        row = usage_rows(state_dir)[-1]
+        assert (row["input_tokens"], row["cache_read_input_tokens"], row["cache_creation_5m"], row["output_tokens"]) == \
             (5000 - 3072, 3072, 0, 77)
-        assert json.loads(row["usage_json"]) == OPENAI_USAGE and row["session"] == "openai:th-9"
+        assert (row["session_id"], row["agent"], row["call_id"]) == ("th-9", "codex", "resp_1")
     finally:
         fake.close()
 

@@ -73,7 +73,7 @@ def test_openai_function_call_output_with_namespace_and_command():
     assert [c.call_id for c in calls] == ["c1"]       # capsule's own MCP tool is left alone
     assert calls[0].command == "ls -la" and calls[0].exit_code == 1 and calls[0].intent == "I will list files."
     assert out["input"][3]["output"] == "S" and out["input"][5]["output"] == BIG
-    assert rewrite.conversation("openai", body, {}) == "openai:thread-1"
+    assert rewrite.conversation("openai", body, {}) == "thread-1"
 
 
 def test_serialization_is_compact_deterministic_and_unicode_safe():
@@ -91,8 +91,8 @@ def test_unknown_shapes_change_nothing():
 
 def test_conversation_label_from_claude_code_session():
     meta = {"user_id": json.dumps({"device_id": "d", "session_id": "abc-123"})}
-    assert rewrite.conversation("anthropic", {"metadata": meta, "messages": []}, {}) == "anthropic:abc-123"
-    assert rewrite.conversation("anthropic", {"messages": []}, {"x-claude-code-session-id": "s9"}) == "anthropic:s9"
+    assert rewrite.conversation("anthropic", {"metadata": meta, "messages": []}, {}) == "abc-123"
+    assert rewrite.conversation("anthropic", {"messages": []}, {"x-claude-code-session-id": "s9"}) == "s9"
     a = rewrite.conversation("anthropic", {"messages": [{"role": "user", "content": "one"}]}, {})
     b = rewrite.conversation("anthropic", {"messages": [{"role": "user", "content": "two"}]}, {})
-    assert a != b and a.startswith("anthropic:root-")
+    assert a != b and a.startswith("root-")
