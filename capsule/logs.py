@@ -1,8 +1,10 @@
 """Logging: structlog JSON lines into the state directory, never to the command's stdout.
 
 Not responsible for what is logged. Invariant: configuring twice is harmless; a log file
-that cannot be opened silently disables file logging rather than failing the caller; and a
-run that logs nothing pays nothing (structlog and the file are set up on the first record).
+that cannot be opened silently disables file logging rather than failing the caller; a log
+write that fails (disk full, file gone) is dropped without a word on the user's streams (no
+"--- Logging error ---"); and a run that logs nothing pays nothing (structlog and the file are
+set up on the first record).
 """
 
 from __future__ import annotations
@@ -10,6 +12,13 @@ from __future__ import annotations
 import logging
 
 _configured = False
+
+
+class QuietFileHandler(logging.FileHandler):
+    """A file handler whose failures stay silent: logging must never write on the user's stderr."""
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        pass
 
 
 class _FirstUseHandler(logging.Handler):
@@ -20,9 +29,15 @@ class _FirstUseHandler(logging.Handler):
         self._inner: logging.Handler | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
-        if self._inner is None:
-            self._inner = _file_handler()
-        self._inner.handle(record)
+        try:
+            if self._inner is None:
+                self._inner = _file_handler()
+            self._inner.handle(record)
+        except Exception:  # noqa: BLE001 - a failing log write is dropped, never shown
+            pass
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802
+        pass
 
 
 def _file_handler() -> logging.Handler:
@@ -31,7 +46,7 @@ def _file_handler() -> logging.Handler:
     from capsule import paths
 
     try:
-        handler: logging.Handler = logging.FileHandler(paths.log_path(), encoding="utf-8")
+        handler: logging.Handler = QuietFileHandler(paths.log_path(), encoding="utf-8")
     except OSError:
         return logging.NullHandler()
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(

@@ -40,7 +40,7 @@ def cmd_expand(args) -> int:
 
     if not re.fullmatch(r"[0-9a-f]{24}", normalise(args.handle)):
         raise UserError(f"{args.handle!r} is not a capsule handle (24 hex characters, e.g. from <<ccr:HASH>>)")
-    archive = Archive()
+    archive = Archive(readonly=True)
     out = sys.stdout.buffer
     try:
         chunks = archive.iter_chunks(args.handle)

@@ -39,7 +39,7 @@ def cmd_gain(args) -> int:
     from capsule.measure.ledger import Ledger, summarise
 
     since = parse_since(args.since) if args.since else None
-    rows = Ledger().rows(since)
+    rows = Ledger(readonly=True).rows(since)
     summary = summarise(rows)
     recent = rows[-args.emissions:] if args.emissions else []
     if args.json:

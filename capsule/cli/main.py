@@ -52,5 +52,23 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"capsule: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:  # a state store that is corrupt, read-only or locked: one line, exit 2
+        message = _store_failure(exc)
+        if message is None:
+            raise
+        print(f"capsule: {message}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         return 0
+
+
+def _store_failure(exc: Exception) -> str | None:
+    """The message for a failure of a state database (apsw), else None (a bug: let it show)."""
+    from capsule.store.sqlite import StoreError
+
+    if isinstance(exc, StoreError):
+        return str(exc)
+    if type(exc).__module__ == "apsw":
+        return (f"a state database failed ({type(exc).__name__}: {exc}); `capsule ctx doctor` names the "
+                f"file, or move the state dir aside")
+    return None

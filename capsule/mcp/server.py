@@ -234,9 +234,13 @@ class ReadDoor:
         if not h:
             raise ToolError("give the handle from a [full output: capsule ctx expand '<<ccr:HASH>>'] footer")
         try:
-            data = Archive().get(h)
+            data = Archive(readonly=True).get(h)
         except (KeyError, LookupError, FileNotFoundError, ValueError) as exc:
             raise ToolError(f"no archived output for ccr:{h} ({exc}); it may be past retention") from None
+        except Exception as exc:  # a corrupt or unreadable archive: say which, never a traceback
+            from capsule.store.sqlite import StoreError
+
+            raise ToolError(str(exc) if isinstance(exc, StoreError) else f"the archive failed: {exc!r}") from None
         if data is None:
             raise ToolError(f"no archived output for ccr:{h}; it may be past retention")
         text = data.decode("utf-8", "surrogateescape") if isinstance(data, bytes) else str(data)

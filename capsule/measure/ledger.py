@@ -75,16 +75,19 @@ class Row:
     ts: float = field(default_factory=time.time)
 
 
+def _add_columns(conn) -> None:
+    have = {r[1] for r in conn.execute("PRAGMA table_info(emissions)")}
+    for column, decl in ADDED_COLUMNS.items():
+        if column not in have:
+            conn.execute(f"ALTER TABLE emissions ADD COLUMN {column} {decl}")
+
+
 class Ledger:
-    def __init__(self, path: Path | None = None):
+    def __init__(self, path: Path | None = None, readonly: bool = False):
+        """readonly=True (readers such as gain): a read-only state dir still shows its rows."""
         self.path = Path(path) if path else paths.ledger_path()
-        self.conn = connect(self.path)
-        with sqlite.write(self.conn):
-            self.conn.execute(SCHEMA)
-            have = {r[1] for r in self.conn.execute("PRAGMA table_info(emissions)")}
-            for column, decl in ADDED_COLUMNS.items():
-                if column not in have:
-                    self.conn.execute(f"ALTER TABLE emissions ADD COLUMN {column} {decl}")
+        self.conn = sqlite.connect_read(self.path) if readonly else connect(self.path)
+        sqlite.ensure_schema(self.conn, self.path, SCHEMA, then=_add_columns)
 
     def record(self, row: Row) -> int:
         d = asdict(row)

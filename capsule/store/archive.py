@@ -65,12 +65,12 @@ def retention_seconds() -> int:
 
 
 class Archive:
-    def __init__(self, path: Path | None = None, retention_s: int | None = None):
+    def __init__(self, path: Path | None = None, retention_s: int | None = None, readonly: bool = False):
+        """readonly=True (readers such as expand): a read-only state dir still serves its originals."""
         self.path = Path(path) if path else paths.archive_path()
         self.retention_s = retention_s if retention_s is not None else retention_seconds()
-        self.conn = connect(self.path)
-        with sqlite.write(self.conn):
-            self.conn.execute(SCHEMA)
+        self.conn = sqlite.connect_read(self.path) if readonly else connect(self.path)
+        sqlite.ensure_schema(self.conn, self.path, SCHEMA)
 
     def put(self, data: bytes, command: str | None = None) -> str:
         handle = handle_of(data)

@@ -2,25 +2,89 @@
 
 Not responsible for any schema. Invariant: many processes may write one database at once
 without "database is locked": every write transaction starts with BEGIN IMMEDIATE, so it
-queues on the busy handler instead of failing on a read-to-write lock upgrade.
+queues on the busy handler instead of failing on a read-to-write lock upgrade. A database that
+cannot be opened raises StoreError, whose message names the file, the problem and the fix; a
+reader (connect_read) still gets a read-only connection when the state dir is read-only.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 import apsw
 
 BUSY_TIMEOUT_MS = 60_000
 
 
-def connect(path: Path) -> apsw.Connection:
-    conn = apsw.Connection(str(path))
-    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
+class StoreError(Exception):
+    """A state database that cannot be used; the message names the file and the fix."""
+
+
+def describe(path: Path, exc: BaseException) -> str:
+    """One line: which file, what is wrong with it, what to do."""
+    name = type(exc).__name__
+    if isinstance(exc, (apsw.NotADBError, apsw.CorruptError)):
+        return (f"{path} is not a readable capsule database ({name}: {exc}); move it aside and capsule "
+                f"starts a new one (what it held is lost)")
+    if isinstance(exc, (apsw.ReadOnlyError, apsw.CantOpenError, apsw.PermissionsError, PermissionError)):
+        return (f"{path} cannot be opened for writing ({name}: {exc}); the state dir is read-only or "
+                f"not ours: set JACKIN_CTX_STATE_DIR to a writable directory")
+    if isinstance(exc, (apsw.BusyError, apsw.LockedError)):
+        return f"{path} is locked by another process ({name}); retry when it finishes"
+    if isinstance(exc, apsw.FullError) or getattr(exc, "errno", None) == 28:
+        return f"{path}: the disk is full ({name}); free space and retry"
+    return f"{path}: {name}: {exc}"
+
+
+def connect(path: Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> apsw.Connection:
+    try:
+        conn = apsw.Connection(str(path))
+        conn.set_busy_timeout(busy_timeout_ms)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+    except (apsw.Error, OSError) as exc:
+        raise StoreError(describe(Path(path), exc)) from exc
     return conn
+
+
+def connect_read(path: Path) -> apsw.Connection:
+    """A connection for reading only: the normal one, else read-only, else immutable (a read-only
+    state dir where SQLite cannot create the WAL's shared-memory file)."""
+    try:
+        return connect(path)
+    except StoreError as first:
+        if not isinstance(first.__cause__, (apsw.ReadOnlyError, apsw.CantOpenError, apsw.PermissionsError)):
+            raise
+        if not Path(path).is_file():
+            raise
+        error = first
+    flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+    for query in ("mode=ro", "immutable=1"):
+        try:
+            conn = apsw.Connection(f"file:{quote(str(path))}?{query}", flags=flags)
+            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+            return conn
+        except apsw.Error as exc:
+            error = StoreError(describe(Path(path), exc))
+            error.__cause__ = exc
+    raise error
+
+
+def ensure_schema(conn: apsw.Connection, path: Path, schema: str, then=None) -> None:
+    """Create the schema (and run `then(conn)` in the same transaction) unless the connection
+    is read-only, when the schema is whatever the file already holds."""
+    if conn.readonly("main"):
+        return
+    try:
+        with write(conn):
+            conn.execute(schema)
+            if then is not None:
+                then(conn)
+    except apsw.Error as exc:
+        raise StoreError(describe(Path(path), exc)) from exc
 
 
 @contextmanager

@@ -476,10 +476,19 @@ def _take_terminal() -> None:
         pass
 
 
+class _QuietStderr(logging.StreamHandler):
+    """The supervisor's stderr log: a failed write (closed terminal) is dropped, never a traceback."""
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802
+        pass
+
+
 def setup_logging(state_dir: Path, verbose: bool = False) -> None:
-    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    from capsule.logs import QuietFileHandler  # noqa: PLC0415
+
+    handlers: list[logging.Handler] = [_QuietStderr(sys.stderr)]
     try:
-        handlers.append(logging.FileHandler(state_dir / paths.LOG_FILE))
+        handlers.append(QuietFileHandler(state_dir / paths.LOG_FILE))
     except OSError:
         pass
     for h in handlers:
