@@ -12,10 +12,11 @@ need() {  # need BIN PACKAGE
   fi
   echo "setup-clients: installing $pkg"
   npm install -g --no-fund --no-audit "$pkg" >/dev/null
+  [ -n "${CAPSULE_SETUP_LOG:-}" ] && echo "npm install -g $pkg" >>"$CAPSULE_SETUP_LOG"
   command -v "$bin" >/dev/null 2>&1 || { echo "setup-clients: $pkg installed but $bin not on PATH" >&2; exit 1; }
 }
 
-command -v npm >/dev/null 2>&1 || { echo "setup-clients: npm not found; install Node.js >= 18 first" >&2; exit 1; }
+command -v npm >/dev/null 2>&1 || { echo "setup-clients: npm not found; install Node.js >= 18 first (apt-get install nodejs npm)" >&2; exit 1; }
 need claude @anthropic-ai/claude-code
 need mcp-inspector @modelcontextprotocol/inspector
 need codex @openai/codex

@@ -18,19 +18,20 @@ MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 PY="${PYTHON:-python3}"
 [ -x "$ROOT/.venv/bin/python" ] && PY="$ROOT/.venv/bin/python"
 log() { printf '[setup-docker] %s\n' "$*" >&2; }
+changed() { log "$*"; [ -n "${CAPSULE_SETUP_LOG:-}" ] && echo "$*" >>"$CAPSULE_SETUP_LOG"; return 0; }
 
 need_apt=()
 command -v dockerd >/dev/null 2>&1 || need_apt+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
 if [ "${#need_apt[@]}" -gt 0 ]; then
-  log "installing ${need_apt[*]}"
+  changed "apt-get installed ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need_apt[@]}" iptables ca-certificates >/dev/null
 fi
 
 if ! docker info >/dev/null 2>&1; then
-  log "starting dockerd"
+  changed "started dockerd (left running; log /var/log/dockerd.log)"
   mkdir -p /var/log
   driver_args=()
   # overlay2 needs a filesystem that supports it; fall back to vfs when a first start fails.
@@ -56,7 +57,7 @@ fi
 log "docker: $(docker info --format '{{.ServerVersion}} {{.Driver}}')"
 
 if ! docker image inspect "$BASE_TAG" >/dev/null 2>&1; then
-  log "building $BASE_TAG with debootstrap from $MIRROR"
+  changed "built image $BASE_TAG with debootstrap from $MIRROR"
   rootfs="$(mktemp -d /var/tmp/capsule-rootfs.XXXXXX)"
   debootstrap --variant=minbase \
     --include=python3,python3-venv,python3-pip,git,ca-certificates,procps \
@@ -76,7 +77,7 @@ cd "$ROOT"
 stamp="$ROOT/wheelhouse/.capsule-src-hash"
 src_hash="$( (cat pyproject.toml Dockerfile .dockerignore; find capsule roles role-schemas shims image -type f -not -name '*.pyc' -not -path '*/__pycache__/*' 2>/dev/null | sort | xargs cat) | sha256sum | cut -c1-16)"
 if [ "${CAPSULE_FORCE_REBUILD:-0}" = 1 ] || [ "$(cat "$stamp" 2>/dev/null)" != "$src_hash" ]; then
-  log "building wheels into ./wheelhouse"
+  changed "built wheels into ./wheelhouse"
   mkdir -p wheelhouse
   rm -f wheelhouse/capsule-*.whl
   "$PY" -m pip wheel -q . -w wheelhouse --find-links wheelhouse >/var/log/capsule-wheels.log 2>&1 \
@@ -86,7 +87,7 @@ fi
 
 if [ "${CAPSULE_FORCE_REBUILD:-0}" = 1 ] \
    || [ "$(docker image inspect -f '{{index .Config.Labels "capsule.src"}}' "$IMAGE" 2>/dev/null)" != "$src_hash" ]; then
-  log "building $IMAGE"
+  changed "built image $IMAGE"
   # The Dockerfile installs the agent CLIs from npm by default; npm is not reachable inside
   # this offline build, so the test image runs shell agents unless CAPSULE_AGENT_CLIS says otherwise.
   agent_args=(--build-arg "AGENT_CLIS=${CAPSULE_AGENT_CLIS:-}")
