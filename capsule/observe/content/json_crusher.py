@@ -1,56 +1,40 @@
-"""JSON crusher: a lossless tier (minify or TOON, round trip proven at run time) and a lossy
-tier for large arrays of objects (schema, sampled rows, every anomalous row kept, counts said).
+"""JSON crusher: a lossless tier (minify or TOON, proven on the text at run time) and the
+choice between it and the lossy tier (json_reduce: structural reduction of any large
+collection, every anomaly kept, counts and reasons said).
 
 Not responsible for deciding whether the result is worth emitting (the guard measures tokens)
 nor for archiving the original (the pipeline does).
-Invariant: a result marked lossless decodes back to exactly the parsed input; the lossy tier
-never drops a row with an error field, an unexpected null, a numeric outlier or an intent hit.
+Invariant: a result marked lossless keeps the text: a JSON form has the input's token stream
+(every number literal, string, key, duplicate and order), a TOON form decodes to the input
+with every number written as in the input; anything else is the lossy tier. The lossy tier
+never drops an error-class part (json_anomaly).
 """
 
 from __future__ import annotations
 
-import json
-import math
 import re
-from collections import Counter
-from dataclasses import dataclass, field
 
-from capsule.observe.content import toon
+from capsule.observe.content import json_text, toon
+from capsule.observe.content.json_anomaly import (_ERROR_KEY, Sampled, _schema, anomalies,  # noqa: F401
+                                                  sample, value_anomalies)
+from capsule.observe.content.json_reduce import (AGGRESSIVE_MIN_ROWS, LONG_STRING, LONG_STRING_KEEP,  # noqa: F401
+                                                 LOSSY_MIN_ROWS, lossy, lossy_forms)
 from capsule.observe.types import Context, Removal, TransformResult
 
 TRANSFORM_ID = "json"
-LOSSY_MIN_ROWS = 30          # arrays shorter than this are never sampled
-AGGRESSIVE_MIN_ROWS = 12
-HEAD_ROWS = 3
-TAIL_ROWS = 1
-NULL_ANOMALY_SHARE = 0.8     # a null is anomalous where >= 80% of rows have a value
-OUTLIER_Z = 3.5              # robust z-score (median / MAD) beyond which a number is an outlier
 LINE_KEEPING_SLACK = 1.25   # prefer the line-keeping lossless form within this factor of the best
-RARE_SHARE = 0.02            # a categorical value this rare is anomalous (rows >= 50)
 VERBATIM_LINE_MAX = 1000     # longer lines are documents, not error reports
-LONG_STRING = 400            # seed 003: a string over this many characters is cut...
-LONG_STRING_KEEP = 160       # ...to its first characters, the rest recoverable from the archive
 
-_ERROR_KEY = re.compile(r"(?i)(?:^|_|-)(?:err|error|errors|exception|fail|failed|failure|fault|"
-                        r"fatal|traceback|stderr|warning|warnings)(?:$|_|-)")
-_ERROR_VALUE = re.compile(r"(?i)\b(?:error|errors|exception|fail(?:ed|ure)?|fatal|panic|"
-                          r"denied|refused|timed? ?out|traceback|invalid|crash(?:ed)?|abort(?:ed)?)\b")
-_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/]*[A-Za-z0-9_]|[A-Za-z0-9]")
-_STOP = frozenset(
-    "the a an and or of to in on for with from by is are was be it this that what which why how "
-    "find show list get check see look does do did not no all any each into out at as find "
-    "json output result results value values field fields row rows item items data".split())
-
-
-_dec = json.JSONDecoder()
+_dec = json_text.DECODER
 _DELIM_NAMES = {",": "comma-separated rows", "\t": "tab-separated rows", " ": "space-separated rows"}
 
 
 def parse(text: str):
     """The parsed JSON value, or raise ValueError. A stream of several top-level values
-    (NDJSON, `go list -json`) parses as a _Stream list of them."""
+    (NDJSON, `go list -json`) parses as a _Stream list of them. Numbers keep their source
+    text and repeated keys all their values (json_text): lossless is judged on the text."""
     try:
-        return json.loads(text)
+        return json_text.loads(text)
     except ValueError:
         pass
     values, i, n = _Stream(), 0, len(text)
@@ -73,7 +57,7 @@ class _Stream(list):
 def minify(value) -> str:
     """One line, but `"key": value` keeps its space: a few tokens more, and every `"key": value`
     the user or a grep would quote from the pretty original is still found in it."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ": "))
+    return json_text.dumps(value)
 
 
 def _lost_verbatim():
@@ -111,7 +95,7 @@ def crush(text: str, ctx: Context) -> TransformResult:
     stream = isinstance(value, _Stream)
     value = list(value) if stream else value
     lost = _lost_verbatim()
-    forms = [f for f in lossless_forms(value, None if stream else text) if not lost(text, f[0])]
+    forms = [f for f in lossless_forms(value, text, stream) if not lost(text, f[0])]
     chosen = forms[0] if forms else None
     # A form that keeps every original line (indentation aside) is preferred unless the best
     # re-serialisation saves much more: agents and the must-keep corpus quote JSON lines.
@@ -192,11 +176,11 @@ def _string_end(line: str, start: int) -> int | None:
         i = j + 1
 
 
-def lossless_forms(value, original: str | None = None) -> list[tuple[str, str]]:
-    """Every proven lossless form, shortest first: TOON with each cell delimiter
-    (decode(encode(x)) == x checked),
-    minified JSON, and the original's lines with indentation stripped (which keeps every
-    original line as a substring)."""
+def lossless_forms(value, original: str | None = None, stream: bool = False) -> list[tuple[str, str]]:
+    """Every proven lossless form, shortest first: TOON with each cell delimiter (decodes to
+    the input, every number written as in the input), minified JSON and the original's lines
+    with indentation stripped (both: the same JSON token stream as the original, so every
+    literal is identical; a stream of values becomes one array)."""
     forms: list[tuple[str, str]] = []
     seen: set[str] = set()
     for delim in toon.DELIMITERS:   # the cheapest delimiter depends on the cells: measure each
@@ -208,16 +192,51 @@ def lossless_forms(value, original: str | None = None) -> list[tuple[str, str]]:
             continue   # no table in the value: every delimiter gives the same text
         seen.add(encoded)
         if toon.round_trips(value, encoded):
-            forms.append((encoded, f"TOON, {_DELIM_NAMES[delim]} (decode(encode(x)) == x checked)"))
+            forms.append((encoded, f"TOON, {_DELIM_NAMES[delim]} (decoded: every value and number text equal)"))
+    want = _expected_tokens(original, stream)
     mini = minify(value)
-    if _same(mini, value):
-        forms.append((mini, "minified JSON (round trip checked)"))
-    if original is not None:
+    if _proven(mini, value, want):
+        forms.append((mini, "minified JSON (token stream equal to the original's)"))
+    if original is not None and not stream:
         dedented = "\n".join(ln.strip() for ln in original.split("\n") if ln.strip())
-        if dedented != original and _same(dedented, value):
-            forms.append((dedented, "JSON with indentation removed (round trip checked)"))
+        if dedented != original and _proven(dedented, value, want):
+            forms.append((dedented, "JSON with indentation removed (token stream equal to the original's)"))
     forms.sort(key=lambda f: _size(f[0]))
     return forms
+
+
+def _expected_tokens(original: str | None, stream: bool) -> list | None:
+    """The token stream a JSON form of original must have (a stream as one array)."""
+    if original is None:
+        return None
+    try:
+        toks = json_text.tokens(original)
+    except (ValueError, RecursionError):
+        return None
+    if not stream:
+        return toks
+    values, depth, cur = [], 0, []
+    for t in toks:
+        cur.append(t)
+        if t in ("{", "["):
+            depth += 1
+        elif t in ("}", "]"):
+            depth -= 1
+        if depth == 0:
+            values.append(cur)
+            cur = []
+    return json_text.stream_tokens(values)
+
+
+def _proven(text: str, value, want: list | None) -> bool:
+    """Lossless by the text: equal token streams; without the original, equal parsed values
+    whose numbers carry the same text."""
+    try:
+        if want is not None:
+            return json_text.tokens(text) == want
+        return toon.strict_equal(json_text.loads(text), value)
+    except (ValueError, RecursionError):
+        return False
 
 
 def _size(text: str) -> int:
@@ -233,250 +252,3 @@ def lossless_form(value) -> tuple[str, str] | None:
     """(text, note) of the shortest proven lossless form."""
     forms = lossless_forms(value)
     return forms[0] if forms else None
-
-
-def _same(text: str, value) -> bool:
-    try:
-        return toon.strict_equal(json.loads(text), value)
-    except (ValueError, RecursionError):
-        return False
-
-
-# ---------------------------------------------------------------- lossy tier
-
-
-@dataclass
-class Sampled:
-    """A large array reduced to the rows worth reading, with the why of each kept row."""
-
-    total: int
-    kept: list[int]                                  # original indices, ascending
-    why: dict[int, list[str]] = field(default_factory=dict)
-    schema: str = ""
-
-
-def _intent_terms(intent: str | None) -> list[str]:
-    if not intent:
-        return []
-    terms = []
-    for w in _WORD.findall(intent):
-        lw = w.lower()
-        if lw not in _STOP and (len(lw) >= 3 or any(c.isdigit() for c in lw)):
-            terms.append(lw)
-    return sorted(set(terms))
-
-
-def _number(v) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    return float(v)
-
-
-def _flat(row: dict) -> str:
-    return json.dumps(row, ensure_ascii=False, sort_keys=True).lower()
-
-
-def anomalies(rows: list[dict], intent: str | None = None) -> dict[int, list[str]]:
-    """Index -> reasons for every row that must survive sampling."""
-    n = len(rows)
-    why: dict[int, list[str]] = {}
-
-    def mark(i: int, reason: str) -> None:
-        why.setdefault(i, [])
-        if reason not in why[i]:
-            why[i].append(reason)
-
-    keys: list[str] = []
-    for r in rows:
-        for k in r:
-            if k not in keys:
-                keys.append(k)
-    for k in keys:
-        col = [r.get(k) for r in rows]
-        present = [v for v in col if v is not None and v != "" and v != [] and v != {}]
-        if _ERROR_KEY.search(k):
-            for i, v in enumerate(col):
-                if v not in (None, False, "", 0, [], {}) and str(v).lower() not in ("ok", "none", "null"):
-                    mark(i, f"error field {k}")
-        if n and len(present) / n >= NULL_ANOMALY_SHARE and len(present) < n:
-            for i, v in enumerate(col):
-                if v is None or v == "" or k not in rows[i]:
-                    mark(i, f"null {k}")
-        nums = [(i, x) for i, v in enumerate(col) if (x := _number(v)) is not None]
-        if len(nums) >= 8:
-            vals = sorted(x for _, x in nums)
-            med = vals[len(vals) // 2]
-            mad = sorted(abs(x - med) for x in vals)[len(vals) // 2]
-            if mad > 0:
-                for i, x in nums:
-                    if abs(x - med) / (1.4826 * mad) > OUTLIER_Z:
-                        mark(i, f"outlier {k}")
-            else:
-                off = [(i, x) for i, x in nums if x != med]
-                if 0 < len(off) <= max(1, int(len(nums) * 0.05)):
-                    for i, _ in off:
-                        mark(i, f"outlier {k}")
-        strs = [(i, v) for i, v in enumerate(col) if isinstance(v, (str, bool))]
-        if len(strs) >= 50:
-            counts = Counter(v for _, v in strs)
-            if len(counts) <= 12:
-                limit = max(1, int(len(strs) * RARE_SHARE))
-                for i, v in strs:
-                    if counts[v] <= limit:
-                        mark(i, f"rare {k}")
-    for i, r in enumerate(rows):
-        for v in r.values():
-            if isinstance(v, str) and _ERROR_VALUE.search(v):
-                mark(i, "error text")
-                break
-    terms = _intent_terms(intent)
-    if terms:
-        flats = [_flat(r) for r in rows]
-        for t in terms:
-            pat = re.compile(r"(?<![a-z0-9_])" + re.escape(t) + r"(?![a-z0-9_])")
-            hits = [i for i, f in enumerate(flats) if pat.search(f)]
-            if hits and len(hits) <= max(3, n // 10):
-                for i in hits:
-                    mark(i, f"intent '{t}'")
-    return why
-
-
-def _schema(rows: list[dict]) -> str:
-    keys: list[str] = []
-    for r in rows:
-        for k in r:
-            if k not in keys:
-                keys.append(k)
-    parts = []
-    for k in keys:
-        col = [r.get(k) for r in rows]
-        nulls = sum(1 for v in col if v is None)
-        kinds = Counter(type(v).__name__ for v in col if v is not None)
-        kind = "|".join(t for t, _ in kinds.most_common()) or "null"
-        nums = [x for v in col if (x := _number(v)) is not None]
-        desc = f"{k}:{kind}"
-        if nums and len(nums) == len(col) - nulls:
-            desc += f" {_fmt(min(nums))}..{_fmt(max(nums))}"
-        else:
-            distinct = Counter(v for v in col if isinstance(v, (str, bool)))
-            if 0 < len(distinct) <= 4 and sum(distinct.values()) >= 4:
-                desc += " {" + ",".join(f"{v}×{c}" for v, c in distinct.most_common()) + "}"
-        if nulls:
-            desc += f" null×{nulls}"
-        parts.append(desc)
-    return "; ".join(parts)
-
-
-def _fmt(x: float) -> str:
-    return str(int(x)) if x == int(x) and math.isfinite(x) and abs(x) < 1e15 else f"{x:g}"
-
-
-def sample(rows: list[dict], intent: str | None) -> Sampled:
-    n = len(rows)
-    why = anomalies(rows, intent)
-    keep = set(range(min(HEAD_ROWS, n))) | set(range(max(0, n - TAIL_ROWS), n)) | set(why)
-    return Sampled(n, sorted(keep), why, _schema(rows))
-
-
-def _is_object_array(v) -> bool:
-    return isinstance(v, list) and len(v) > 0 and all(isinstance(x, dict) for x in v)
-
-
-def lossy_forms(value, intent: str | None, min_rows: int = LOSSY_MIN_ROWS) -> list[TransformResult]:
-    """The sampled result as TOON, then as indented JSON (whose kept rows keep their original
-    `"key": value` lines, so error lines survive the verbatim check)."""
-    first = lossy(value, intent, min_rows)
-    if first is None:
-        return []
-    second = lossy(value, intent, min_rows, as_json=True)
-    return [r for r in (first, second) if r is not None]
-
-
-def lossy(value, intent: str | None, min_rows: int = LOSSY_MIN_ROWS,
-          as_json: bool = False) -> TransformResult | None:
-    """Sample every array of >= min_rows objects; None when there is none."""
-    removals: list[Removal] = []
-    summaries: list[str] = []
-
-    def walk(v, path: str):
-        if _is_object_array(v) and len(v) >= min_rows:
-            s = sample(v, intent)
-            kept_set = set(s.kept)
-            run: list[int] = []
-            for i in list(range(len(v))) + [len(v)]:
-                if i < len(v) and i not in kept_set:
-                    run.append(i)
-                    continue
-                if run:
-                    removals.append(Removal(
-                        reason=f"{path or '(root)'}: rows {run[0]}-{run[-1]} sampled out (no anomaly)",
-                        count=len(run), preview=minify(v[run[0]])[:120]))
-                    run = []
-            counts = Counter(r.split(" ")[0] for i in s.kept for r in s.why.get(i, []))
-            detail = ", ".join(f"{k} {c}" for k, c in sorted(counts.items()))
-            summaries.append(
-                f"{path or '(root)'}: {len(s.kept)} of {s.total} rows shown (first {min(HEAD_ROWS, s.total)}, "
-                f"last {TAIL_ROWS}, anomalous {len(s.why)}" + (f": {detail}" if detail else "") + ")")
-            shown = [{"_row": i, **{k: walk(x, f"{path}[{i}].{k}") for k, x in v[i].items()}}
-                     for i in s.kept]
-            return _Note(shown, f"{len(s.kept)} of {s.total} rows; schema {s.schema}")
-        if isinstance(v, dict):
-            return {k: walk(x, f"{path}.{k}" if path else k) for k, x in v.items()}
-        if isinstance(v, list):
-            return [walk(x, f"{path}[{i}]") for i, x in enumerate(v)]
-        return v
-
-    reduced = walk(value, "")
-    if not removals:
-        return None
-    if as_json:
-        body = json.dumps(reduced, indent=1, ensure_ascii=False)
-    else:
-        body = _encode_with_notes(reduced)
-    head = "# sampled: " + "; ".join(summaries)
-    return TransformResult(head + "\n" + body, TRANSFORM_ID, removals=removals, lossless=False,
-                           notes=summaries)
-
-
-class _Note(list):
-    """A sampled array: renders as TOON preceded by a '# ...' line naming what was cut."""
-
-    def __init__(self, rows: list, note: str):
-        super().__init__(rows)
-        self.note = note
-
-
-def _encode_with_notes(value) -> str:
-    lines = toon.encode(value).split("\n")
-    notes = _collect_notes(value, [])
-    if not notes:
-        return "\n".join(lines)
-    out = []
-    for line in lines:
-        stripped = line.lstrip(" ")
-        for note in notes:
-            if note[0] is not None and _header_matches(stripped, note):
-                out.append(line[: len(line) - len(stripped)] + "# " + note[2])
-                note[0] = None
-                break
-        out.append(line)
-    return "\n".join(out)
-
-
-def _collect_notes(value, acc: list, key: str = "") -> list:
-    if isinstance(value, _Note):
-        acc.append([True, key, value.note, len(value)])
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _collect_notes(v, acc, k)
-    elif isinstance(value, list):
-        for v in value:
-            _collect_notes(v, acc, "")
-    return acc
-
-
-def _header_matches(stripped: str, note: list) -> bool:
-    key = note[1]
-    prefix = (toon._key(key) if key else "")
-    body = stripped[2:] if stripped.startswith("- ") else stripped
-    return body.startswith(f"{prefix}[{note[3]}]")

@@ -4,7 +4,8 @@ Responsible for encode(value) -> str and decode(str) -> value over JSON data (di
 str, int, float, bool, None). Not responsible for choosing when TOON pays (json_crusher does).
 Invariant: for every JSON value x that encode accepts, strict_equal(decode(encode(x)), x)
 (equal as data: a key stated once in a table header comes back after the row's other keys);
-callers still check it at run time and emit the original on any mismatch.
+callers still check it at run time and emit the original on any mismatch. A number parsed by
+json_text is written as its source text and decodes to the same text (1e999, -0.0, 40 digits).
 
 Shape (the public TOON idiom; two-space indent):
     key: value                 primitive field
@@ -30,6 +31,9 @@ from __future__ import annotations
 import json
 import math
 import re
+
+from capsule.observe.content import json_text
+from capsule.observe.content.json_text import ident
 
 INDENT = "  "
 DELIMITERS = (",", "\t", " ")       # tabular cell delimiters encode accepts
@@ -78,6 +82,11 @@ def _primitive(v, where: str = "item", delim: str = ",") -> str:
         return "true"
     if v is False:
         return "false"
+    text = getattr(v, "text", None)
+    if text is not None:        # a parsed number: written exactly as it was (json_text)
+        if not _NUMBER.match(text):
+            raise ValueError(f"{text} has no TOON form")
+        return text
     if isinstance(v, int):
         return str(v)
     if isinstance(v, float):
@@ -91,6 +100,12 @@ def _primitive(v, where: str = "item", delim: str = ",") -> str:
     if isinstance(v, str):
         return json.dumps(v, ensure_ascii=False) if _needs_quotes(v, where, delim) else v
     raise TypeError(f"not a JSON value: {type(v).__name__}")
+
+
+def _pairs(obj: dict) -> list:
+    if isinstance(obj, json_text.Pairs):
+        raise ValueError("a repeated key has no TOON form")
+    return list(obj.items())
 
 
 def _key(k: str) -> str:
@@ -114,7 +129,7 @@ def _leaves(obj: dict, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]] | 
     """Paths to the primitive values of a row, nested objects flattened; None when a value is
     an array or an empty object, or a nested key cannot be written as a bare path part."""
     paths: list[tuple[str, ...]] = []
-    for k, v in obj.items():
+    for k, v in _pairs(obj):
         if not isinstance(k, str):
             raise TypeError("object keys must be strings")
         if _is_primitive(v):
@@ -180,8 +195,8 @@ def _constants(arr: list, fields: list[tuple[str, ...]], total: int) -> list[tup
         return []
     same = []
     for f in fields:
-        first = json.dumps(_at(arr[0], f))
-        if all(json.dumps(_at(row, f)) == first for row in arr[1:]):
+        first = ident(_at(arr[0], f))
+        if all(ident(_at(row, f)) == first for row in arr[1:]):
             same.append(f)
     return same[:-1] if len(same) == total else same
 
@@ -192,7 +207,7 @@ def _derived(arr: list, cols: list[tuple[str, ...]]) -> dict[tuple[str, ...], tu
     if len(arr) < DERIVED_MIN_ROWS:
         return {}
     values = {f: [_at(row, f) for row in arr] for f in cols}
-    dumped = {f: json.dumps(v) for f, v in values.items()}
+    dumped = {f: [ident(x) for x in v] for f, v in values.items()}
     texts = {f: v for f, v in values.items() if all(isinstance(x, str) for x in v)}
     out: dict = {}
     for f in cols:
@@ -279,7 +294,7 @@ def _list_item(item, depth: int, out: list[str], delim: str = ",") -> None:
 
 def _object_lines(obj: dict, depth: int, out: list[str], delim: str = ",") -> None:
     pad = INDENT * depth
-    for k, v in obj.items():
+    for k, v in _pairs(obj):
         key = _key(k)
         if isinstance(v, dict):
             out.append(f"{pad}{key}:")

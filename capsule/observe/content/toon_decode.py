@@ -10,6 +10,7 @@ import json
 import math
 import re
 
+from capsule.observe.content.json_text import Float, Int, Pairs
 from capsule.observe.content.toon import (ALSO, DELIMITERS, SPARSE, ToonError, _HEADER, _NUMBER, _PATH, _at,
                                           encode)
 
@@ -45,10 +46,10 @@ def _parse_primitive(cell: str):
         return True
     if cell == "false":
         return False
-    if _NUMBER.match(cell):
+    if _NUMBER.match(cell):   # the number keeps its text: lossless is judged on the text
         if any(c in cell for c in ".eE"):
-            return float(cell)
-        return int(cell)
+            return Float(cell)
+        return Int(cell)
     if not cell or cell != cell.strip():
         raise ToonError(f"ambiguous bare value: {cell!r}")
     return cell
@@ -340,15 +341,36 @@ def _root_is_primitive(line: str) -> bool:
     return ":" not in line
 
 
+_KINDS = ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"), (dict, "dict"), (list, "list"))
+
+
+def _kind(v) -> str:
+    for t, name in _KINDS:
+        if isinstance(v, t):
+            return name
+    return "null" if v is None else type(v).__name__
+
+
 def strict_equal(a, b) -> bool:
-    """Equality that tells 1 from 1.0 from True and compares key order-insensitively."""
-    if type(a) is not type(b):
+    """Equality that tells 1 from 1.0 from True and compares key order-insensitively; two
+    numbers that both remember their source text are equal only when written the same, and an
+    object with a repeated key equals only the same pairs in the same order."""
+    if _kind(a) != _kind(b):
         return False
+    if isinstance(a, Pairs) or isinstance(b, Pairs):
+        pa = a.pairs if isinstance(a, Pairs) else list(a.items())
+        pb = b.pairs if isinstance(b, Pairs) else list(b.items())
+        return len(pa) == len(pb) and all(ka == kb and strict_equal(x, y) for (ka, x), (kb, y) in zip(pa, pb))
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(strict_equal(a[k], b[k]) for k in a)
     if isinstance(a, list):
         return len(a) == len(b) and all(strict_equal(x, y) for x, y in zip(a, b))
+    ta, tb = getattr(a, "text", None), getattr(b, "text", None)
+    if ta is not None and tb is not None:
+        return ta == tb
     if isinstance(a, float):
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
         return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
     return a == b
 

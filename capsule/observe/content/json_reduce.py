@@ -1,0 +1,272 @@
+"""The lossy JSON tier: structural reduction of any large collection — arrays of records
+(schema + sampled rows), long arrays of scalars or mixed items, wide maps — each keeping its
+head, its tail and every anomaly (json_anomaly), with the path of each kept part and an
+in-place elision saying what went and why; long strings are cut to their head.
+
+Not responsible for the lossless tier or for choosing between tiers (json_crusher).
+Invariant: the body (the text after the '# ' lines) is valid JSON or TOON; every removed
+part is a Removal with its path and reason; an error-class item or row is never removed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from capsule.observe.content import json_text, toon
+from capsule.observe.content.json_anomaly import (HEAD_ROWS, TAIL_ROWS, _ERROR_KEY, _holds_error,
+                                                  _intent_terms, _shape, sample, value_anomalies)
+from capsule.observe.types import Removal, TransformResult
+
+TRANSFORM_ID = "json"
+LOSSY_MIN_ROWS = 30          # arrays of records shorter than this are never sampled
+AGGRESSIVE_MIN_ROWS = 12
+MIN_ITEMS = 30               # arrays of other items / maps with fewer entries are never sampled
+HEAD_ITEMS = 5
+TAIL_ITEMS = 3
+LONG_STRING = 400            # seed 003: a string over this many characters is cut...
+LONG_STRING_KEEP = 160       # ...to its first characters, the rest recoverable from the archive
+DEEP_LEVEL = 6               # in a large document, containers this deep are summarised...
+DEEP_MIN_CHARS = 20000       # ...when the document has at least this many characters
+MIN_GAP = 3                  # fewer consecutive items than this are kept rather than elided
+SUMMARY_MAX = 8              # collections named on the '# sampled:' line (the rest counted)
+ELIDED = "…"                 # starts every elision written in place of what went
+
+
+def _is_object_array(v) -> bool:
+    return isinstance(v, list) and len(v) > 0 and all(isinstance(x, dict) for x in v)
+
+
+def lossy_forms(value, intent: str | None, min_rows: int = LOSSY_MIN_ROWS) -> list[TransformResult]:
+    """The reduced value as TOON, then as indented JSON (whose kept rows keep their original
+    `"key": value` lines, so error lines survive the verbatim check)."""
+    first = lossy(value, intent, min_rows)
+    if first is None:
+        return []
+    second = lossy(value, intent, min_rows, as_json=True)
+    return [r for r in (first, second) if r is not None]
+
+
+def _runs(indices: list[int]) -> list[tuple[int, int]]:
+    """Consecutive runs of sorted indices as (first, last)."""
+    runs: list[tuple[int, int]] = []
+    for i in indices:
+        if runs and runs[-1][1] == i - 1:
+            runs[-1] = (runs[-1][0], i)
+        else:
+            runs.append((i, i))
+    return runs
+
+
+def _kinds(values: list) -> str:
+    return ", ".join(f"{k}×{c}" for k, c in Counter(_shape(v).split("{")[0] for v in values).most_common(3))
+
+
+def _leaf_count(v, budget: int = 100000) -> int:
+    n, stack = 0, [v]
+    while stack and n < budget:
+        x = stack.pop()
+        if isinstance(x, dict):
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+        else:
+            n += 1
+    return n
+
+
+class _Reducer:
+    def __init__(self, intent: str | None, min_rows: int, deep: bool = False):
+        self.intent, self.min_rows, self.deep = intent, min_rows, deep
+        self.terms = _intent_terms(intent)
+        self.min_items = max(min_rows, 12) if min_rows < LOSSY_MIN_ROWS else MIN_ITEMS
+        self.removals: list[Removal] = []
+        self.summaries: list[str] = []
+
+    def walk(self, v, path: str, key: str = "", depth: int = 0):
+        if self.deep and depth >= DEEP_LEVEL and isinstance(v, (dict, list)) and v and self._plain(v):
+            return self.summarise(v, path)
+        if _is_object_array(v) and len(v) >= self.min_rows:
+            return self.rows(v, path, depth)
+        if isinstance(v, list) and len(v) >= self.min_items:
+            return self.items(v, path, depth)
+        if isinstance(v, dict) and len(v) >= self.min_items and not isinstance(v, json_text.Pairs):
+            return self.map(v, path, depth)
+        if isinstance(v, dict):
+            return self.obj(v, path, depth)
+        if isinstance(v, list):
+            return [self.walk(x, f"{path}[{i}]", "", depth + 1) for i, x in enumerate(v)]
+        if isinstance(v, str) and len(v) > LONG_STRING and not _ERROR_KEY.search(key):
+            return self.cut(v, path)
+        return v
+
+    def _plain(self, v) -> bool:
+        """No error-class value and no intent term inside: safe to summarise."""
+        if _holds_error(v, budget=20000):
+            return False
+        flat = json_text.dumps(v).lower()
+        return not any(t in flat for t in self.terms)
+
+    def summarise(self, v, path: str) -> str:
+        what = f"object of {len(v)} keys ({', '.join(list(v)[:4])}{', …' if len(v) > 4 else ''})" \
+            if isinstance(v, dict) else f"array of {len(v)} items"
+        leaves = _leaf_count(v)
+        self.removals.append(Removal(f"{path}: {what} at depth {DEEP_LEVEL}+ summarised ({leaves} values, "
+                                     "no error text)", count=leaves, preview=json_text.dumps(v)[:120]))
+        return f"{ELIDED}{what}, {leaves} values elided"
+
+    def obj(self, v: dict, path: str, depth: int = 0):
+        pairs = [(k, self.walk(x, f"{path}.{k}" if path else k, k, depth + 1)) for k, x in json_text.items(v)]
+        return json_text.Pairs(pairs) if isinstance(v, json_text.Pairs) else dict(pairs)
+
+    def cut(self, s: str, path: str) -> str:
+        keep = s[:LONG_STRING_KEEP]
+        self.removals.append(Removal(f"{path or '(root)'}: string over {LONG_STRING} chars cut to "
+                                     f"{LONG_STRING_KEEP}", 0, preview=s[:120]))
+        return f"{keep}{ELIDED}[+{len(s) - len(keep)} chars]"
+
+    def rows(self, v: list, path: str, depth: int = 0):
+        s = sample(v, self.intent)
+        kept = set(s.kept)
+        for a, b in _runs([i for i in range(len(v)) if i not in kept]):
+            self.removals.append(Removal(f"{path or '(root)'}: rows {a}-{b} sampled out (no anomaly)",
+                                         count=b - a + 1, preview=json_text.dumps(v[a])[:120]))
+        counts = Counter(r.split(" ")[0] for i in s.kept for r in s.why.get(i, []))
+        detail = ", ".join(f"{k} {c}" for k, c in sorted(counts.items()))
+        self.summaries.append(
+            f"{path or '(root)'}: {len(s.kept)} of {s.total} rows shown (first {min(HEAD_ROWS, s.total)}, "
+            f"last {TAIL_ROWS}, anomalous {len(s.why)}" + (f": {detail}" if detail else "") + ")")
+        shown = [{"_row": i, **{k: self.walk(x, f"{path}[{i}].{k}", k, depth + 2) for k, x in json_text.items(v[i])}}
+                 for i in s.kept]
+        return _Note(shown, f"{len(s.kept)} of {s.total} rows; schema {s.schema}")
+
+    def _keep(self, n: int, why: dict[int, list[str]]) -> list[int]:
+        keep = sorted(set(range(min(HEAD_ITEMS, n))) | set(range(max(0, n - TAIL_ITEMS), n)) | set(why))
+        filled: list[int] = []
+        for i in keep:   # a gap shorter than MIN_GAP costs more to describe than to show
+            if filled and 1 < i - filled[-1] <= MIN_GAP:
+                filled.extend(range(filled[-1] + 1, i))
+            filled.append(i)
+        return filled
+
+    def _summary(self, path: str, what: str, kept: list[int], n: int, why: dict, values: list) -> None:
+        counts = Counter(r.split(" '")[0] for i in kept for r in why.get(i, []))
+        detail = ", ".join(f"{k} {c}" for k, c in sorted(counts.items()))
+        self.summaries.append(f"{path or '(root)'}: {len(kept)} of {n} {what} shown ({_kinds(values)}; first "
+                              f"{min(HEAD_ITEMS, n)}, last {min(TAIL_ITEMS, n)}, anomalous {len(why)}"
+                              + (f": {detail}" if detail else "") + ")")
+
+    def items(self, v: list, path: str, depth: int = 0):
+        """A long array of scalars or mixed items: head, tail, anomalies; each gap becomes one
+        string naming the indices that went."""
+        why = value_anomalies(v, None, self.intent)
+        kept = self._keep(len(v), why)
+        self._summary(path, "items", kept, len(v), why, v)
+        out: list = []
+        prev = -1
+        for i in kept + [len(v)]:
+            if i - prev > 1:
+                a, b = prev + 1, i - 1
+                reason = f"{path or '(root)'}[{a}..{b}]: {b - a + 1} items sampled out (no anomaly; {_kinds(v[a:b + 1])})"
+                self.removals.append(Removal(reason, count=b - a + 1, preview=json_text.dumps(v[a])[:120]))
+                out.append(f"{ELIDED}{b - a + 1} items [{a}..{b}] elided")
+            if i < len(v):
+                out.append(self.walk(v[i], f"{path}[{i}]", "", depth + 1))
+            prev = i
+        return out
+
+    def map(self, v: dict, path: str, depth: int = 0):
+        """A wide map: head, tail and anomalous keys; each gap becomes one entry whose key
+        names the first and last key that went."""
+        keys = list(v)
+        values = [v[k] for k in keys]
+        why = value_anomalies(values, keys, self.intent)
+        kept = self._keep(len(keys), why)
+        self._summary(path, "keys", kept, len(keys), why, values)
+        out: dict = {}
+        prev = -1
+        for i in kept + [len(keys)]:
+            if i - prev > 1:
+                a, b = prev + 1, i - 1
+                where = f"{path}.{{{keys[a]} .. {keys[b]}}}" if path else f"{{{keys[a]} .. {keys[b]}}}"
+                self.removals.append(Removal(f"{where}: {b - a + 1} keys sampled out (no anomaly; "
+                                             f"{_kinds(values[a:b + 1])})", count=b - a + 1,
+                                             preview=f"{keys[a]}: {json_text.dumps(values[a])}"[:120]))
+                out[f"{ELIDED}{b - a + 1} keys ({keys[a]} .. {keys[b]})"] = "elided"
+            if i < len(keys):
+                k = keys[i]
+                out[k] = self.walk(v[k], f"{path}.{k}" if path else k, k, depth + 1)
+            prev = i
+        return out
+
+
+def lossy(value, intent: str | None, min_rows: int = LOSSY_MIN_ROWS,
+          as_json: bool = False) -> TransformResult | None:
+    """Reduce every large collection; None when nothing was removed."""
+    r = _Reducer(intent, min_rows, deep=_large(value))
+    reduced = r.walk(value, "")
+    if not r.removals:
+        return None
+    try:
+        body = json_text.dumps(reduced, indent=1) if as_json else _encode_with_notes(reduced)
+    except (ValueError, TypeError, RecursionError):   # e.g. a repeated key: no TOON form
+        return None
+    summaries = r.summaries[:SUMMARY_MAX]
+    if len(r.summaries) > SUMMARY_MAX:
+        summaries.append(f"{len(r.summaries) - SUMMARY_MAX} more collections sampled")
+    cut = sum(1 for x in r.removals if x.count == 0)
+    if cut:
+        summaries.append(f"{cut} long strings cut to {LONG_STRING_KEEP} characters")
+    head = "# sampled: " + "; ".join(summaries)
+    return TransformResult(head + "\n" + body, TRANSFORM_ID, removals=r.removals, lossless=False,
+                           notes=summaries)
+
+
+def _large(value) -> bool:
+    try:
+        return len(json_text.dumps(value)) >= DEEP_MIN_CHARS
+    except RecursionError:
+        return True
+
+
+class _Note(list):
+    """A sampled array of records: renders as TOON preceded by a '# ...' line naming what was cut."""
+
+    def __init__(self, rows: list, note: str):
+        super().__init__(rows)
+        self.note = note
+
+
+def _encode_with_notes(value) -> str:
+    lines = toon.encode(value).split("\n")
+    notes = _collect_notes(value, [])
+    if not notes:
+        return "\n".join(lines)
+    out = []
+    for line in lines:
+        stripped = line.lstrip(" ")
+        for note in notes:
+            if note[0] is not None and _header_matches(stripped, note):
+                out.append(line[: len(line) - len(stripped)] + "# " + note[2])
+                note[0] = None
+                break
+        out.append(line)
+    return "\n".join(out)
+
+
+def _collect_notes(value, acc: list, key: str = "") -> list:
+    if isinstance(value, _Note):
+        acc.append([True, key, value.note, len(value)])
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _collect_notes(v, acc, k)
+    elif isinstance(value, list):
+        for v in value:
+            _collect_notes(v, acc, "")
+    return acc
+
+
+def _header_matches(stripped: str, note: list) -> bool:
+    key = note[1]
+    prefix = (toon._key(key) if key else "")
+    body = stripped[2:] if stripped.startswith("- ") else stripped
+    return body.startswith(f"{prefix}[{note[3]}]")

@@ -1,0 +1,92 @@
+"""Structural reduction of any large collection (issue 10 item 1): long arrays of scalars, wide
+maps and deep documents shrink, every anomaly and the path to each kept part survive, each
+removal carries its reason. The fixture is real: `npm view semver --json` (npm 9, this host)."""
+
+import json
+from pathlib import Path
+
+from capsule.measure.tokens import count
+from capsule.observe import pipeline
+from capsule.observe.classify import classify
+from capsule.observe.content import json_crusher, json_reduce, json_text
+from capsule.observe.types import Context
+
+NPM_VIEW = (Path(__file__).parent / "samples" / "npm_view_semver.json").read_text()
+
+
+def _body(text: str) -> str:
+    return "\n".join(ln for ln in text.split("\n") if not ln.startswith("# "))
+
+
+def test_npm_view_versions_and_time_map_shrink_with_anomalies_and_paths():
+    doc = json.loads(NPM_VIEW)
+    result = json_crusher.crush(NPM_VIEW, Context())
+    assert not result.lossless
+    assert count(result.text) < 0.5 * count(NPM_VIEW)
+    # head, tail, the latest version and every prerelease (a rare form among x.y.z) are shown
+    for v in doc["versions"][:5] + doc["versions"][-3:] + [doc["dist-tags"]["latest"]]:
+        assert v in result.text
+    for v in doc["versions"]:
+        if "-" in v:
+            assert v in result.text, v
+    # every removal names the path and why; the counts add up to what went
+    assert all(r.reason.startswith(("versions", "time")) and "sampled out" in r.reason
+               for r in result.removals)
+    shown = json_reduce.lossy(json_text.loads(NPM_VIEW), None, as_json=True)
+    body = json.loads(_body(shown.text))          # the lossy JSON rendering stays valid JSON
+    kept_versions = [v for v in body["versions"] if not v.startswith(json_reduce.ELIDED)]
+    elided = sum(r.count for r in shown.removals if r.reason.startswith("versions"))
+    assert len(kept_versions) + elided == len(doc["versions"])
+    assert all(k in doc["time"] for k in body["time"] if not k.startswith(json_reduce.ELIDED))
+
+
+def test_anomalies_among_scalars_and_map_values_are_kept():
+    doc = json.loads(NPM_VIEW)
+    doc["versions"][60] = None                                   # a null among strings
+    doc["time"][doc["versions"][70]] = "ERROR: publish failed (E503)"
+    doc["downloads"] = [120 + (i * 7) % 13 for i in range(200)]
+    doc["downloads"][123] = 98765                                # an outlier
+    text = json.dumps(doc, indent=2)
+    result = json_crusher.crush(text, Context())
+    assert not result.lossless
+    assert "ERROR: publish failed (E503)" in result.text
+    assert "98765" in result.text
+    assert "null" in result.text
+    reasons = " ".join(r.reason for r in result.removals)
+    assert "downloads[" in reasons and "time.{" in reasons
+
+
+def test_intent_keeps_the_named_item():
+    doc = json.loads(NPM_VIEW)
+    target = doc["versions"][40]
+    result = json_crusher.crush(json.dumps(doc, indent=2), Context(intent=f"when was {target} published"))
+    assert target in result.text
+
+
+def test_deep_document_is_summarised_below_the_depth_but_keeps_errors():
+    def deep(i, level):
+        return {"name": f"node-{i}-level-{level}", "path": f"/srv/data/{i}/{level}", "size": i * level,
+                "child": deep(i, level + 1) if level < 14 else {"leaf": True}}
+    doc = {"tree": [deep(i, 0) for i in range(25)]}
+    doc["tree"][7]["child"]["child"]["child"]["child"]["child"]["child"]["child"]["status"] = "failed: disk full"
+    text = json.dumps(doc, indent=2)
+    result = json_crusher.crush(text, Context())
+    assert not result.lossless
+    assert count(result.text) < 0.6 * count(text)
+    assert "failed: disk full" in result.text
+    assert any("depth" in r.reason and r.reason.startswith("tree[") for r in result.removals)
+
+
+def test_small_collections_stay_lossless():
+    doc = {"versions": [f"1.0.{i}" for i in range(20)], "time": {f"1.0.{i}": "2024-01-01" for i in range(20)}}
+    result = json_crusher.crush(json.dumps(doc, indent=2), Context())
+    assert result.lossless
+
+
+def test_pipeline_emits_one_marker_and_the_footer_for_npm_view():
+    raw = NPM_VIEW.encode()
+    cmd = "npm view semver --json"
+    em = pipeline.process(raw, Context(command=cmd), None, classify(cmd, raw[:1024]))
+    out = em.data.decode()
+    assert em.transform_id == "json" and em.emitted_tokens < 0.5 * em.raw_tokens
+    assert out.count("more lines]") == 1 and "capsule ctx expand <<ccr:" in out
