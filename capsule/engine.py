@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
@@ -20,7 +19,7 @@ from capsule.agents import limits
 from capsule.agents.limits import Limit
 from capsule.measure import tokens
 from capsule.measure.ledger import Ledger, Row
-from capsule.observe import fit, guard, pipeline
+from capsule.observe import fit, guard, huge, pipeline
 from capsule.observe.classify import classify
 from capsule.observe.types import Context
 from capsule.policy import switches
@@ -29,13 +28,7 @@ from capsule.store.archive import Archive
 
 log = logging.getLogger("capsule.engine")
 
-LARGE_BYTES = 16 << 20      # above this a payload is never loaded whole into memory
-LARGE_HEAD_LINES = 40
-LARGE_TAIL_LINES = 40
-LARGE_VERBATIM_CAP = 200
-
-_VERBATIM_BYTES = re.compile(
-    rb"(?i)\b(error|fatal|failed|failure|panic|exception|traceback|warning|denied|refused|segmentation fault)\b")
+LARGE_BYTES = 16 << 20      # above this a payload is never loaded whole into memory (observe/huge.py)
 
 
 def default_scope() -> str:
@@ -159,34 +152,31 @@ class Engine:
 
     def _observe_large(self, f, size, digest, command, stream, exit_code, scope, duration_ms, measure_only):
         cls = classify(command, _peek(f, 1024))
-        head, tail, verbatim, total = _scan_lines(f)
-        kept = head + verbatim + tail
-        removed = max(total - len(kept), 0)
-        extra = ""
-        if len(verbatim) >= LARGE_VERBATIM_CAP:
-            extra = f"[error/warning lines beyond the first {LARGE_VERBATIM_CAP}: capsule ctx expand HASH --grep]\n"
-        body = b"".join(head + verbatim) + guard.marker(removed).encode() + b"\n" + extra.encode() + b"".join(tail)
+        body, removed, cut_bytes = huge.summarise(f)
         # Tokens of a payload this size are estimated from its bytes, and labelled so.
         raw_tokens = tokens.estimate_bytes(size)
         if measure_only:
             self._record_large(cls, command, stream, exit_code, scope, duration_ms, size, raw_tokens,
-                               tokens.count_bytes(body), None, removed, applied=False)
+                               tokens.count_bytes(body), None, removed, applied=False, cut_bytes=cut_bytes)
             return Outcome(b"", None, None)
         handle = self.archive.put_file(f, size, digest, command)
         text = body.decode("utf-8", "surrogateescape")
         data = guard.with_footer(text, handle).encode("utf-8", "surrogateescape")
         emission_id = self._record_large(cls, command, stream, exit_code, scope, duration_ms, size, raw_tokens,
-                                         tokens.count_bytes(data), handle, removed, applied=True, emitted_bytes=len(data))
+                                         tokens.count_bytes(data), handle, removed, applied=True, emitted_bytes=len(data),
+                                         cut_bytes=cut_bytes)
         return Outcome(data, emission_id, handle)
 
     def _record_large(self, cls, command, stream, exit_code, scope, duration_ms, size, raw_tokens, emitted_tokens,
-                      handle, removed, applied, emitted_bytes=0):
+                      handle, removed, applied, emitted_bytes=0, cut_bytes=0):
         row = Row(scope=scope or self.scope, command=command, family=cls.family, transform="large_head_tail",
                   stream=stream, mode=self.mode, applied=applied, raw_tokens=raw_tokens,
                   emitted_tokens=emitted_tokens if applied else raw_tokens, raw_bytes=size,
                   emitted_bytes=emitted_bytes if applied else size, exit_code=exit_code, handle=handle,
                   duration_ms=duration_ms, token_label=tokens.LABEL_APPROX, would_emit_tokens=emitted_tokens,
-                  manifest=[{"reason": "beyond line budget (large payload)", "count": removed}],
+                  manifest=[{"reason": "beyond line budget (large payload)", "count": removed}]
+                  + ([{"reason": "bytes of long lines not shown (large payload)", "count": 0, "bytes": cut_bytes}]
+                     if cut_bytes else []),
                   reports=[{"name": "large", "would_emit_tokens": emitted_tokens}])
         return self._safe_record(row)
 
@@ -220,66 +210,3 @@ def _peek(f: BinaryIO, n: int) -> bytes:
     data = f.read(n)
     f.seek(0)
     return data
-
-
-LINE_CAP = 4096      # bytes of one line shown from a large payload
-EDGE_BYTES = 256 << 10
-
-
-def _cap(line: bytes) -> bytes:
-    body = line.rstrip(b"\n")
-    if len(body) > LINE_CAP:
-        body = body[:LINE_CAP] + b"...[line cut]"
-    return body + b"\n"
-
-
-def _scan_lines(f: BinaryIO):
-    """Chunked pass: first lines, last lines, verbatim-class lines between, and the line count.
-
-    Reads 1 MiB at a time and counts newlines in C, so a 1 GB payload (or one 1 GB line)
-    costs constant memory.
-    """
-    f.seek(0, 2)
-    size = f.tell()
-    f.seek(0)
-    head = [_cap(l) for l in f.read(EDGE_BYTES).split(b"\n")[:LARGE_HEAD_LINES]]
-    head_end = sum(len(l) for l in head)
-    tail_start_byte = max(size - EDGE_BYTES, 0)
-    f.seek(tail_start_byte)
-    tail_raw = f.read().split(b"\n")
-    if tail_raw and tail_raw[-1] == b"":
-        tail_raw.pop()
-    tail = [_cap(l) for l in tail_raw[-LARGE_TAIL_LINES:]]
-    tail_bytes = sum(len(l) for l in tail_raw[-LARGE_TAIL_LINES:]) + len(tail)
-    f.seek(0)
-    total, offset, carry = 0, 0, b""
-    verbatim: list[bytes] = []
-    while chunk := f.read(1 << 20):
-        total += chunk.count(b"\n")
-        buf = carry + chunk
-        cut = buf.rfind(b"\n") + 1
-        body, carry = buf[:cut], buf[cut:][-65536:]
-        base = offset - (len(buf) - len(chunk))
-        offset += len(chunk)
-        if len(verbatim) >= LARGE_VERBATIM_CAP:
-            continue
-        for m in _VERBATIM_BYTES.finditer(body):
-            start = body.rfind(b"\n", 0, m.start()) + 1
-            pos = base + start
-            if pos < head_end or pos >= size - tail_bytes:
-                continue
-            line = _cap(body[start:body.find(b"\n", m.end())])
-            if not verbatim or verbatim[-1] != line:
-                verbatim.append(line)
-            if len(verbatim) >= LARGE_VERBATIM_CAP:
-                break
-    if size and not _last_byte_is_newline(f, size):
-        total += 1
-    if total <= len(head) + len(tail):
-        tail = []
-    return head, tail, verbatim, total
-
-
-def _last_byte_is_newline(f: BinaryIO, size: int) -> bool:
-    f.seek(size - 1)
-    return f.read(1) == b"\n"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from capsule.observe.content import json_text, toon
+from capsule.observe.content import json_reduce, json_text, toon
 from capsule.observe.content.json_anomaly import (_ERROR_KEY, Sampled, _schema, anomalies,  # noqa: F401
                                                   sample, value_anomalies)
 from capsule.observe.content.json_reduce import (AGGRESSIVE_MIN_ROWS, LONG_STRING, LONG_STRING_KEEP,  # noqa: F401
@@ -87,7 +87,8 @@ def _lost_verbatim():
 
 
 def crush(text: str, ctx: Context) -> TransformResult:
-    """Transform entry point: lossless first, the lossy tier for large arrays of objects."""
+    """Transform entry point: the shortest proven lossless form, unless the lossy tier (large
+    collections sampled) is shorter still."""
     try:
         value = parse(text)
     except (ValueError, RecursionError):
@@ -116,9 +117,15 @@ def crush(text: str, ctx: Context) -> TransformResult:
             trimmed = None
     else:
         trimmed = None
-    for sampled in lossy_forms(value, ctx.intent, min_rows):
-        if _size(sampled.text) < best_size and not lost(text, sampled.text):
-            return sampled
+    sampled = [s for s in lossy_forms(value, ctx.intent, min_rows)
+               if _size(s.text) < best_size and not lost(text, s.text)]
+    if sampled:
+        # as for the lossless tier: the JSON rendering keeps `"key": value` lines a reader quotes
+        lines = [s for s in sampled if json_reduce.JSON_LINES in s.notes]
+        if lines and ctx.mode != "aggressive" and "\n" in text.strip() and \
+                _size(lines[0].text) <= _size(sampled[0].text) * LINE_KEEPING_SLACK:
+            return lines[0]
+        return sampled[0]
     if trimmed is not None:
         return trimmed
     body, how = chosen

@@ -30,6 +30,7 @@ DEEP_MIN_CHARS = 20000       # ...when the document has at least this many chara
 MIN_GAP = 3                  # fewer consecutive items than this are kept rather than elided
 SUMMARY_MAX = 8              # collections named on the '# sampled:' line (the rest counted)
 ELIDED = "…"                 # starts every elision written in place of what went
+JSON_LINES = "rendered as JSON, one value per line"
 
 
 def _is_object_array(v) -> bool:
@@ -75,8 +76,9 @@ def _leaf_count(v, budget: int = 100000) -> int:
 
 
 class _Reducer:
-    def __init__(self, intent: str | None, min_rows: int, deep: bool = False):
-        self.intent, self.min_rows, self.deep = intent, min_rows, deep
+    def __init__(self, intent: str | None, min_rows: int, large: bool = False):
+        # depth summaries and string cuts only in a large document; sampling at any size
+        self.intent, self.min_rows, self.deep = intent, min_rows, large
         self.terms = _intent_terms(intent)
         self.min_items = max(min_rows, 12) if min_rows < LOSSY_MIN_ROWS else MIN_ITEMS
         self.removals: list[Removal] = []
@@ -95,7 +97,7 @@ class _Reducer:
             return self.obj(v, path, depth)
         if isinstance(v, list):
             return [self.walk(x, f"{path}[{i}]", "", depth + 1) for i, x in enumerate(v)]
-        if isinstance(v, str) and len(v) > LONG_STRING and not _ERROR_KEY.search(key):
+        if self.deep and isinstance(v, str) and len(v) > LONG_STRING and not _ERROR_KEY.search(key):
             return self.cut(v, path)
         return v
 
@@ -202,12 +204,12 @@ class _Reducer:
 def lossy(value, intent: str | None, min_rows: int = LOSSY_MIN_ROWS,
           as_json: bool = False) -> TransformResult | None:
     """Reduce every large collection; None when nothing was removed."""
-    r = _Reducer(intent, min_rows, deep=_large(value))
+    r = _Reducer(intent, min_rows, large=_large(value))
     reduced = r.walk(value, "")
     if not r.removals:
         return None
     try:
-        body = json_text.dumps(reduced, indent=1) if as_json else _encode_with_notes(reduced)
+        body = json_text.dumps(reduced, indent=0) if as_json else _encode_with_notes(reduced)
     except (ValueError, TypeError, RecursionError):   # e.g. a repeated key: no TOON form
         return None
     summaries = r.summaries[:SUMMARY_MAX]
@@ -218,7 +220,7 @@ def lossy(value, intent: str | None, min_rows: int = LOSSY_MIN_ROWS,
         summaries.append(f"{cut} long strings cut to {LONG_STRING_KEEP} characters")
     head = "# sampled: " + "; ".join(summaries)
     return TransformResult(head + "\n" + body, TRANSFORM_ID, removals=r.removals, lossless=False,
-                           notes=summaries)
+                           notes=summaries + ([JSON_LINES] if as_json else []))
 
 
 def _large(value) -> bool:

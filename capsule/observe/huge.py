@@ -1,0 +1,208 @@
+"""The >16 MiB path: one streaming pass over a spooled payload keeping its first and last lines
+and every error-class match anywhere — inside one huge line too, as a window around the match.
+
+Not responsible for archiving, the footer or the ledger (engine.py), nor for payloads that fit in
+memory (the pipeline).
+Invariant: memory is bounded by CHUNK and the caps whatever the line lengths; every line shown
+in part says so, and the marker counts the lines not shown at all, a second note the bytes cut.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+HEAD_LINES = 40
+TAIL_LINES = 40
+HIT_CAP = 200            # error-class windows shown at most (the rest are counted)
+HITS_PER_LINE = 3        # windows shown from one line at most
+LINE_CAP = 4096          # bytes of a head/tail line shown; a longer error line is shown as a window
+WINDOW = 512             # bytes shown each side of an error match in a long line
+CHUNK = 1 << 20
+OVERLAP = 64             # bytes a match may straddle between chunks (the words are shorter)
+
+VERBATIM_BYTES = re.compile(
+    rb"(?i)\b(error|fatal|failed|failure|panic|exception|traceback|warning|denied|refused|segmentation fault)\b")
+
+
+@dataclass
+class Hit:
+    start: int               # absolute offset of the match
+    end: int
+    line: int                # 0-based line number
+    line_start: int
+    line_end: int | None = None   # offset of the newline ending the line (None: not yet seen / EOF)
+
+
+@dataclass
+class Scan:
+    size: int
+    newlines: int = 0
+    first_nl: list[int] = field(default_factory=list)     # offsets of the first HEAD_LINES newlines
+    last_nl: deque = field(default_factory=lambda: deque(maxlen=TAIL_LINES + 1))
+    hits: list[Hit] = field(default_factory=list)
+    more_hits: int = 0
+
+    @property
+    def total_lines(self) -> int:
+        ends_open = self.size and (not self.last_nl or self.last_nl[-1] < self.size - 1)
+        return self.newlines + (1 if ends_open else 0)
+
+    def nl(self, j: int) -> int:
+        """Offset of newline j (0-based); only the first HEAD_LINES and the last TAIL_LINES+1 are known."""
+        if j < len(self.first_nl):
+            return self.first_nl[j]
+        return self.last_nl[j - (self.newlines - len(self.last_nl))]
+
+    def span(self, k: int) -> tuple[int, int]:
+        """[start, end) of line k (0-based, its newline excluded): head and tail lines only."""
+        start = self.nl(k - 1) + 1 if k else 0
+        end = self.nl(k) if k < self.newlines else self.size
+        return start, end
+
+
+def scan(f: BinaryIO) -> Scan:
+    """One chunked pass: the newline count and the newline offsets at both ends, and every
+    error-class match outside the head's shown bytes, with its line (number, start, end)."""
+    f.seek(0, 2)
+    s = Scan(f.tell())
+    f.seek(0)
+    cap = HIT_CAP + TAIL_LINES * HITS_PER_LINE     # tail hits are dropped at the end
+    line_start = 0          # start offset of the line the current chunk begins in
+    carry = b""             # the previous chunk's last OVERLAP bytes: matches starting there are ours
+    offset = 0              # absolute offset of the current chunk
+    pending: list[Hit] = []
+    per_line: dict[int, int] = {}
+    while chunk := f.read(CHUNK):
+        if pending and (nl := chunk.find(b"\n")) >= 0:
+            for h in pending:
+                h.line_end = offset + nl
+            pending = []
+        buf = carry + chunk
+        base = offset - len(carry)
+        own_to = len(buf) if offset + len(chunk) >= s.size else len(buf) - OVERLAP
+        cursor, cursor_nl, cursor_ls = len(carry), s.newlines, line_start
+        for m in VERBATIM_BYTES.finditer(buf):
+            if m.start() >= own_to:
+                break
+            if m.start() >= cursor:
+                cursor_nl += buf.count(b"\n", cursor, m.start())
+                last = buf.rfind(b"\n", cursor, m.start())
+                if last >= 0:
+                    cursor_ls = base + last + 1
+                cursor = m.start()
+                line, ls = cursor_nl, cursor_ls
+            else:   # in the carried bytes: counted back from this chunk's start
+                line = s.newlines - buf.count(b"\n", m.start(), len(carry))
+                last = buf.rfind(b"\n", 0, m.start())
+                ls = base + last + 1 if last >= 0 else max(
+                    [x + 1 for x in s.last_nl if x < base + m.start()] or [line_start])
+            start = base + m.start()
+            if line < HEAD_LINES and base + m.end() - ls <= LINE_CAP:
+                continue    # the head shows it
+            if s.hits and s.hits[-1].line == line and start < s.hits[-1].end + WINDOW:
+                continue    # inside the previous window
+            if len(s.hits) >= cap or per_line.get(line, 0) >= HITS_PER_LINE:
+                s.more_hits += 1
+                continue
+            per_line[line] = per_line.get(line, 0) + 1
+            end_nl = buf.find(b"\n", m.end())
+            hit = Hit(start, base + m.end(), line, ls, base + end_nl if end_nl >= 0 else None)
+            s.hits.append(hit)
+            if hit.line_end is None:
+                pending.append(hit)
+        if len(s.first_nl) < HEAD_LINES:
+            pos = chunk.find(b"\n")
+            while pos >= 0 and len(s.first_nl) < HEAD_LINES:
+                s.first_nl.append(offset + pos)
+                pos = chunk.find(b"\n", pos + 1)
+        n = chunk.count(b"\n")
+        if n:
+            found, pos = [], len(chunk)
+            while len(found) < TAIL_LINES + 1 and (pos := chunk.rfind(b"\n", 0, pos)) >= 0:
+                found.append(offset + pos)
+            s.last_nl.extend(reversed(found))
+            line_start = s.last_nl[-1] + 1
+        s.newlines += n
+        carry = buf[-OVERLAP:]
+        offset += len(chunk)
+    return s
+
+
+def _read(f: BinaryIO, start: int, n: int) -> bytes:
+    f.seek(start)
+    return f.read(n)
+
+
+def summarise(f: BinaryIO) -> tuple[bytes, int, int]:
+    """(body without footer, lines not shown at all, bytes of shown lines not shown)."""
+    s = scan(f)
+    total = s.total_lines
+    tail_from = max(min(HEAD_LINES, total), total - TAIL_LINES)
+    kept_hits = [h for h in s.hits if h.line < tail_from][:HIT_CAP]
+    s.more_hits += sum(1 for h in s.hits if h.line < tail_from) - len(kept_hits)
+    s.hits = kept_hits + [h for h in s.hits if h.line >= tail_from]
+    head_n = min(HEAD_LINES, total)
+    tail_ks = list(range(tail_from, total))
+    shown: dict[int, list[tuple[int, int]]] = {}    # line -> shown byte ranges
+    spans: dict[int, tuple[int, int]] = {}
+
+    def show_line(k: int) -> bytes:
+        start, end = s.span(k)
+        spans[k] = (start, end)
+        n = min(end - start, LINE_CAP)
+        shown.setdefault(k, []).append((start, start + n))
+        data = _read(f, start, n)
+        return data + (b"...[line cut]" if end - start > LINE_CAP else b"") + b"\n"
+
+    head = [(k, 0, show_line(k)) for k in range(head_n)]
+    tail = [(k, 0, show_line(k)) for k in tail_ks]
+    windows: list[tuple[int, int, bytes]] = []
+    for h in s.hits:
+        if any(a <= h.start and h.end <= b for a, b in shown.get(h.line, [])):
+            continue
+        line_end = h.line_end if h.line_end is not None else s.size
+        if line_end - h.line_start <= LINE_CAP:
+            a, b = h.line_start, line_end
+        else:
+            a, b = max(h.line_start, h.start - WINDOW), min(line_end, h.end + WINDOW)
+        if any(x <= a and b <= y for x, y in shown.get(h.line, [])):
+            continue
+        shown.setdefault(h.line, []).append((a, b))
+        spans[h.line] = (h.line_start, line_end)
+        data = _read(f, a, b - a)
+        if (a, b) == (h.line_start, line_end):
+            windows.append((h.line, 1, data + b"\n"))
+        else:
+            windows.append((h.line, 1, (b"..." if a > h.line_start else b"") + data
+                            + (b"..." if b < line_end else b"")
+                            + f" [line {h.line + 1}, bytes {a - h.line_start}-{b - h.line_start}"
+                              f" of {line_end - h.line_start}]\n".encode()))
+    removed_lines = total - len(shown)
+    cut_bytes = sum(max(0, (spans[k][1] - spans[k][0]) - sum(b - a for a, b in _merge(r)))
+                    for k, r in shown.items())
+    # each window follows its line's head or tail part, in file order
+    before = sorted(head + [w for w in windows if w[0] < tail_from], key=lambda p: p[:2])
+    after = sorted(tail + [w for w in windows if w[0] >= tail_from], key=lambda p: p[:2])
+    notes = []
+    if removed_lines > 0:
+        notes.append(f"[{removed_lines} more line{'s' if removed_lines != 1 else ''}]\n")
+    if cut_bytes:
+        partial = sum(1 for k, r in shown.items() if sum(b - a for a, b in _merge(r)) < spans[k][1] - spans[k][0])
+        notes.append(f"[{cut_bytes} bytes not shown from {partial} long line{'s' if partial != 1 else ''}]\n")
+    if s.more_hits:
+        notes.append(f"[{s.more_hits} more error/warning matches beyond those shown: capsule ctx expand HASH --grep]\n")
+    body = b"".join(p[2] for p in before) + "".join(notes).encode() + b"".join(p[2] for p in after)
+    return body, removed_lines, cut_bytes
+
+
+def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(ranges):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
