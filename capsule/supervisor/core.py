@@ -234,8 +234,9 @@ class Supervisor:
         except ValueError:
             interval = USAGE_INTERVAL_S
         while True:
-            await anyio.to_thread.run_sync(self._ingest_usage, abandon_on_cancel=True)
+            # Sleep first: the agent's start (and the index warm-up) gets the CPU, not us.
             await anyio.sleep(max(interval, 0.1))
+            await anyio.to_thread.run_sync(self._ingest_usage, abandon_on_cancel=True)
 
     def _register_agents(self) -> None:
         """Register capsule's MCP read door with the agent (capsule.agents), when plan and switches allow."""
