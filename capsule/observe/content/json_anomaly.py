@@ -71,7 +71,7 @@ def _number(v) -> float | None:
 
 
 def _flat(row: dict) -> str:
-    return json.dumps(row, ensure_ascii=False, sort_keys=True).lower()
+    return json.dumps(row, ensure_ascii=False, sort_keys=True, default=str).lower()
 
 
 def anomalies(rows: list[dict], intent: str | None = None) -> dict[int, list[str]]:
@@ -285,4 +285,5 @@ def _holds_error(v, budget: int = 2000) -> bool:
 
 
 def _flat_any(v) -> str:
-    return (json.dumps(v, ensure_ascii=False, sort_keys=True) if isinstance(v, (dict, list)) else str(v)).lower()
+    return (json.dumps(v, ensure_ascii=False, sort_keys=True, default=str)
+            if isinstance(v, (dict, list)) else str(v)).lower()

@@ -201,16 +201,12 @@ class _Reducer:
         return out
 
 
-def lossy(value, intent: str | None, min_rows: int = LOSSY_MIN_ROWS,
-          as_json: bool = False) -> TransformResult | None:
-    """Reduce every large collection; None when nothing was removed."""
+def reduce(value, intent: str | None, min_rows: int = LOSSY_MIN_ROWS):
+    """(reduced value, removals, summaries) with every large collection sampled; None when
+    nothing was removed. The reduced value holds the same kinds of values as the input."""
     r = _Reducer(intent, min_rows, large=_large(value))
     reduced = r.walk(value, "")
     if not r.removals:
-        return None
-    try:
-        body = json_text.dumps(reduced, indent=0) if as_json else _encode_with_notes(reduced)
-    except (ValueError, TypeError, RecursionError):   # e.g. a repeated key: no TOON form
         return None
     summaries = r.summaries[:SUMMARY_MAX]
     if len(r.summaries) > SUMMARY_MAX:
@@ -218,15 +214,30 @@ def lossy(value, intent: str | None, min_rows: int = LOSSY_MIN_ROWS,
     cut = sum(1 for x in r.removals if x.count == 0)
     if cut:
         summaries.append(f"{cut} long strings cut to {LONG_STRING_KEEP} characters")
+    return reduced, r.removals, summaries
+
+
+def lossy(value, intent: str | None, min_rows: int = LOSSY_MIN_ROWS,
+          as_json: bool = False) -> TransformResult | None:
+    """The reduced value as TOON (or JSON lines) under one '# sampled:' line; None when
+    nothing was removed."""
+    done = reduce(value, intent, min_rows)
+    if done is None:
+        return None
+    reduced, removals, summaries = done
+    try:
+        body = json_text.dumps(reduced, indent=0) if as_json else _encode_with_notes(reduced)
+    except (ValueError, TypeError, RecursionError):   # e.g. a repeated key: no TOON form
+        return None
     head = "# sampled: " + "; ".join(summaries)
-    return TransformResult(head + "\n" + body, TRANSFORM_ID, removals=r.removals, lossless=False,
+    return TransformResult(head + "\n" + body, TRANSFORM_ID, removals=removals, lossless=False,
                            notes=summaries + ([JSON_LINES] if as_json else []))
 
 
 def _large(value) -> bool:
     try:
         return len(json_text.dumps(value)) >= DEEP_MIN_CHARS
-    except RecursionError:
+    except (RecursionError, TypeError):
         return True
 
 

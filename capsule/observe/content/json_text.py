@@ -81,6 +81,8 @@ def literal(v) -> str:
         return "false"
     if isinstance(v, (int, float)):
         return json.dumps(v)
+    if not isinstance(v, str):      # a YAML date or timestamp: its text, as a string
+        v = str(v)
     return json.dumps(v, ensure_ascii=False)
 
 

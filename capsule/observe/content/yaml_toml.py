@@ -1,7 +1,9 @@
 """YAML/TOML minification where it is lossless: comment-only lines, blank lines and trailing
-spaces go, and the result is kept only if it parses to exactly the same data.
+spaces go, and the result is kept only if it parses to exactly the same data. A YAML document
+with a large collection (kubectl -o yaml, lock files) gets the JSON tier's structural reduction
+(json_reduce), written back as YAML with numbers as written, when that is shorter.
 
-Not responsible for re-serialising (no key reordering, no flow style): kept lines are
+Not responsible for the sampling rules (json_reduce / json_anomaly). Minified kept lines are
 original lines. Not responsible for JSON (json_crusher).
 Marked lossless only when nothing but blank lines and trailing spaces went.
 Invariant: the emitted text loads (yaml.safe_load_all / tomllib) to data strictly equal
@@ -13,6 +15,7 @@ from __future__ import annotations
 import re
 import tomllib
 
+from capsule.observe.content import json_reduce
 from capsule.observe.content.toon import strict_equal
 from capsule.observe.types import Context, Removal, TransformResult
 
@@ -119,7 +122,93 @@ def minify(text: str, kind: str) -> TransformResult:
 
 
 def yaml(text: str, ctx: Context) -> TransformResult:
-    return minify(text, "yaml")
+    result = minify(text, "yaml")
+    reduced = reduce_yaml(text, ctx)
+    if reduced is not None and _tokens(reduced.text) < _tokens(result.text):
+        return reduced
+    return result
+
+
+def _tokens(text: str) -> int:
+    from capsule.measure.tokens import count
+
+    return count(text)
+
+
+def _text_yaml():
+    """A SafeLoader whose numbers remember their text and whose timestamps stay text, and the
+    Dumper that writes both back as written (a sampled document keeps every digit it shows)."""
+    import yaml as pyyaml
+
+    class Num:
+        def __init__(self, value, text):
+            self.value, self.text = value, text
+
+    class IntText(int):
+        pass
+
+    class FloatText(float):
+        pass
+
+    class Loader(pyyaml.SafeLoader):
+        pass
+
+    class Dumper(pyyaml.SafeDumper):
+        pass
+
+    def number(cls, build):
+        def construct(loader, node):
+            obj = cls(build(loader, node))
+            obj.text = node.value
+            return obj
+        return construct
+
+    Loader.add_constructor("tag:yaml.org,2002:int", number(IntText, pyyaml.SafeLoader.construct_yaml_int))
+    Loader.add_constructor("tag:yaml.org,2002:float", number(FloatText, pyyaml.SafeLoader.construct_yaml_float))
+    Loader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: node.value)
+    Dumper.add_representer(IntText, lambda d, v: d.represent_scalar("tag:yaml.org,2002:int", v.text))
+    Dumper.add_representer(FloatText, lambda d, v: d.represent_scalar("tag:yaml.org,2002:float", v.text))
+    Dumper.add_representer(json_reduce._Note, lambda d, v: d.represent_list(list(v)))
+    return pyyaml, Loader, Dumper
+
+
+def _string_keys(value) -> bool:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            if not all(isinstance(k, str) for k in v):
+                return False
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return True
+
+
+def reduce_yaml(text: str, ctx: Context) -> TransformResult | None:
+    """The structural reduction of a YAML stream, as YAML under one '# sampled:' comment; None
+    when it does not parse, has non-string keys or nothing large enough to sample."""
+    try:
+        pyyaml, loader, dumper = _text_yaml()
+        docs = list(pyyaml.load_all(text, Loader=loader))
+    except Exception:   # any parser complaint: minify() already decided
+        return None
+    value = docs[0] if len(docs) == 1 else docs
+    if not _string_keys(value):
+        return None
+    min_rows = json_reduce.AGGRESSIVE_MIN_ROWS if ctx.mode == "aggressive" else json_reduce.LOSSY_MIN_ROWS
+    done = json_reduce.reduce(value, ctx.intent, min_rows)
+    if done is None:
+        return None
+    reduced, removals, summaries = done
+    try:
+        parts = [reduced] if len(docs) == 1 else list(reduced)
+        body = pyyaml.dump_all(parts, Dumper=dumper, sort_keys=False, allow_unicode=True, width=1 << 16,
+                               default_flow_style=False)
+    except Exception:
+        return None
+    return TransformResult("# sampled: " + "; ".join(summaries) + "\n" + body, TRANSFORM_ID,
+                           removals=removals, notes=summaries)
 
 
 def toml(text: str, ctx: Context) -> TransformResult:

@@ -90,3 +90,21 @@ def test_pipeline_emits_one_marker_and_the_footer_for_npm_view():
     out = em.data.decode()
     assert em.transform_id == "json" and em.emitted_tokens < 0.5 * em.raw_tokens
     assert out.count("more lines]") == 1 and "capsule ctx expand" in out and "<<ccr:" in out
+
+
+def test_yaml_with_large_collections_is_reduced_as_valid_yaml_keeping_numbers_as_written():
+    import yaml
+
+    from capsule.observe.content import yaml_toml
+
+    doc = json.loads(NPM_VIEW)
+    text = yaml.safe_dump(doc, sort_keys=False) + "ratio: 1.10\nbig: 123456789012345678901234567890\nwhen: 2024-01-02\n"
+    result = yaml_toml.yaml(text, Context())
+    assert not result.lossless and count(result.text) < 0.5 * count(text)
+    back = yaml.safe_load(result.text)                     # valid YAML, the summary a comment
+    assert back["dist-tags"] == doc["dist-tags"]
+    assert "ratio: 1.10\n" in result.text and "big: 123456789012345678901234567890\n" in result.text
+    for v in doc["versions"]:
+        if "-" in v:
+            assert v in result.text, v
+    assert all("sampled out" in r.reason for r in result.removals)
