@@ -18,7 +18,8 @@ from capsule.observe import guard, registry
 from capsule.observe.content import gate
 from capsule.observe.classify import Classification, classify
 from capsule.observe.types import Context, Removal, StageReport
-from capsule.observe.verbatim import EXEMPT_TRANSFORMS, missing_verbatim
+from capsule.observe.keep import missing
+from capsule.observe.verbatim import EXEMPT_TRANSFORMS
 from capsule.policy import switches
 from capsule.store.archive import handle_of
 
@@ -92,8 +93,9 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
     if out_text == text:
         return passthrough("transform changed nothing", result.transform_id)
 
-    # POLICY after the fact: every verbatim-class line must still be there.
-    lost = [] if result.lossless or tid in EXEMPT_TRANSFORMS else missing_verbatim(text, out_text)
+    # POLICY after the fact: every verbatim-class line, and every line the whole-text rules
+    # protect (error blocks, anomalies, rare lines of a failing run), must still be there.
+    lost = [] if result.lossless or tid in EXEMPT_TRANSFORMS else missing(text, out_text, ctx.exit_code)
     reports.append(StageReport("policy", raw_tokens, raw_tokens,
                                f"verbatim-class lines lost: {len(lost)}" if lost else "every verbatim-class line kept"))
     if lost:

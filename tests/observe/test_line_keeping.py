@@ -45,7 +45,6 @@ def lines_of(raw: bytes, pattern: str) -> list[str]:
 
 # ---- 1. error blocks and rarity -------------------------------------------------------
 
-@TODO
 def test_the_line_after_a_panic_header_is_part_of_the_error(engine):
     out, raw, _ = seen(engine, "cargo_test_index_panic")
     assert out != raw.decode()          # it was shrunk (40 passing tests went) ...
@@ -62,7 +61,6 @@ def test_a_rare_line_without_an_error_word_survives_a_failing_run(engine, comman
     assert "IMPORTANT: config value bad: batch_size=0 read from /etc/sync.conf" in out.splitlines()
 
 
-@TODO
 @pytest.mark.parametrize("command", ["", None])
 def test_one_exit_status_1_among_3000_exit_status_0(engine, command):
     out, raw, _ = seen(engine, "jobs_exit_status", command=command)
@@ -70,7 +68,6 @@ def test_one_exit_status_1_among_3000_exit_status_0(engine, command):
     assert "job 1777: exit status 1" in out.splitlines()
 
 
-@TODO
 def test_pytest_q_dot_row_holding_the_one_F(engine):
     out, raw, _ = seen(engine, "pytest_q_one_f")
     row = lines_of(raw, r"^\.*F\.* +\[ *\d+%\]$")
@@ -80,7 +77,6 @@ def test_pytest_q_dot_row_holding_the_one_F(engine):
     assert len(out) < len(raw) // 2
 
 
-@TODO
 def test_a_404_among_2xx_access_log_lines(engine):
     out, raw, _ = seen(engine, "access_log_404")
     assert len(out) < len(raw) // 4
@@ -168,7 +164,6 @@ def repetitive_run(draw):
     return "\n".join(lines) + "\n", odd_line
 
 
-@TODO
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                    HealthCheck.too_slow])
 @given(case=repetitive_run(), command=st.sampled_from([None, "./run.sh", "make all"]))

@@ -3,7 +3,8 @@ the first and last line of each repeated template kept verbatim; error lines unt
 
 Not responsible for parsing structured (JSON) logs — the JSON crusher does — nor for the
 `[N more lines]` marker (the pipeline adds it).
-Invariant: every error/warning line and every line whose template occurs fewer than
+Invariant: every error/warning line, every line observe/keep.py protects (anomalies, error
+blocks, rare lines of a failing run) and every line whose template occurs fewer than
 MIN_REPEAT times is kept byte-exact, in order.
 """
 
@@ -55,6 +56,9 @@ def cluster(text: str, ctx: Context) -> TransformResult:
     if trailing:
         lines = lines[:-1]
     is_verbatim = _verbatim()
+    from capsule.observe.keep import extra
+
+    pinned = extra(text, ctx.exit_code)
     shown_lines = [ln.rsplit("\r", 1)[-1] if "\r" in ln.rstrip("\r") else ln for ln in lines]
     groups: dict[str, list[int]] = defaultdict(list)
     for i, ln in enumerate(shown_lines):
@@ -65,7 +69,7 @@ def cluster(text: str, ctx: Context) -> TransformResult:
     for tpl, idx in groups.items():
         if len(idx) < MIN_REPEAT:
             continue
-        middle = [i for i in idx[1:-1] if not is_verbatim(lines[i])]
+        middle = [i for i in idx[1:-1] if i not in pinned and not is_verbatim(lines[i])]
         if not middle:
             continue
         for i in middle:

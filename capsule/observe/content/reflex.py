@@ -168,11 +168,12 @@ def probabilities(lines: list[str], intent: str | None, weights=None) -> list[fl
 
 
 def decide(lines: list[str], intent: str | None, tau: float | None = None,
-           weights=None) -> list[bool]:
-    """Keep flags per line at threshold tau (the calibrated one by default)."""
+           weights=None, pinned=frozenset()) -> list[bool]:
+    """Keep flags per line at threshold tau (the calibrated one by default); `pinned` holds
+    the indices observe/keep.py protects (error blocks, anomalies, rare lines)."""
     t = model()["tau"] if tau is None else tau
     probs = probabilities(lines, intent, weights)
-    return [p >= t or forced(ln) for p, ln in zip(probs, lines)]
+    return [p >= t or i in pinned or forced(ln) for i, (p, ln) in enumerate(zip(probs, lines))]
 
 
 def _tokens(text: str) -> int:
@@ -192,7 +193,9 @@ def reflex(text: str, ctx: Context) -> TransformResult:
     if len(lines) <= MIN_LINES or _tokens(text) <= MIN_TOKENS:
         return TransformResult(text, TRANSFORM_ID, lossless=True, notes=["short: passed untouched"])
     try:
-        keep = decide(lines, ctx.intent)
+        from capsule.observe.keep import extra
+
+        keep = decide(lines, ctx.intent, pinned=extra(text, ctx.exit_code))
     except Exception as exc:  # fail open: the raw text, with the reason
         return TransformResult(text, TRANSFORM_ID, notes=[f"reflex failed open: {exc!r}"])
     if all(keep):

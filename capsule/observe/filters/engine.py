@@ -21,7 +21,7 @@ from capsule.observe.filters.spec import FilterError, FilterSpec, parse_file
 from capsule.observe.filters.stages import run_stages
 from capsule.observe.filters.streaming import StreamFilter, run_stream
 from capsule.observe.types import Context, TransformResult
-from capsule.observe.verbatim import missing_verbatim
+from capsule.observe.keep import missing
 
 TRANSFORM_ID = "filter"
 PROJECT_FILE = Path(".capsule") / "filters.toml"
@@ -145,7 +145,7 @@ def apply(text: str, ctx: Context) -> TransformResult:
     if spec is None:
         return TransformResult(text, TRANSFORM_ID, lossless=True, notes=[f"no filter {ctx.filter_id!r}"])
     out, removals, ran = run_filter(spec, text, ctx.exit_code, ctx.command)
-    if ran.streaming and missing_verbatim(text, out):    # TOML stages protect these by construction
+    if ran.streaming and missing(text, out, ctx.exit_code):    # TOML stages protect these by construction
         return TransformResult(text, TRANSFORM_ID, lossless=True,
                                notes=[f"filter {ran.name} lost an error line; kept raw"])
     if len(out) > len(text) and text.strip():

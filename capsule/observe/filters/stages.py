@@ -3,8 +3,9 @@
 Order: strip ANSI → replace → short-circuit summary (guarded by `unless`, the exit code and
 the verbatim class) → strip/keep lines → collapse repeats → head/tail → max lines → on_empty.
 Not responsible for choosing the filter or loading it (engine.py).
-Invariant: a verbatim-class line (error, failure, warning; observe/verbatim.py) or a line
-matching the filter's `protect` is never dropped by any stage; every dropped original line
+Invariant: a verbatim-class line (error, failure, warning; observe/verbatim.py), a line the
+whole-text rules pin (observe/keep.py: error blocks, anomalies, rare lines of a failing run) or a
+line matching the filter's `protect` is never dropped by any stage; every dropped original line
 is accounted for in a Removal; a truncation carries exactly one `[N more lines]` marker;
 a failed run is never emptied (its last lines stay when nothing else would).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from capsule.observe import keep
 from capsule.observe.filters.spec import FilterSpec
 from capsule.observe.guard import marker
 from capsule.observe.types import Removal
@@ -28,6 +30,7 @@ class Line:
     no: int          # original 1-based line number (0 for synthesised lines)
     text: str
     count: int = 1   # original lines this emitted line stands for (collapse)
+    pinned: bool = False   # observe/keep.py says this original line must survive
 
 
 def split_lines(text: str) -> tuple[list[str], bool]:
@@ -61,8 +64,15 @@ class Run:
         return sum(r.count for r in self.removals)
 
 
-def _protected(spec: FilterSpec, text: str) -> bool:
-    return is_verbatim(text) or any(p.search(text) for p in spec.protect)
+def _protected(spec: FilterSpec, line: Line) -> bool:
+    return line.pinned or is_verbatim(line.text) or any(p.search(line.text) for p in spec.protect)
+
+
+def pin(lines: list[Line], text: str, exit_code: int | None) -> None:
+    """Mark the lines the whole-text rules add to the verbatim class (indices of `text`)."""
+    for i in keep.extra(text, exit_code):
+        if i < len(lines):
+            lines[i].pinned = True
 
 
 def summary_text(spec: FilterSpec, clean: str, exit_code: int | None, lines: list[Line]) -> str | None:
@@ -79,8 +89,8 @@ def summary_text(spec: FilterSpec, clean: str, exit_code: int | None, lines: lis
         return None
     if s.unless is not None and s.unless.search(clean):
         return None
-    if any(is_verbatim(line.text) for line in lines):
-        return None           # never swallow an error-bearing line
+    if any(line.pinned or is_verbatim(line.text) for line in lines):
+        return None           # never swallow an error-bearing or anomalous line
     groups = [m.group(0), *m.groups()]
     out = s.text
     for i, g in enumerate(groups):
@@ -92,6 +102,7 @@ def run_stages(spec: FilterSpec, text: str, exit_code: int | None) -> tuple[str,
     """Returns (emitted text, removals, placed_marker)."""
     raw_lines, trailing = split_lines(text)
     lines = [Line(i + 1, t) for i, t in enumerate(raw_lines)]
+    pin(lines, text, exit_code)
     run = Run()
 
     if spec.strip_ansi:
@@ -121,7 +132,7 @@ def run_stages(spec: FilterSpec, text: str, exit_code: int | None) -> tuple[str,
             else:
                 kept.append(line)
                 continue
-            if _protected(spec, line.text):     # asked only for lines about to go
+            if _protected(spec, line):     # asked only for lines about to go
                 kept.append(line)
             else:
                 run.drop(line, reason)
@@ -187,7 +198,8 @@ def collapse_periodic(lines: list[Line], max_period: int, run: Run, *, key, min_
     the first copy stays (and the last, with `keep_last`, since its numbers differ), the rest
     are dropped and one line says how many copies went."""
     out: list[Line] = []
-    keys = [key(line.text) for line in lines]
+    # a pinned line never hides inside a repeated block: its key is its own
+    keys = [("pinned", i) if line.pinned else key(line.text) for i, line in enumerate(lines)]
     kept_copies = 2 if keep_last else 1
     i, n = 0, len(lines)
     while i < n:
@@ -225,7 +237,7 @@ def _truncate(spec: FilterSpec, lines: list[Line], head: int, tail: int, run: Ru
     kept = list(lines[:head])
     cut_at = None
     for line in lines[head:end]:
-        if line.no and _protected(spec, line.text):
+        if line.no and _protected(spec, line):
             kept.append(line)
         else:
             if cut_at is None:

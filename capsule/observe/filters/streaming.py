@@ -9,6 +9,7 @@ success; every line a filter does not emit is recorded as a Removal with a reaso
 
 from __future__ import annotations
 
+from capsule.observe import keep
 from capsule.observe.filters.stages import ANSI, Line, Run
 from capsule.observe.guard import marker
 from capsule.observe.verbatim import is_verbatim
@@ -25,6 +26,7 @@ class StreamFilter:
         self.lineno = 0
         self._cut_at: int | None = None
         self._cut_reason = ""
+        self.pinned: frozenset[int] = frozenset()   # line numbers observe/keep.py adds to the verbatim class
 
     # --- protocol ---------------------------------------------------------------------
     def feed_line(self, line: str) -> None:
@@ -37,15 +39,23 @@ class StreamFilter:
         """Sees the command's exit code (None when unknown) after flush."""
 
     # --- helpers ----------------------------------------------------------------------
+    def line(self, text: str) -> Line:
+        """The current input line as a Line, pinned when observe/keep.py protects it."""
+        return Line(self.lineno, text, pinned=self.lineno in self.pinned)
+
     def emit(self, text: str) -> None:
         self.out.append(text)
 
     def drop(self, text: str, reason: str, lineno: int | None = None) -> None:
-        self._run.drop(Line(lineno if lineno is not None else self.lineno, text), reason)
+        no = lineno if lineno is not None else self.lineno
+        if no in self.pinned:
+            self.emit(text)      # a protected line is never dropped, whatever the filter thinks
+            return
+        self._run.drop(Line(no, text), reason)
 
     def keep_if(self, text: str, keep: bool, reason: str) -> None:
         """Emit when `keep` or when the line is verbatim-class; otherwise drop with reason."""
-        if keep or is_verbatim(text):
+        if keep or is_verbatim(text) or self.lineno in self.pinned:
             self.emit(text)
         else:
             self.drop(text, reason)
@@ -64,6 +74,7 @@ def run_stream(flt: StreamFilter, text: str, exit_code: int | None) -> tuple[str
     """Drive a StreamFilter over a whole text; returns (text, removals, placed_marker)."""
     trailing = text.endswith("\n")
     body = text[:-1] if trailing else text
+    flt.pinned = frozenset(i + 1 for i in keep.extra(text, exit_code))
     if body:
         for raw in body.split("\n"):
             flt.lineno += 1

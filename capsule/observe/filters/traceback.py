@@ -29,6 +29,10 @@ def shape(text: str) -> str:
     return " ".join(words[:5])
 
 
+def _kept(line: Line) -> bool:
+    return line.pinned or is_verbatim(line.text)
+
+
 def collapse_similar(lines: list[Line], run, keep_edges: int = 2) -> list[Line]:
     """Runs of > SIMILAR_RUN consecutive lines with the same shape keep their edges only."""
     out: list[Line] = []
@@ -37,9 +41,9 @@ def collapse_similar(lines: list[Line], run, keep_edges: int = 2) -> list[Line]:
     while i < n:
         key = shape(lines[i].text)
         j = i + 1
-        while j < n and key and shape(lines[j].text) == key and not is_verbatim(lines[j].text):
+        while j < n and key and shape(lines[j].text) == key and not _kept(lines[j]):
             j += 1
-        if j - i > SIMILAR_RUN and not is_verbatim(lines[i].text):
+        if j - i > SIMILAR_RUN and not _kept(lines[i]):
             out.extend(lines[i:i + keep_edges])
             middle = lines[i + keep_edges:j - keep_edges]
             for line in middle:
@@ -59,14 +63,14 @@ def collapse_shapes(lines: list[Line], run) -> list[Line]:
     """Interleaved log lines: a frequent non-error shape keeps its first two and its last line."""
     counts: dict[str, int] = {}
     for line in lines:
-        if line.no and not is_verbatim(line.text):
+        if line.no and not _kept(line):
             key = shape(line.text)
             if key:
                 counts[key] = counts.get(key, 0) + 1
     seen: dict[str, int] = {}
     out: list[Line] = []
     for line in lines:
-        key = shape(line.text) if line.no and not is_verbatim(line.text) else ""
+        key = shape(line.text) if line.no and not _kept(line) else ""
         total = counts.get(key, 0)
         if total < SHAPE_MIN:
             out.append(line)
@@ -98,7 +102,7 @@ class PythonRunFilter(StreamFilter):
     def feed_line(self, line: str) -> None:
         if "\r" in line.rstrip("\r"):
             line = _CR_REDRAW.sub("", line)   # progress redraws: what was drawn last
-        self.lines.append(Line(self.lineno, line))
+        self.lines.append(self.line(line))
 
     def flush(self) -> None:
         lines = self._trim_frames(self.lines)
@@ -121,14 +125,14 @@ class PythonRunFilter(StreamFilter):
                 in_lib = bool(_LIB_PATH.search(m.group(1)))
                 out.append(line)
                 continue
-            if _CARET.match(text) and text.strip():
+            if _CARET.match(text) and text.strip() and not line.pinned:
                 self._run.drop(line, "traceback caret line")
                 continue
-            if in_lib and text.startswith("    ") and not is_verbatim(text):
+            if in_lib and text.startswith("    ") and not _kept(line):
                 self._run.drop(line, "library frame source line")
                 continue
             in_lib = False
-            if _JS_FRAME.match(text) and _LIB_PATH.search(text) and not is_verbatim(text):
+            if _JS_FRAME.match(text) and _LIB_PATH.search(text) and not _kept(line):
                 self._run.drop(line, "library stack frame")
                 continue
             out.append(line)

@@ -1,14 +1,15 @@
 """The first transforms: ANSI strip, progress-redraw resolution, run-collapse, line budget.
 
 Not responsible for tool-specific knowledge (filters/ and content/ hold that).
-Invariant: pure functions; every dropped line is reported as a Removal; verbatim-class
-lines are kept by the line budget whatever the budget says.
+Invariant: pure functions; every dropped line is reported as a Removal; verbatim-class lines
+and the lines observe/keep.py protects are kept by the line budget whatever the budget says.
 """
 
 from __future__ import annotations
 
 import re
 
+from capsule.observe import keep
 from capsule.observe.content import gate
 from capsule.observe.guard import budgets, marker
 from capsule.observe.types import Context, Removal, TransformResult
@@ -68,8 +69,9 @@ def line_budget(text: str, ctx: Context, budget: int | None = None, already_remo
     removals: list[Removal] = []
     gap_start = None
     middle_kept: list[str] = []
+    pinned = keep.extra(text, ctx.exit_code)
     for idx in range(head_n, tail_start):
-        if is_salient(lines[idx]):
+        if idx in pinned or is_salient(lines[idx]):
             if gap_start is not None:
                 removals.append(_gap(lines, gap_start, idx))
                 gap_start = None

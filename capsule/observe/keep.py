@@ -1,0 +1,268 @@
+"""KEEP: the lines no lossy transform may drop, judged on the whole text and the exit status.
+
+Responsible for the rules that one line's words cannot decide (verbatim.py decides those):
+error blocks (the line a panic/exception header announces, `Caused by`/`note:`/`help:` and
+indented message continuations), log anomalies in any run (a rare value in a low-cardinality
+field — a 404 among 2xx, `exit status 1` among 0s —, a level above the dominant one, numeric
+outliers), and in a run that exits non-zero, rare templates (a line unlike the thousands around
+it; a variant of a frequent pattern such as pytest's dot row holding the one `F`).
+Not responsible for dropping anything: filters, budgets, log clustering and the reflex ask it.
+Invariant: deterministic and linear in the lines (tokens per line capped); the set it returns
+holds original 0-based line indices and includes every verbatim-class line.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter, defaultdict
+from functools import lru_cache
+
+from capsule.observe.verbatim import is_verbatim
+
+MAX_TOKENS = 16          # tokens of a line that take part in templates
+MIN_GROUP = 20           # lines sharing a template before its fields are judged (any run)
+MIN_FIELDS = 4           # a record has several fields; a path, a name or `a from b` is not one
+MIN_VARIANT_GROUP = 4    # lines around a one-token variant (failing runs)
+DOMINANT = 0.75          # share of a field's commonest value that makes a different value stand out
+RARE_SHARE = 0.02        # a value (or template) this rare among its group stands out ...
+RARE_MIN = 2             # ... or when seen at most this many times
+CATEGORICAL = 16         # a field with at most this many distinct values is categorical
+REPETITIVE = 0.90        # share of lines in frequent templates that makes a text repetitive
+MIN_REPETITIVE_LINES = 50
+OUTLIER_FACTOR = 10.0    # a number this many times the field's median (and far above its spread)
+CONTINUATION_MAX = 6     # indented lines after an error header that still belong to it
+
+_SHAPE = re.compile(r"[A-Za-z]+|\d+")
+_DIGITS = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{7,}\b|\d+")
+_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
+# Not message text: stack frames, a compiler's source excerpt (`12 |  code`, `   |  ^~~`) and
+# caret lines; the tool's own filter decides about those.
+_FRAME = re.compile(r"^\s+(?:at\s|File \"|\d+:\s|from\s|in\s|#\d+\s)|^\s+\S+\.\w+:\d+|"
+                    r"^\s*[\^~]+[\^~ ]*$|^\s*\d*\s*[|│]|^\S+:\d+: in \S+$")
+_ANNOUNCES = re.compile(r":\s*$|panicked at|^\s*Traceback \(most recent call last\)")
+_CONTINUES = re.compile(r"^\s*(?:=\s*)?(?:Caused by\b|caused by\b|note:|help:|Note:|Help:|NOTE:)")
+_LEVEL = re.compile(r"(?<![\w-])(TRACE|DEBUG|FINE|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRIT|CRITICAL|"
+                    r"ALERT|EMERG|FATAL|SEVERE)(?![\w-])|^([DIWEF])\d{4} ")
+_RANK = {"TRACE": 0, "DEBUG": 1, "FINE": 1, "D": 1, "INFO": 2, "I": 2, "NOTICE": 3, "WARN": 4,
+         "WARNING": 4, "W": 4, "ERROR": 5, "ERR": 5, "E": 5, "SEVERE": 5, "CRIT": 6, "CRITICAL": 6,
+         "F": 6, "ALERT": 7, "EMERG": 7, "FATAL": 7}
+
+
+def split(text: str) -> list[str]:
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def protected(text: str, exit_code: int | None) -> frozenset[int]:
+    """0-based indices of the lines of `text` that must survive (verbatim lines included)."""
+    return _analyse(text, exit_code not in (0, None))[0]
+
+
+def extra(text: str, exit_code: int | None) -> frozenset[int]:
+    """The protected lines that are not verbatim-class on their own (what filters must add
+    to their own verbatim checks)."""
+    return _analyse(text, exit_code not in (0, None))[1]
+
+
+@lru_cache(maxsize=2)
+def _analyse(text: str, failing: bool) -> tuple[frozenset[int], frozenset[int]]:
+    lines = split(text)
+    verbatim = [is_verbatim(ln) for ln in lines]
+    more = error_blocks(lines, verbatim) | anomalies(lines, failing)
+    more = {i for i in more if not verbatim[i]}
+    return frozenset(more | {i for i, v in enumerate(verbatim) if v}), frozenset(more)
+
+
+# ---- error blocks ----------------------------------------------------------------------
+
+def error_blocks(lines: list[str], verbatim: list[bool]) -> set[int]:
+    """The lines that finish an error a verbatim header starts: after a header that announces
+    more (ends with ':', `panicked at`, a traceback header) its next line and the indented
+    lines under it; after any error line, the `Caused by`/`note:`/`help:` lines that follow."""
+    keep: set[int] = set()
+    n = len(lines)
+    for i in range(n):
+        if not verbatim[i]:
+            continue
+        header = lines[i]
+        indent = len(header) - len(header.lstrip())
+        j = i + 1
+        announces = bool(_ANNOUNCES.search(header))
+        if announces:
+            while j < n and not lines[j].strip() and j - i <= 2:
+                j += 1
+            if j < n and lines[j].strip() and not _FRAME.match(lines[j]):
+                keep.add(j)      # the message the header announces ("index out of bounds: ...")
+                j += 1
+            else:
+                announces = False    # a frame or a source excerpt follows, not a message
+        taken = 0
+        while j < n and lines[j].strip():
+            line = lines[j]
+            if _CONTINUES.match(line):
+                keep.add(j)
+            elif (announces and taken < CONTINUATION_MAX and not _FRAME.match(line)
+                  and len(line) - len(line.lstrip()) > indent):
+                keep.add(j)      # the announced message goes on, indented under its header
+                taken += 1
+            else:
+                break
+            j += 1
+    return keep
+
+
+# ---- templates and anomalies -----------------------------------------------------------
+
+def _tokens(line: str) -> list[str]:
+    return line.split(None, MAX_TOKENS)[:MAX_TOKENS]
+
+
+def _kind(m: re.Match) -> str:
+    return "a" if m.group(0)[0].isalpha() else "0"
+
+
+def _shape(line: str) -> tuple[str, ...]:
+    """The line's tokens with each run of letters or digits reduced to its kind."""
+    return tuple(_tokens(_SHAPE.sub(_kind, line)))
+
+
+def _mask(line: str) -> tuple[str, ...]:
+    """The line's tokens with numbers and hex ids masked."""
+    return tuple(_tokens(_DIGITS.sub("#", line)))
+
+
+def _groups(keys: list[tuple]) -> dict[tuple, list[int]]:
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for i, key in enumerate(keys):
+        if key:
+            groups[key].append(i)
+    return groups
+
+
+def anomalies(lines: list[str], failing: bool) -> set[int]:
+    keep: set[int] = set()
+    tokens = [_tokens(ln) for ln in lines]
+    # Records of one shape (words and numbers reduced to their kind): a field that reads
+    # differently in a few of them is an anomaly in any run (a 404 among 2xx).
+    for key, idx in _groups([_shape(ln) if len(t) >= MIN_FIELDS else () for ln, t in zip(lines, tokens)]).items():
+        if len(idx) >= MIN_GROUP and len(key) >= MIN_FIELDS:
+            keep |= _field_outliers(idx, tokens, len(key))
+    keep |= _levels(lines)
+    if failing:
+        # Templates (numbers masked, words kept): in a failing run, the odd one out.
+        # Stack frames and source excerpts are the tool filters' business, not anomalies.
+        templates = _groups([() if not toks or _FRAME.match(ln) else _mask(ln)
+                             for ln, toks in zip(lines, tokens)])
+        keep |= _variants(templates, tokens)
+        keep |= _rare_templates(templates, sum(1 for t in tokens if t))
+    return keep
+
+
+def _rare(count: int, total: int) -> bool:
+    return count <= max(RARE_MIN, RARE_SHARE * total)
+
+
+def _field_outliers(idx: list[int], tokens: list[list[str]], width: int) -> set[int]:
+    """In lines of one template: a rare value of a categorical field, or a numeric outlier."""
+    keep: set[int] = set()
+    total = len(idx)
+    for pos in range(width):
+        column = [tokens[i][pos] for i in idx]
+        values = Counter(column)
+        if len(values) == 1 or _ordered(column):
+            continue     # a clock or a counter: values that only grow are not anomalies
+        top = values.most_common(1)[0][1]
+        if len(values) <= CATEGORICAL and top >= DOMINANT * total:
+            rare = {v for v, c in values.items() if _rare(c, total)}
+            keep |= {i for i in idx if tokens[i][pos] in rare}
+        elif all(_NUMBER.match(v) for v in values):
+            nums = [float(tokens[i][pos]) for i in idx]
+            med = statistics.median(nums)
+            spread = statistics.median(abs(x - med) for x in nums)
+            bar = max(OUTLIER_FACTOR * abs(med), med + OUTLIER_FACTOR * spread, 1.0)
+            high = [i for i, x in zip(idx, nums) if x > bar]
+            if _rare(len(high), total):
+                keep |= set(high)
+    return keep
+
+
+def _ordered(column: list[str]) -> bool:
+    if all(_NUMBER.match(v) for v in column):
+        nums = [float(v) for v in column]
+        return all(a <= b for a, b in zip(nums, nums[1:]))
+    return all(a <= b for a, b in zip(column, column[1:]))
+
+
+def _levels(lines: list[str]) -> set[int]:
+    """Log lines whose level ranks above the level most lines carry."""
+    levels: dict[int, int] = {}
+    for i, ln in enumerate(lines):
+        m = _LEVEL.search(ln[:120])
+        if m:
+            levels[i] = _RANK[m.group(1) or m.group(2)]
+    if len(levels) < MIN_GROUP:
+        return set()
+    dominant = Counter(levels.values()).most_common(1)[0][0]
+    above = {i for i, r in levels.items() if r > dominant}
+    return above if _rare(len(above), len(levels)) else set()
+
+
+def _variants(groups: dict[tuple, list[int]], tokens: list[list[str]]) -> set[int]:
+    """A template seen (almost) only once that differs in one token from a frequent one: the
+    odd one out (`....F....` among rows of dots; a line whose one word reads differently)."""
+    keep: set[int] = set()
+    near: dict[tuple, list[tuple]] = defaultdict(list)
+    for key, idx in groups.items():
+        for pos in range(len(key)):
+            near[(len(key), pos, key[:pos] + key[pos + 1:])].append(key)
+    for members in near.values():
+        if len(members) < 2:
+            continue
+        counts = [(len(groups[k]), k) for k in members]
+        total = sum(c for c, _ in counts)
+        top, top_key = max(counts)
+        if total < MIN_VARIANT_GROUP or top < DOMINANT * (total - 1):
+            continue
+        for c, k in counts:
+            if k != top_key and _rare(c, total) and c < top:
+                keep |= set(groups[k])
+    # values of one token that differ inside a single template (`exit status 1` among 0s)
+    for key, idx in groups.items():
+        if MIN_VARIANT_GROUP <= len(idx) < MIN_GROUP and len(key) >= MIN_FIELDS:
+            keep |= _field_outliers(idx, tokens, len(key))
+    return keep
+
+
+def _rare_templates(groups: dict[tuple, list[int]], nonblank: int) -> set[int]:
+    """In a repetitive failing run, a line whose template is seen once stands out."""
+    if nonblank < MIN_REPETITIVE_LINES:
+        return set()
+    frequent = sum(len(idx) for idx in groups.values() if len(idx) >= 3)
+    if frequent < REPETITIVE * nonblank:
+        return set()
+    singles = [idx[0] for idx in groups.values() if len(idx) == 1]
+    return set(singles) if _rare(len(singles), nonblank) else set()
+
+
+def missing(original: str, emitted: str, exit_code: int | None) -> list[str]:
+    """Protected lines of the original that the emission lost (stripped text compared; a line
+    may lose ANSI codes or gain a run count)."""
+    from capsule.observe.verbatim import _strip_ansi
+
+    lines = split(original)
+    emitted_lines = {ln.strip() for ln in emitted.split("\n")}
+    out: list[str] = []
+    seen: set[str] = set()
+    for i in sorted(protected(original, exit_code)):
+        stripped = lines[i].strip()
+        if stripped in seen or not stripped:
+            continue
+        seen.add(stripped)
+        bare = _strip_ansi(stripped)
+        if stripped in emitted_lines or bare in emitted_lines or stripped in emitted or bare in emitted:
+            continue
+        out.append(lines[i])
+    return out
