@@ -4,13 +4,17 @@ Responsible for building, refreshing and querying one workspace's index under
 capsule.paths.index_dir()/<workspace id>/, and for boosting hits by frecency.
 Not responsible for snippets or budgets (packer.py) or for which files exist (workspace.py).
 Invariant: the index is a rebuildable cache; a refresh re-reads only files whose (mtime, size)
-changed and re-indexes only those whose hash changed.
+changed and re-indexes only those whose hash changed. A file is in the index at most once, even
+when a refresh was killed between its commit and its signature update (every add is preceded by
+a delete of that path, and an index whose document count disagrees with its signatures is
+re-indexed on open); opening never deletes index files another process may be using.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import threading
 import time
 from dataclasses import dataclass, field
@@ -102,12 +106,14 @@ class WorkspaceIndex:
         self._open()
 
     def _open(self) -> None:
-        tdir = self.dir / "tantivy"
-        stamp = self.dir / "schema-version"
-        if tdir.exists() and (not stamp.exists() or stamp.read_text().strip() != SCHEMA_VERSION):
-            for f in tdir.iterdir():
-                f.unlink()
-            self.meta.clear_signatures()
+        # The schema version names the directory: a new version starts a new directory, so no
+        # process ever deletes files of an index another process (an older or concurrent one)
+        # has open. Layouts of other versions are removed; nothing of this version ever is.
+        tdir = self.dir / f"tantivy-{SCHEMA_VERSION}"
+        for old in self.dir.glob("tantivy*"):
+            if old != tdir and old.is_dir():
+                shutil.rmtree(old, ignore_errors=True)
+        (self.dir / "schema-version").unlink(missing_ok=True)
         tdir.mkdir(exist_ok=True)
         sb = tantivy.SchemaBuilder()
         sb.add_text_field("path", stored=True, tokenizer_name="raw", index_option="basic")
@@ -115,8 +121,15 @@ class WorkspaceIndex:
         sb.add_text_field("content", stored=False, index_option="freq")
         self.schema = sb.build()
         self.index = tantivy.Index(self.schema, path=str(tdir), reuse=True)
-        stamp.write_text(SCHEMA_VERSION)
-        self._searcher = self.index.searcher()
+        self._heal()
+
+    def _heal(self) -> None:
+        """Signatures that disagree with the index (a refresh killed between its commit and its
+        signature update, an index directory lost) are dropped: the next refresh re-indexes every
+        file, and since each add first deletes its path, nothing is ever doubled."""
+        indexed = sum(1 for sig in self.meta.signatures().values() if sig[2] != _NOT_INDEXED)
+        if indexed != self.num_docs():
+            self.meta.clear_signatures()
 
     def close(self) -> None:
         self.meta.close()
@@ -171,8 +184,7 @@ class WorkspaceIndex:
                 continue
             if writer is None:
                 writer = self.index.writer(WRITER_HEAP, threads)
-            if old:
-                writer.delete_documents_by_term("path", rel)
+            writer.delete_documents_by_term("path", rel)   # always: a committed add may lack its signature
             text = data.decode("utf-8", "replace")
             writer.add_document(tantivy.Document(path=rel, path_t=_path_field(rel), content=_content_field(text)))
             put[rel] = (mtime, size, digest)
@@ -187,7 +199,6 @@ class WorkspaceIndex:
             writer.commit()
             writer.wait_merging_threads()
         self.index.reload()                  # also picks up commits made by other processes
-        self._searcher = self.index.searcher()
         self.meta.update_signatures(put, gone)
         report.files = self.num_docs()
         report.seconds = time.perf_counter() - start
@@ -200,7 +211,7 @@ class WorkspaceIndex:
         if not terms:
             return []
         q = self.index.parse_query(" ".join(terms), ["path_t", "content"], field_boosts={"path_t": 1.5})
-        searcher = self._searcher
+        searcher = self.index.searcher()     # the latest generation, other processes' commits included
         found = searcher.search(q, limit=max(k * 3, 30), count=False).hits
         now = time.time()
         hits = []
@@ -211,7 +222,9 @@ class WorkspaceIndex:
         return hits[:k]
 
     def num_docs(self) -> int:
-        return self._searcher.num_docs
+        """Documents in the latest commit, whichever process made it."""
+        self.index.reload()
+        return self.index.searcher().num_docs
 
     def status(self) -> dict:
         last = (self.dir / "last-build")
