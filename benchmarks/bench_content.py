@@ -246,6 +246,99 @@ def bench_json(corpus: Path) -> None:
         all_kept and pct(lb, la) >= 85)
 
 
+# ---------------------------------------------------------------- JSON structure and exact text (issue 10)
+
+
+NPM_PACKAGES = ("typescript", "jest", "react", "@types/node")
+
+
+def npm_view(pkg: str) -> str | None:
+    """`npm view <pkg> --json` as the real client prints it (None when npm or the registry is absent)."""
+    try:
+        out = subprocess.run(["npm", "view", pkg, "--json"], capture_output=True, text=True, timeout=120)
+        return out.stdout if out.returncode == 0 and out.stdout.strip() else None
+    except Exception:
+        return None
+
+
+def _through_pipeline(text: str, command: str):
+    from capsule.observe import pipeline
+    from capsule.observe.classify import classify
+
+    raw = text.encode()
+    return pipeline.process(raw, Context(command=command), None, classify(command, raw[:1024]))
+
+
+def _verbatim(lit: str, body: str) -> bool:
+    import re
+
+    return re.search(r"(?<![\d.eE+-])" + re.escape(lit) + r"(?![\d.eE])", body) is not None
+
+
+def bench_json_structure() -> None:
+    """Large real documents (npm view, pip inspect, the same as YAML) through the pipeline as an
+    agent gets them (marker and footer included); then the lossless tier judged on the text."""
+    import yaml
+
+    tb = ta = 0
+    docs: list[tuple[str, str, str]] = []
+    for pkg in NPM_PACKAGES:
+        text = npm_view(pkg)
+        if text is None:
+            row("json structure", f"npm view {pkg} --json", "npm or registry unavailable: not measured")
+            continue
+        docs.append((f"npm view {pkg} --json", text, f"npm view {pkg} --json"))
+    pi = pip_inspect()
+    if pi:
+        docs.append(("pip inspect", json.dumps(pi, indent=2), "pip inspect"))
+    if docs:
+        first = docs[0]
+        docs.append((first[0] + " | yq -y (as YAML)", yaml.safe_dump(json.loads(first[1]), sort_keys=False),
+                     "cat view.yaml"))
+    for name, text, command in docs:
+        em = _through_pipeline(text, command)
+        out = em.data.decode("utf-8", "surrogateescape")
+        value = yaml.safe_load(text)
+        latest = (value.get("dist-tags") or {}).get("latest") if isinstance(value, dict) else None
+        ok = latest is None or str(latest) in out
+        tb, ta = tb + em.raw_tokens, ta + em.emitted_tokens
+        row("json structure", name, f"{em.raw_tokens:>7} -> {em.emitted_tokens:>6} tok  "
+            f"{pct(em.raw_tokens, em.emitted_tokens):5.1f}%  {em.transform_id}"
+            + (f"; latest {latest} shown" if latest else ""), ok)
+    if tb:
+        row("json structure", "ALL (pipeline, footer included)",
+            f"{tb:>7} -> {ta:>6} tok  {pct(tb, ta):5.1f}%  (target >= 60%)", pct(tb, ta) >= 60)
+
+    from capsule.observe.content import json_text
+
+    cases = [
+        ("40 rows, ts differing in the 9th decimal",
+         "[" + ",\n".join('{"id": %d, "ts": 1700000000.1234567%02d, "ok": true}' % (i, i) for i in range(40)) + "]"),
+        ("12345678901234567890.5, 1e999, 36-digit pi, -0.0",
+         '{"big": 12345678901234567890.5, "inf": 1e999, "pi": 3.14159265358979323846264338327950288, '
+         '"z": -0.0, "i": -0, "e": 1E+5}'),
+        ("a repeated key", '{"retries": 1, "name": "x", "retries": 2}'),
+    ]
+    rng = random.Random(5)
+    lits = ["0", "-0", "-0.0", "1e999", "1E-7", "2.50", "12345678901234567890123", "3.14159265358979323846264",
+            "1700000000.123456789", "6.02214076e+23"]
+    for k in range(3):
+        rows = [{"id": i, "v": rng.choice(lits), "w": rng.choice(lits)} for i in range(60)]
+        text = "[" + ",\n".join('{"id": %d, "v": %s, "w": %s}' % (r["id"], r["v"], r["w"]) for r in rows) + "]"
+        cases.append((f"60 rows of tricky literals (seed {k})", text))
+    exact = total = 0
+    for name, text in cases:
+        want = json_text.numbers(text)
+        forms = json_crusher.lossless_forms(json_crusher.parse(text), text)
+        got = sum(1 for body, _ in forms for lit in want if _verbatim(lit, body))
+        exact, total = exact + got, total + len(want) * len(forms)
+        result = json_crusher.crush(text, Context())
+        said = "lossless" if result.lossless else f"lossy, {len(result.removals)} removals said"
+        row("json lossless text", name, f"{len(forms)} lossless forms, {got}/{len(want) * len(forms)} number "
+            f"literals verbatim; emitted: {said}", got == len(want) * len(forms) and (result.lossless or result.removals))
+    row("json lossless text", "ALL lossless forms", f"{exact}/{total} number literals verbatim (target: all)", exact == total)
+
+
 def top_level_names(src: str) -> list[str]:
     import tree_sitter
 
@@ -344,6 +437,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     corpus = Path(args.corpus)
     bench_json(corpus)
+    bench_json_structure()
     bench_outline(Path(args.stdlib))
     if corpus.exists():
         bench_reflex(corpus)
