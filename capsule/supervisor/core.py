@@ -297,6 +297,11 @@ class Supervisor:
             env[switches.AGENT_MARKER] = "shell"
         else:
             env.pop(switches.AGENT_MARKER, None)
+        # INV-1: Claude Code otherwise sends its first request before capsule's MCP server is
+        # connected and adds the ctx_* tools from the second on: the tools change mid-session and
+        # the whole prompt cache is rewritten (seen with a fake API; tests/measure/test_inv1_prefix.py).
+        if agent_kind(self.role, self.opts.command) == "claude" and self.plan["mcp"].on:
+            env.setdefault("MCP_CONNECTION_NONBLOCKING", "0")
         return env
 
     def _spawn_agent(self) -> None:
