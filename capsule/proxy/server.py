@@ -58,7 +58,9 @@ class ProxyServer:
         return self.url + OPENAI_PREFIX
 
     def bind(self) -> None:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # proto=IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets that name it, and without it
+        # Nagle plus delayed ACKs hold each response's body ~40 ms behind its headers.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((self.host, self.requested_port))
