@@ -43,6 +43,7 @@ class Call:
     intent: str | None
     exit_code: int | None
     owned_elsewhere: str | None   # why another door owns it (INV-8), or None
+    numbered: bool = False        # the client numbers each line (`N<TAB>text`)
 
 
 Shrink = Callable[[Call, str], str]
@@ -216,7 +217,7 @@ def _call(api: str, cfg: dict, call_id: str, name: str, args: dict, intent: str 
         intent = args["description"]
     if intent:
         intent = intent[-limit("max_intent_chars"):]
-    return Call(api, call_id, name, command, path, intent or None, None, owned)
+    return Call(api, call_id, name, command, path, intent or None, None, owned, bool(spec.get("numbered")))
 
 
 def _one(call: Call, text: str, shrink: Shrink, cfg: dict) -> str:
@@ -227,7 +228,50 @@ def _one(call: Call, text: str, shrink: Shrink, cfg: dict) -> str:
     m = re.search(cfg["exit_code_pattern"], text[:4096])
     if m:
         call = Call(**{**call.__dict__, "exit_code": int(m.group(1))})
+    if call.numbered:
+        plain = unnumber(text)
+        if plain is not None:
+            out = shrink(call, plain[0])
+            return text if out == plain[0] else renumber(plain[0], out, plain[1])
     return shrink(call, text)
+
+
+_NUMBERED = re.compile(r"(\d+)\t")
+
+
+def unnumber(text: str) -> tuple[str, int] | None:
+    """`N<TAB>line` on every line -> (the lines' own text, first N); None unless every line is numbered
+    consecutively (then the text is not what it seems and goes to the engine as it is)."""
+    lines = text.split("\n")
+    first = _NUMBERED.match(lines[0])
+    if not first:
+        return None
+    start = int(first.group(1))
+    out = []
+    for i, line in enumerate(lines):
+        m = _NUMBERED.match(line)
+        if not m or int(m.group(1)) != start + i:
+            return None
+        out.append(line[m.end():])
+    return "\n".join(out), start
+
+
+def renumber(plain: str, out: str, start: int) -> str:
+    """Give each output line that is a line of the file, in order, its number back; markers, footers and
+    re-shaped lines stay as the engine wrote them."""
+    index: dict[str, list[int]] = {}
+    for i, line in enumerate(plain.split("\n")):
+        index.setdefault(line, []).append(i)
+    pos, lines = 0, []
+    for line in out.split("\n"):
+        cands = index.get(line) if line.strip() else None
+        n = next((c for c in cands if c >= pos), None) if cands else None
+        if n is None:
+            lines.append(line)
+        else:
+            lines.append(f"{start + n}\t{line}")
+            pos = n + 1
+    return "\n".join(lines)
 
 
 def _join(parts) -> str | None:

@@ -96,3 +96,19 @@ def test_conversation_label_from_claude_code_session():
     a = rewrite.conversation("anthropic", {"messages": [{"role": "user", "content": "one"}]}, {})
     b = rewrite.conversation("anthropic", {"messages": [{"role": "user", "content": "two"}]}, {})
     assert a != b and a.startswith("root-")
+
+
+def test_numbered_read_goes_to_the_engine_as_the_files_text_and_kept_lines_get_their_numbers():
+    numbered = "\n".join(f"{i + 1}\t{line}" for i, line in enumerate(["x = 1", "", "\tindented", "x = 1", "end", ""]))
+    seen = []
+
+    def shrink(call, text):
+        seen.append(text)
+        return "x = 1\n[3 more lines]\nend\n[full output: capsule ctx expand <<ccr:0123456789abcdef01234567>>]"
+
+    body = _anthropic(numbered + "\n" + "\n".join(f"{i}\tpad {i}" for i in range(7, 40)))
+    out = json.loads(rewrite.rewrite("anthropic", body, shrink, shims_on=False))["messages"][2]["content"][0]["content"]
+    assert seen[0].startswith("x = 1\n\n\tindented\nx = 1\nend\n\npad 7\n")
+    assert out.splitlines()[:3] == ["1\tx = 1", "[3 more lines]", "5\tend"]
+    assert rewrite.unnumber("1\ta\n3\tb") is None and rewrite.unnumber("a\tb") is None
+    assert rewrite.unnumber("7\ta\n8\tb\n9\t") == ("a\nb\n", 7)
