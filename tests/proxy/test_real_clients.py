@@ -145,6 +145,17 @@ def test_claude_code_session_through_the_proxy(workspace, tmp_path, state_dir, p
         assert _results(resumed[0])["toolu_00"] == log_result
         assert _results(resumed[0])["toolu_01"] == report
         _assert_prefixes(resumed, "messages", least=2)
+
+        # Compaction: the summarising request carries the history with the same bytes; what follows is
+        # a new, shorter prefix that later requests extend (a new prefix, never a mutation).
+        before = len(fake.conversation())
+        _run_claude(workspace, tmp_path, again.url, "/compact", "--resume", out["session_id"])
+        summarising = json.loads(fake.conversation()[before])
+        assert _results(summarising)["toolu_00"] == log_result
+        _run_claude(workspace, tmp_path, again.url, "continue", "--resume", out["session_id"])
+        after = [json.loads(b) for b in fake.conversation()[before + 1:]]
+        assert len(after[0]["messages"]) < len(summarising["messages"])
+        _assert_prefixes(after, "messages", least=2)
         _no_key_in(state_dir)
     finally:
         fake.close()

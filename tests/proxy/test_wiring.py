@@ -112,3 +112,37 @@ def test_capsule_up_local_runs_claude_code_through_the_proxy_unless_switched_off
         assert "<<ccr:" not in result and "ERROR sync 500 failed" in result
     finally:
         fake.close()
+
+
+def test_capsule_up_local_points_codex_at_the_proxy_by_command_line_only(tmp_path, state_dir):
+    from recording import ScriptedResponses
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "sync.log").write_text("\n".join(f"2026-02-02 08:00:{i % 60:02d} INFO sync {i} done" for i in range(500))
+                                 + "\n2026-02-02 08:09:00 ERROR sync 500 failed: permission denied\n")
+    fake = ScriptedResponses([("exec_command", {"cmd": "cat sync.log"})])
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "config.toml").write_text(fake.provider_config())
+    config_before = (home / "config.toml").read_bytes()
+    role = tmp_path / "codex-role.toml"
+    role.write_text('schema = 1\nname = "codex-proxy"\n[agent]\nkind = "codex"\n[context]\nmode = "standard"\n'
+                    '[context.subsystems]\nmcp = false\nregister = false\n')
+    codex = shutil.which("codex")
+    assert codex, "codex is not installed; run scripts/setup-clients.sh"
+    env = {**os.environ, "JACKIN_CTX_STATE_DIR": str(state_dir), "CODEX_HOME": str(home), "HOME": str(tmp_path),
+           "OPENAI_API_KEY": "sk-test-key"}
+    try:
+        proc = subprocess.run([sys.executable, "-m", "capsule", "up", "--local", "--role", str(role),
+                               "-e", "JACKIN_CTX_NO_SHIMS=1", "--workspace", str(ws), "--", codex, "exec",
+                               "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "-m", "gpt-5.5",
+                               "read it"], env=env, capture_output=True, text=True, timeout=240,
+                              stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert fake.final in proc.stdout
+        out = [i for i in fake.requests[-1]["input"] if i.get("type") == "function_call_output"][0]["output"]
+        assert "<<ccr:" in out and "ERROR sync 500 failed: permission denied" in out
+        assert (home / "config.toml").read_bytes() == config_before      # nothing permanent written
+    finally:
+        fake.close()
