@@ -18,8 +18,12 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from typing import TYPE_CHECKING
+
 from capsule import paths
-from capsule.proxy.app import Proxy, Settings
+
+if TYPE_CHECKING:   # the app pulls in the HTTP stack; doctor only reads proxy.json through this module
+    from capsule.proxy.app import Settings
 
 log = logging.getLogger("capsule.proxy")
 
@@ -40,6 +44,8 @@ def redact(url: str) -> str:
 
 class ProxyServer:
     def __init__(self, settings: Settings, port: int = 0, host: str = HOST):
+        from capsule.proxy.app import Proxy  # noqa: PLC0415
+
         self.settings, self.host, self.requested_port = settings, host, port
         self.proxy = Proxy(settings)
         self.port: int | None = None
@@ -73,12 +79,31 @@ class ProxyServer:
         self.port = sock.getsockname()[1]
 
     def _uvicorn(self):
+        import contextlib  # noqa: PLC0415
+        import signal  # noqa: PLC0415
+
         import uvicorn  # noqa: PLC0415
+
+        class Server(uvicorn.Server):
+            """uvicorn re-raises SIGTERM/SIGINT when its loop ends, which would kill the process before
+            proxy.json is removed; here the caller re-raises after its own cleanup."""
+
+            @contextlib.contextmanager
+            def capture_signals(self):
+                if threading.current_thread() is not threading.main_thread():
+                    yield
+                    return
+                old = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+                try:
+                    yield
+                finally:
+                    for sig, handler in old.items():
+                        signal.signal(sig, handler)
 
         config = uvicorn.Config(self.proxy, lifespan="on", access_log=False, log_level="warning",
                                 server_header=False, date_header=False, timeout_keep_alive=75,
                                 timeout_graceful_shutdown=3)
-        return uvicorn.Server(config)
+        return Server(config)
 
     def start(self, timeout: float = START_TIMEOUT_S) -> "ProxyServer":
         """Listen in a daemon thread; returns when requests are served."""
@@ -111,6 +136,10 @@ class ProxyServer:
             self._server.run(sockets=[self._sock])
         finally:
             self._cleanup()
+        import signal  # noqa: PLC0415
+
+        for sig in reversed(getattr(self._server, "_captured_signals", [])):   # end as the signal says
+            signal.raise_signal(sig)
 
     def stop(self) -> None:
         if self._server is not None:
