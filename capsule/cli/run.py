@@ -1,8 +1,10 @@
 """`capsule ctx run -- CMD` and `CMD | capsule ctx pipe`: the embedded doors.
 
 Not responsible for shrinking (the engine does). Runs the real command with stdin passed
-through, stdout and stderr captured separately, signals forwarded.
-Invariant (INV-4): the exit status is the command's, or 128+n when it died of signal n.
+through, stdout and stderr captured separately, signals forwarded (without a terminal, to the
+command's whole process group, so grandchildren holding the pipes stop too).
+Invariant (INV-4): the exit status is the command's, or 128+n when it died of signal n; a
+terminating signal that arrives after the command is gone is ours, and ends us with 128+n.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from capsule.policy import switches
 
 SPOOL_MEMORY = 8 << 20
 FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGWINCH)
+TERMINATING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 
 
 def register(sub) -> None:
@@ -89,11 +92,16 @@ def run_and_observe(argv: list[str], intent: str | None = None) -> int:
 
     command = shlex.join(argv)
     start = time.perf_counter()
+    at_terminal = sys.stdin is not None and sys.stdin.isatty()
     try:
-        child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # Without a terminal the command leads its own process group, so a forwarded signal
+        # reaches everything it started; at a terminal it stays in ours, where job control
+        # (Ctrl-C, the foreground group) already reaches all of it.
+        child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 process_group=None if at_terminal else 0)
     except OSError as exc:
         return _launch_failed(argv, exc)
-    _forward_signals(child)
+    ours = _forward_signals(child, own_group=not at_terminal)
     spools, hashers, threads = [], [], []
     for pipe in (child.stdout, child.stderr):
         spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY)
@@ -104,6 +112,7 @@ def run_and_observe(argv: list[str], intent: str | None = None) -> int:
     for t in threads:
         t.join()
     rc = child.wait()
+    _stop_forwarding(ours)
     status = 128 - rc if rc < 0 else rc
     duration_ms = (time.perf_counter() - start) * 1000
     for spool, hasher, stream, out in zip(spools, hashers, ("stdout", "stderr"), (sys.stdout, sys.stderr)):
@@ -156,21 +165,46 @@ def _engine():
     return _ENGINE
 
 
-def _forward_signals(child: subprocess.Popen) -> None:
+def _gone(child: subprocess.Popen) -> bool:
+    """Has the command exited (reaped, or a zombie waiting to be)? Never reaps it."""
+    if child.returncode is not None:
+        return True
+    try:
+        return os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except (ChildProcessError, AttributeError, OSError):
+        return child.returncode is not None
+
+
+def _forward_signals(child: subprocess.Popen, own_group: bool) -> list[int]:
+    """Install the forwarding handlers. Returns a list that receives a terminating signal that
+    arrived when the command was already gone: that one was meant for us."""
+    ours: list[int] = []
+
     def forward(signum, _frame):
+        if signum in TERMINATING and _gone(child) and not ours:
+            ours.append(signum)
+        if signum == signal.SIGINT and not own_group:
+            return   # at a terminal, Ctrl-C already reached the whole foreground group
         try:
-            child.send_signal(signum)
-        except ProcessLookupError:
+            if own_group:
+                os.killpg(child.pid, signum)   # the group outlives its leader while members hold the pipes
+            elif child.returncode is None:
+                os.kill(child.pid, signum)
+        except (ProcessLookupError, PermissionError):
             pass
 
-    for sig in FORWARDED:
+    for sig in (*FORWARDED, signal.SIGINT):
         signal.signal(sig, forward)
-    # At a terminal, Ctrl-C already reaches the child through the process group; forwarding
-    # it again would turn one graceful interrupt into two. Without a terminal, forward it.
-    if sys.stdin is None or not sys.stdin.isatty():
-        signal.signal(signal.SIGINT, forward)
-    else:
-        signal.signal(signal.SIGINT, lambda *_: None)
+    return ours
+
+
+def _stop_forwarding(ours: list[int]) -> None:
+    """The command is gone: signals are ours again (default actions), and one that came in
+    after it left ends us now, as it would have without capsule in between."""
+    for sig in (*FORWARDED, signal.SIGINT):
+        signal.signal(sig, signal.SIG_DFL)
+    if ours:
+        os.kill(os.getpid(), ours[0])
 
 
 def check_intent(intent: str | None) -> None:

@@ -110,7 +110,7 @@ class Supervisor:
                 self._register_agents()  # before the socket answers: "ready" means configured
                 if self.plan["engine"].on:
                     await self._start_engine()
-                    tg.start_soon(self.server.serve)
+                    tg.start_soon(self._serve_engine)
                 if self.plan["proxy"].on:
                     await anyio.to_thread.run_sync(self._start_proxy)
                 self.ready_s = time.monotonic() - self.started
@@ -195,6 +195,23 @@ class Supervisor:
             self.proxy, self.redirect = None, None
             self.proxy_info = {"state": "failed", "reason": f"could not start: {exc}"}
             log.error("proxy failed to start (%r); the agent uses its own base URL", exc)
+
+    async def _serve_engine(self) -> None:
+        """The control socket, for as long as the agent runs: if serving ever fails, listen again
+        (shims fall back to raw meanwhile); the supervisor never exits before its agent."""
+        while True:
+            try:
+                await self.server.serve()
+                return
+            except Exception as exc:  # noqa: BLE001
+                log.error("control socket failed (%r); listening again", exc)
+            while True:
+                await anyio.sleep(0.5)
+                try:
+                    await self.server.listen()
+                    break
+                except Exception as exc:  # noqa: BLE001
+                    log.error("control socket cannot listen (%r); shims pass raw output", exc)
 
     def _warm_index(self) -> None:
         """Build or refresh the workspace search index while the agent starts, so its first

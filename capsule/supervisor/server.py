@@ -1,7 +1,9 @@
 """The control socket: a Unix stream server in the supervisor that keeps the engine warm for shims.
 
 Not responsible for running commands (the shim does) or for compression (capsule.engine).
-Invariant: the socket is owner-only (0600); any failure answers RAW so the shim emits raw output.
+Invariant: the socket is owner-only (0600); any failure answers RAW so the shim emits raw output;
+running out of descriptors (EMFILE) or memory never stops the server: it sheds the oldest
+connections still waiting for their request, backs off and accepts again (the shed shims print raw).
 
 Wire protocol, one request per connection (the shim speaks it without importing capsule):
   OBS1 <exit> <duration_us> <len cmd> <len stdout> <len stderr> <len scope> [<len cwd> [<len meta>]]\\n <bytes…>
@@ -13,6 +15,7 @@ Wire protocol, one request per connection (the shim speaks it without importing 
 
 from __future__ import annotations
 
+import errno
 import json
 from functools import partial
 import logging
@@ -32,6 +35,9 @@ log = logging.getLogger("capsule.supervisor")
 MAX_HEADER = 256
 MAX_PAYLOAD = 64 << 20
 READ_TIMEOUT_S = 30.0
+MAX_WAITING = 64            # connections still sending their request; past this the oldest is shed
+ACCEPT_BACKOFF_S = (0.01, 0.5)
+_EXHAUSTED = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 
 
 class EngineServer:
@@ -42,7 +48,9 @@ class EngineServer:
         self.lock = anyio.Lock()
         self.served = 0
         self.failed = 0
+        self.shed = 0
         self._listener = None
+        self._waiting: dict[int, anyio.CancelScope] = {}   # in arrival order: oldest first
 
     async def listen(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -56,9 +64,36 @@ class EngineServer:
         os.chmod(self.path, 0o600)
 
     async def serve(self) -> None:
+        """Accept until the listener is closed. Resource exhaustion sheds and backs off; no accept
+        error ends the loop, because the supervisor must outlive every client."""
         assert self._listener is not None, "listen() first"
-        async with self._listener:
-            await self._listener.serve(self._handle)
+        delay = ACCEPT_BACKOFF_S[0]
+        async with self._listener, anyio.create_task_group() as tg:
+            while True:
+                try:
+                    stream = await self._listener.accept()
+                except anyio.ClosedResourceError:
+                    return
+                except (OSError, anyio.BrokenResourceError) as exc:
+                    cause = exc if isinstance(exc, OSError) else exc.__cause__
+                    code = getattr(cause, "errno", None)
+                    if code in _EXHAUSTED:
+                        self._shed(max(1, len(self._waiting) // 2))
+                    log.warning("control socket accept failed (%s); retrying in %.2fs",
+                                errno.errorcode.get(code, repr(cause)), delay)
+                    await anyio.sleep(delay)
+                    delay = min(delay * 2, ACCEPT_BACKOFF_S[1])
+                    continue
+                delay = ACCEPT_BACKOFF_S[0]
+                if len(self._waiting) >= MAX_WAITING:
+                    self._shed(len(self._waiting) - MAX_WAITING + 1)
+                tg.start_soon(self._handle, stream)
+
+    def _shed(self, n: int) -> None:
+        """Close the `n` oldest connections that have not finished sending their request."""
+        for key in list(self._waiting)[:n]:
+            self._waiting.pop(key).cancel()
+            self.shed += 1
 
     def close(self) -> None:
         try:
@@ -67,10 +102,19 @@ class EngineServer:
             pass
 
     async def _handle(self, stream) -> None:
+        with anyio.CancelScope() as scope:
+            key = id(scope)
+            self._waiting[key] = scope
+            try:
+                await self._handle_one(stream, key)    # closes the stream, shed or not
+            finally:
+                self._waiting.pop(key, None)
+
+    async def _handle_one(self, stream, key: int) -> None:
         async with stream:
             try:
                 with anyio.fail_after(READ_TIMEOUT_S):
-                    reply = await self._answer(BufferedByteReceiveStream(stream))
+                    reply = await self._answer(BufferedByteReceiveStream(stream), key)
             except Exception as exc:  # noqa: BLE001 - the shim falls back to raw
                 self.failed += 1
                 log.warning("control socket request failed: %r", exc)
@@ -80,7 +124,7 @@ class EngineServer:
             except Exception:  # noqa: BLE001 - the shim gave up (timeout); nothing to do
                 pass
 
-    async def _answer(self, buf: BufferedByteReceiveStream) -> bytes:
+    async def _answer(self, buf: BufferedByteReceiveStream, key: int | None = None) -> bytes:
         head = await buf.receive_until(b"\n", MAX_HEADER)
         fields = head.split()
         verb = fields[0] if fields else b""
@@ -88,7 +132,7 @@ class EngineServer:
             return b"PONG %d\n" % os.getpid()
         if verb == b"STATUS":
             info = dict(self.status())
-            info.update(served=self.served, failed=self.failed)
+            info.update(served=self.served, failed=self.failed, shed=self.shed)
             return json.dumps(info, sort_keys=True).encode() + b"\n"
         if verb != b"OBS1" or len(fields) not in (7, 8, 9):
             raise ValueError(f"bad request header {head[:60]!r}")
@@ -104,6 +148,7 @@ class EngineServer:
         scope = (await _exactly(buf, n_scope)).decode("utf-8", "surrogateescape") or None
         cwd = (await _exactly(buf, n_cwd)).decode("utf-8", "surrogateescape") or None
         meta = limits.parse_meta(await _exactly(buf, n_meta))
+        self._waiting.pop(key, None)     # the whole request is here: no longer sheddable
         if self.engine is None:
             return b"RAW\n"
         async with self.lock:

@@ -1,0 +1,154 @@
+"""Liveness under hostile load (issue 11): the supervisor outlives descriptor exhaustion, `ctx run`
+obeys signals at every stage and reaches the whole process group, and output never waits on a
+locked archive."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+FLOOD = textwrap.dedent("""
+    import os, resource, socket, sys, time
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 2048), hard))
+    path = os.environ["JACKIN_CTX_SOCKET"]
+    held = []
+    for _ in range(400):                       # idle connections: connect, never send a request
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(0.5)
+        try:
+            s.connect(path)
+        except OSError:
+            s.close()
+            continue
+        held.append(s)
+    time.sleep(1.0)                            # the supervisor meets EMFILE on accept meanwhile
+    answered = False
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and not answered:
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+                c.settimeout(1.0)
+                c.connect(path)
+                c.sendall(b"PING\\n")
+                answered = c.recv(64).startswith(b"PONG")
+        except OSError:
+            time.sleep(0.1)
+    print("held", len(held), "answered", answered, flush=True)
+    sys.exit(7)
+""")
+
+
+def _low_fd_limit():
+    resource.setrlimit(resource.RLIMIT_NOFILE, (200, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+
+def test_the_supervisor_survives_descriptor_exhaustion_and_exits_with_its_agent(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    state = tmp_path / "state"
+    script = tmp_path / "flood.py"
+    script.write_text(FLOOD)
+    env = {**os.environ, "JACKIN_CTX_STATE_DIR": str(state), "JACKIN_CTX_NO_MCP": "1"}
+    proc = subprocess.run([sys.executable, "-m", "capsule", "up", "--local", "--workspace", str(ws),
+                           "--", sys.executable, str(script)], capture_output=True, text=True, env=env,
+                          timeout=90, preexec_fn=_low_fd_limit)
+    assert proc.returncode == 7, proc.stderr[-3000:]          # the agent's status, not the supervisor's death
+    held = int(proc.stdout.split()[1])
+    assert held > 150, proc.stdout                            # the flood really got past the 200-fd limit
+    assert "answered True" in proc.stdout, proc.stdout        # and the engine still answered afterwards
+    assert "Traceback" not in proc.stderr
+
+
+def _ctx_run(state_dir, *argv, env_extra=None, **kw):
+    env = {**os.environ, "JACKIN_CTX_STATE_DIR": str(state_dir), **(env_extra or {})}
+    return subprocess.Popen([sys.executable, "-m", "capsule", "ctx", "run", "--", *argv], env=env,
+                            stdin=subprocess.DEVNULL, **kw)
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as fh:
+            out += [int(p) for p in fh.read().split()]
+    return out
+
+
+def _wait_for(predicate, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_sigterm_after_the_command_exited_ends_ctx_run(state_dir, tmp_path):
+    """The command is done and ctx run is busy with its output (here: blocked writing it to a
+    reader that does not read). SIGTERM must end it, as it would end `cat`."""
+    ready = tmp_path / "exited"
+    code = ("import sys; sys.stdout.write(''.join(f'row {i} ' + 'x' * 60 + '\\n' for i in range(40000))); "
+            f"open({str(ready)!r}, 'w').close()")
+    proc = _ctx_run(state_dir, sys.executable, "-c", code, env_extra={"JACKIN_CTX_MEASURE_ONLY": "1"},
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert _wait_for(lambda: ready.exists() and not _children(proc.pid)), "the command never finished"
+        time.sleep(0.3)                       # ctx run is now writing the output; nobody reads it
+        assert proc.poll() is None
+        proc.send_signal(15)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pytest.fail("SIGTERM after the command exited was ignored")
+        assert proc.returncode == -15
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize("sig,status", [(15, 143), (2, 130)])
+def test_a_signal_reaches_the_commands_whole_process_group(state_dir, tmp_path, sig, status):
+    """sh starts a grandchild that holds the pipes. The signal must reach it too: ctx run ends
+    promptly with the command's signal status instead of waiting for the grandchild."""
+    pidfile = tmp_path / "grandchild"
+    script = (f"{sys.executable} -c 'import signal, time; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+              f"time.sleep(60)' & echo $! > {pidfile}; wait")
+    proc = _ctx_run(state_dir, "sh", "-c", script, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert _wait_for(lambda: pidfile.exists() and pidfile.read_text().strip()), "no grandchild"
+        grandchild = int(pidfile.read_text())
+        time.sleep(0.5)
+        start = time.monotonic()
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            pytest.fail("ctx run waited on a grandchild the signal never reached")
+        assert time.monotonic() - start < 15
+        assert proc.returncode in (status, -sig), proc.stderr.read().decode()[-1500:]
+        assert _wait_for(lambda: not os.path.exists(f"/proc/{grandchild}") or
+                         open(f"/proc/{grandchild}/stat").read().split(") ")[1].startswith("Z"), 5)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_command_that_handles_sigterm_keeps_its_own_exit_status(state_dir, tmp_path):
+    """INV-4 still holds: a command alive when the signal came decides its own status."""
+    ready = tmp_path / "ready"
+    code = (f"import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(42)); "
+            f"open({str(ready)!r}, 'w').close(); time.sleep(30)")
+    proc = _ctx_run(state_dir, sys.executable, "-c", code, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert _wait_for(ready.exists)
+        proc.send_signal(15)
+        assert proc.wait(timeout=15) == 42
+    finally:
+        proc.kill()
+        proc.wait()
