@@ -95,7 +95,9 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
 
     # POLICY after the fact: every verbatim-class line, and every line the whole-text rules
     # protect (error blocks, anomalies, rare lines of a failing run), must still be there.
-    lost = [] if result.lossless or tid in EXEMPT_TRANSFORMS else missing(text, out_text, ctx.exit_code)
+    # (A delegating transform, such as a file read that outlines, is judged as what it ran.)
+    exempt = tid in EXEMPT_TRANSFORMS or result.transform_id in EXEMPT_TRANSFORMS
+    lost = [] if result.lossless or exempt else missing(text, out_text, ctx.exit_code)
     reports.append(StageReport("policy", raw_tokens, raw_tokens,
                                f"verbatim-class lines lost: {len(lost)}" if lost else "every verbatim-class line kept"))
     if lost:

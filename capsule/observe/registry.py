@@ -26,6 +26,8 @@ TRANSFORMS: dict[str, str] = {
     "markdown": "capsule.observe.content.markdown:slice_markdown",
     "outline": "capsule.observe.content.outline:transform",
     "prose": "capsule.observe.content.prose:shrink",
+    "read_file": "capsule.observe.transforms.read:read_file",
+    "read_view": "capsule.observe.transforms.read:view",
     "reflex": "capsule.observe.content.reflex:reflex",
     "search": "capsule.observe.content.search:shape",
     "tabular": "capsule.observe.content.tabular:sample",

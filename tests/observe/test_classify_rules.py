@@ -105,12 +105,24 @@ def test_package_managers_are_told_apart():
 
 
 @pytest.mark.parametrize("command", [
-    "cat data.json", "head -n 5 x.csv", "pytest | tail -5", "npm view jest --json", "cargo metadata --format-version 1",
+    "cat", "jq . data.json", "tail -f app.log", "sed -n '100,$p' a.py", "npm view jest --json", "cargo metadata --format-version 1",
     "python -c 'print(1)'", "echo hi", "cd src", "export A=1", "some-unknown-tool --flag", "pip inspect",
     "docker inspect web", "sqlite3 db 'select 1'",
 ])
 def test_content_builtins_and_unknown_fall_through_to_sniffing(command):
     assert classify_command(command) is None
+
+
+@pytest.mark.parametrize("command,transform", [
+    ("sed -n '250,280p' a.py", "read_view"), ("nl -ba a.py | sed -n '10,20p'", "read_view"),
+    ("head -n 5 x.csv", "read_view"), ("head a.py", "read_view"), ("pytest | tail -5", "read_view"),
+    ("awk 'NR>=10 && NR<=20' a.py", "read_view"), ("cd src && sed -n 5,9p a.py", "read_view"),
+    ("cat data.json", "read_file"), ("cat -n a.py", "read_file"), ("nl a.py", "read_file"),
+    ("tail -n +100 a.py", None), ("head -n -5 a.py", None), ("sed 's/a/b/' a.py", None),
+])
+def test_reads_are_classified_as_views_or_whole_files(command, transform):
+    found = classify_command(command)
+    assert (found.transform_id if found else None) == transform
 
 
 @pytest.mark.parametrize("command", ["make > log.txt", "echo $(git status)", "git log `cat ref`", "cat <<EOF\nx\nEOF"])
@@ -125,4 +137,4 @@ def test_unparseable_line_passes_through():
 
 
 def test_classify_keeps_content_sniffing_for_unclaimed_commands():
-    assert classify("cat x.json", b'{"a": 1}').family == "json"
+    assert classify("jq . x.json", b'{"a": 1}').family == "json"

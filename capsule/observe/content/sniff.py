@@ -14,6 +14,10 @@ import re
 _TS = re.compile(r"^\s*(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\[?\d{2}:\d{2}:\d{2}|"
                  r"\w{3} [ \d]\d \d{2}:\d{2}:\d{2}|\d{2}\.\d{2}\.\d{4} \d{2}:\d{2}|"
                  r"\[?(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL)\]?[\s:])")
+# A file shown with its line numbers (`cat -n`, `nl`, an agent's Read tool: `  12→code`), and an
+# editor's window (SWE-agent's `open`/`goto`: `[File: path (N lines total)]`): reads, not data.
+_NUMBERED = re.compile(r"^ *\d+(?:\t|→)")
+_WINDOW = re.compile(r"^\[File: .+ \(\d+ lines total\)\]$")
 _GREP = re.compile(r"^(?:[^\s:]+:\d+[:-]|[^\s:]*\.\w+-\d+-|Binary file |grep: )")
 _HTML = re.compile(rb"(?is)^\s*(?:<!doctype html|<html|<head|<body|<!--.*?-->\s*<html)")
 _DIAG = re.compile(r"(?i):\d+(?::\d+)?:?\s+(?:error|warning|note|info)\b|\b[A-Z]{1,4}\d{3,4}\b")
@@ -102,6 +106,10 @@ def sniff(head: bytes) -> tuple[str, str, str]:
     n = len(lines)
     if not n:
         return "unknown", "default", "no lines"
+    if _WINDOW.match(lines[0]):
+        return "read", "read_view", "an editor window onto a file"
+    if n >= 3 and sum(1 for ln in lines if _NUMBERED.match(ln)) >= n * 0.9:
+        return "read", "read_file", "a file shown with its line numbers"
     if sum(1 for ln in lines if _GREP.match(ln)) >= max(2, int(n * 0.6)) and \
             sum(1 for ln in lines if _DIAG.search(ln)) < n * 0.3:
         return "search", "search", "file:line: search hits"

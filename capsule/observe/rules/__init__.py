@@ -22,11 +22,13 @@ class Rule:
     filter: str
     family: str
     unless: re.Pattern | None = None
+    transform: str = "filter"     # a [[read]] rule names its transform instead of a filter
 
 
 @dataclass(frozen=True)
 class RuleTable:
     rules: tuple[Rule, ...]
+    reads: tuple[Rule, ...]
     content_tools: frozenset[str]
     ignore_tools: frozenset[str]
     json_flags: re.Pattern
@@ -53,7 +55,16 @@ def load(data: bytes | None = None) -> RuleTable:
                              "allowed: pattern, unless, filter, family")
         rules.append(Rule(re.compile(r["pattern"]), r["filter"], r["family"],
                           re.compile(r["unless"]) if r.get("unless") else None))
-    table = RuleTable(tuple(rules), frozenset(doc.get("content_tools", [])),
+    reads = []
+    for i, r in enumerate(doc.get("read", [])):
+        missing = {"pattern", "transform", "family"} - set(r)
+        unknown = set(r) - {"pattern", "transform", "family", "unless"}
+        if missing or unknown:
+            raise ValueError(f"rules.toml read rule {i + 1}: needs pattern, transform, family "
+                             f"(optional unless); got {', '.join(sorted(r))}")
+        reads.append(Rule(re.compile(r["pattern"]), "", r["family"],
+                          re.compile(r["unless"]) if r.get("unless") else None, r["transform"]))
+    table = RuleTable(tuple(rules), tuple(reads), frozenset(doc.get("content_tools", [])),
                       frozenset(doc.get("ignore_tools", [])), re.compile(doc.get("json_flags", "(?!)")))
     if data is None:
         _table = table
@@ -90,9 +101,12 @@ def match(words: list[str], table: RuleTable | None = None) -> Rule | str | None
     tool = words[0]
     if tool in table.ignore_tools:
         return "ignore"
+    line = " ".join(words)
+    for rule in table.reads:     # before content tools: `cat`, `head` and `sed` are reads here
+        if rule.pattern.search(line) and not (rule.unless and rule.unless.search(line)):
+            return rule
     if tool in table.content_tools:
         return "content"
-    line = " ".join(words)
     if table.json_flags.search(line) and not line.startswith("go test"):
         return "content"
     for rule in table.rules:

@@ -27,7 +27,7 @@ def classify_command_line(command: str, cwd: str | None = None) -> Classificatio
     from capsule.observe.filters import engine
 
     extra = engine.refresh_extra(cwd)
-    chosen: list[tuple[str, str, str]] = []      # (filter, family, reason)
+    chosen: list[tuple[str, str, str, str]] = []      # (filter, family, reason, transform)
     for segment in lexed.segments:
         stage = segment.visible
         words = normalise(stage.words)
@@ -35,19 +35,22 @@ def classify_command_line(command: str, cwd: str | None = None) -> Classificatio
             filter_id = engine.match_extra(" ".join(words), extra)
             if filter_id is not None:
                 spec = extra[filter_id]
-                chosen.append((filter_id, spec.family or "custom", f"trusted filter {spec.name} ({spec.source})"))
+                chosen.append((filter_id, spec.family or "custom", f"trusted filter {spec.name} ({spec.source})",
+                               TRANSFORM_ID))
                 continue
         found = match(stage.words)
         if found == "ignore":
             continue
         if isinstance(found, Rule):
-            chosen.append((found.filter, found.family, f"rule {found.pattern.pattern}"))
+            chosen.append((found.filter, found.family, f"rule {found.pattern.pattern}", found.transform))
             continue
         return None     # content or unknown output reaches the agent: let content sniffing decide
     if not chosen:
         return None
-    name, family, reason = chosen[-1]
+    name, family, reason, transform = chosen[-1]
     if len({c[0] for c in chosen}) != 1:
         # several tools print: the last one's filter (it also keeps every error line of the others)
         reason = f"last of {len(chosen)} segments: {reason}"
+    if transform != TRANSFORM_ID:
+        return Classification(family, transform, reason=reason)
     return Classification(family, TRANSFORM_ID, filter_id=name, reason=reason)
