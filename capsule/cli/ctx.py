@@ -16,6 +16,7 @@ CTX_MODULES = [
     "capsule.cli.doctor",
     "capsule.cli.audit",
     "capsule.cli.usage",
+    "capsule.cli.report",
 ]
 
 

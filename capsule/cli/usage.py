@@ -30,8 +30,9 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_usage)
 
 
-def collect(claude_dirs, codex_dirs, since: float | None) -> dict:
-    from capsule.measure import ingest, summary
+def load(claude_dirs, codex_dirs, since: float | None) -> dict:
+    """Ingest (the given folders, else the agents' defaults), then the stored rows to report on."""
+    from capsule.measure import ingest
     from capsule.measure.usage import UsageStore
 
     explicit = bool(claude_dirs or codex_dirs)
@@ -43,14 +44,22 @@ def collect(claude_dirs, codex_dirs, since: float | None) -> dict:
     store = UsageStore()
     try:
         report = ingest.ingest(store, claude_dirs, codex_dirs)
-        calls = store.calls(since)
-        if explicit:
-            roots = tuple(str(d) + "/" for d in [*claude_dirs, *codex_dirs])
-            calls = [c for c in calls if (c.get("origin") or "").startswith(roots)]
-        rows = summary.sessions(calls, store.sessions())
+        calls, events, meta = store.calls(since), store.tools(since), store.sessions()
+        keep = store.sessions_in(tuple(str(d) + "/" for d in [*claude_dirs, *codex_dirs])) if explicit else None
     finally:
         store.close()
-    return {"sessions": rows, "totals": summary.totals(rows), "ingest": report.as_dict()}
+    if keep is not None:
+        calls = [c for c in calls if (c["agent"], c["session_id"]) in keep]
+        events = [e for e in events if (e["agent"], e["session_id"]) in keep]
+    return {"calls": calls, "events": events, "meta": meta, "ingest": report.as_dict()}
+
+
+def collect(claude_dirs, codex_dirs, since: float | None) -> dict:
+    from capsule.measure import summary
+
+    data = load(claude_dirs, codex_dirs, since)
+    rows = summary.sessions(data["calls"], data["meta"])
+    return {"sessions": rows, "totals": summary.totals(rows), "ingest": data["ingest"]}
 
 
 def cmd_usage(args) -> int:

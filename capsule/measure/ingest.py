@@ -90,9 +90,9 @@ def ingest_file(store: UsageStore, agent: str, path: Path, report: Report) -> No
     identity = f"{st.st_dev}:{st.st_ino}"
     known = store.file_state(key)
     offset, state, lines = 0, {}, 0
-    if known and known[0] == identity and known[1] <= st.st_size:
+    if known and known[0] == identity and known[1] <= st.st_size and "_sessions" in known[2]:
         offset, state, lines = known[1], json.loads(known[2]), known[3]
-    if offset == st.st_size and known:
+    if offset == st.st_size and known and offset:
         return
     report.files_read += 1
     with open(path, "rb") as f:
@@ -110,6 +110,12 @@ def ingest_file(store: UsageStore, agent: str, path: Path, report: Report) -> No
             complete, carry = data[:end + 1], data[end + 1:]
             batch_lines = complete.splitlines()
             batch = parse([ln for ln in batch_lines if ln.strip()], key, state)
+            # Which sessions this file holds: `--claude-dir X` reports exactly those, even when
+            # the proxy stored their calls first.
+            held = set(state.get("_sessions", []))
+            held.update(s.session_id for s in batch.sessions)
+            state["_sessions"] = sorted(held)
+            state["_agent"] = agent
             offset += len(complete)
             lines += len(batch_lines)
             store.write(batch, (key, identity, offset, json.dumps(state), lines))

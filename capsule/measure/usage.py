@@ -17,6 +17,7 @@ larger output count replaces a mid-stream one.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -113,7 +114,7 @@ class ToolEvent:
     thread_id: str | None = None
     ts: float | None = None
     name: str | None = None
-    kind: str | None = None          # read | edit | command | expand | other
+    kind: str | None = None          # read | edit | command | expand | compact | other
     target: str | None = None        # file path or command line
     result_tokens: int | None = None
     result_bytes: int | None = None
@@ -241,6 +242,15 @@ class UsageStore:
     def sessions(self) -> dict[tuple[str, str], dict]:
         cols = ("agent", "session_id", "cwd", "parent", "first_ts", "last_ts", "origin")
         return {(r[0], r[1]): dict(zip(cols, r)) for r in self.conn.execute(f"SELECT {', '.join(cols)} FROM sessions")}
+
+    def sessions_in(self, roots: tuple[str, ...]) -> set[tuple[str, str]]:
+        """(agent, session) pairs held by ingested files under any of `roots` (path prefixes)."""
+        out = set()
+        for path, state in self.conn.execute("SELECT path, state FROM files"):
+            if path.startswith(roots):
+                st = json.loads(state)
+                out.update((st.get("_agent"), sid) for sid in st.get("_sessions", []))
+        return out
 
     def counts(self) -> dict:
         return {t: self.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -24,6 +25,7 @@ class FakeAnthropic:
 
     def __init__(self, script, model: str = "claude-sonnet-4-5"):
         self.script, self.model = script, model
+        self.run = uuid.uuid4().hex[:8]    # response ids are unique across fakes, as the real API's are
         self.requests: list[dict] = []
         self.raw_bodies: list[bytes] = []
         self.log: list[dict] = []          # one entry per answered call: id, model, usage
@@ -84,7 +86,7 @@ class FakeAnthropic:
                      "cache_read_input_tokens": 1000 * n + 13,
                      "cache_creation": {"ephemeral_5m_input_tokens": c5, "ephemeral_1h_input_tokens": c1},
                      "output_tokens": 40 + 17 * n}
-            msg = {"id": f"msg_fake{n:04d}", "type": "message", "role": "assistant",
+            msg = {"id": f"msg_{self.run}{n:04d}", "type": "message", "role": "assistant",
                    "model": body.get("model") or self.model, "content": blocks,
                    "stop_reason": "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn",
                    "stop_sequence": None, "usage": usage}
@@ -151,6 +153,7 @@ class FakeResponses:
 
     def __init__(self, script, big=None):
         self.script = script
+        self.run = uuid.uuid4().hex[:8]
         self.big = big or (lambda body, done: False)   # True: report a context over the compact limit
         self.requests: list[dict] = []
         self.log: list[dict] = []
@@ -196,7 +199,7 @@ class FakeResponses:
             usage = {"input_tokens": inp, "input_tokens_details": {"cached_tokens": cached},
                      "output_tokens": out, "output_tokens_details": {"reasoning_tokens": reasoning},
                      "total_tokens": inp + out}
-            rid = f"resp_fake{n:04d}"
+            rid = f"resp_{self.run}{n:04d}"
             self.requests.append(body)
             self.log.append({"id": rid, "model": body.get("model"), "usage": usage, "done": done,
                              "compact": "CONTEXT CHECKPOINT COMPACTION" in json.dumps(body)})

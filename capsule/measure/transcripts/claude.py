@@ -59,6 +59,10 @@ def parse(lines, origin: str, state: dict) -> Batch:
             s.first_ts = ts if s.first_ts is None else min(s.first_ts, ts)
             s.last_ts = ts if s.last_ts is None else max(s.last_ts, ts)
         kind = entry.get("type")
+        if kind == "system" and entry.get("subtype") == "compact_boundary" and isinstance(entry.get("uuid"), str):
+            # The prompt is rebuilt from a summary: the cache starts over (explains a read-share drop).
+            batch.tools.append(ToolEvent(AGENT, entry["uuid"], session, thread, ts, "compact", "compact"))
+            continue
         msg = entry.get("message")
         if not isinstance(msg, dict):
             continue

@@ -59,6 +59,10 @@ def parse(lines, origin: str, state: dict) -> Batch:
             _read_item(p.get("item"), ts, state, batch)
         elif kind == "response_item":
             _response_item(p, ts, state, batch)
+        elif kind == "compacted" and state.get("session"):
+            session, thread = _ids(state)
+            batch.tools.append(ToolEvent(AGENT, f"{state.get('thread')}:compacted:{line.get('timestamp')}",
+                                         session, thread, ts, "compact", "compact"))
     if state.get("session"):
         batch.sessions.append(Session(AGENT, state["session"], cwd=state.get("cwd"), parent=state.get("parent"),
                                       first_ts=state.get("first_ts"), last_ts=state.get("last_ts"), origin=origin))

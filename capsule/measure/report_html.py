@@ -1,0 +1,25 @@
+"""The HTML rendering of a report dict: one self-contained page (data/report.html + the data).
+
+Not responsible for computing anything. Invariant: the page loads nothing from anywhere (no
+network, no CDN; a CSP forbids it); the charts are inline SVG drawn by the page's own script from
+the JSON embedded in it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+TEMPLATE = Path(__file__).with_name("data") / "report.html"
+PLACEHOLDER = "/*REPORT_DATA*/"
+
+
+def render(report: dict) -> str:
+    data = json.dumps(report, sort_keys=True, default=str)
+    # Inside <script>, "</script" or "<!--" in a command line would end the element early: every
+    # "<" (only ever inside JSON strings) becomes its \u escape.
+    data = data.replace("<", "\\u003c")
+    page = TEMPLATE.read_text(encoding="utf-8")
+    if PLACEHOLDER not in page:
+        raise RuntimeError(f"{TEMPLATE} lost its {PLACEHOLDER} placeholder")
+    return page.replace(PLACEHOLDER, data)
