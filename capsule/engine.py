@@ -3,7 +3,9 @@
 Not responsible for running commands (cli/run.py and the shims do) or for transport
 (the supervisor's socket). Owns the archive and ledger connections for one state dir.
 Invariant: observe() never raises to its caller; on any internal failure the raw bytes
-come back and a warning is logged (fail open).
+come back and a warning is logged (fail open). Output never waits long on a store: another
+process holding the archive's or ledger's write lock past STORE_BUDGET_MS means raw output
+(an original that cannot be archived is never replaced by a shorter text) and no ledger row.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from capsule.policy.modes import default_mode
 from capsule.store.archive import Archive
 
 log = logging.getLogger("capsule.engine")
+
+STORE_BUDGET_MS = 1000     # the longest the agent's output waits on another writer's lock
 
 LARGE_BYTES = 16 << 20      # above this a payload is never loaded whole into memory (observe/huge.py)
 
@@ -60,13 +64,13 @@ class Engine:
     @property
     def archive(self) -> Archive:
         if self._archive is None:
-            self._archive = Archive(self.state_dir / paths.ARCHIVE_DB)
+            self._archive = Archive(self.state_dir / paths.ARCHIVE_DB, busy_timeout_ms=STORE_BUDGET_MS)
         return self._archive
 
     @property
     def ledger(self) -> Ledger:
         if self._ledger is None:
-            self._ledger = Ledger(self.state_dir / paths.LEDGER_DB)
+            self._ledger = Ledger(self.state_dir / paths.LEDGER_DB, busy_timeout_ms=STORE_BUDGET_MS)
         return self._ledger
 
     def observe(self, raw: bytes, *, command: str | None = None, stream: str = "stdout",

@@ -83,10 +83,12 @@ def _add_columns(conn) -> None:
 
 
 class Ledger:
-    def __init__(self, path: Path | None = None, readonly: bool = False):
-        """readonly=True (readers such as gain): a read-only state dir still shows its rows."""
+    def __init__(self, path: Path | None = None, readonly: bool = False,
+                 busy_timeout_ms: int = sqlite.BUSY_TIMEOUT_MS):
+        """readonly=True (readers such as gain): a read-only state dir still shows its rows.
+        busy_timeout_ms: how long a write waits for another writer (short on the output path)."""
         self.path = Path(path) if path else paths.ledger_path()
-        self.conn = sqlite.connect_read(self.path) if readonly else connect(self.path)
+        self.conn = sqlite.connect_read(self.path) if readonly else connect(self.path, busy_timeout_ms)
         sqlite.ensure_schema(self.conn, self.path, SCHEMA, then=_add_columns)
 
     def record(self, row: Row) -> int:

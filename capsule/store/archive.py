@@ -65,11 +65,14 @@ def retention_seconds() -> int:
 
 
 class Archive:
-    def __init__(self, path: Path | None = None, retention_s: int | None = None, readonly: bool = False):
-        """readonly=True (readers such as expand): a read-only state dir still serves its originals."""
+    def __init__(self, path: Path | None = None, retention_s: int | None = None, readonly: bool = False,
+                 busy_timeout_ms: int = sqlite.BUSY_TIMEOUT_MS):
+        """readonly=True (readers such as expand): a read-only state dir still serves its originals.
+        busy_timeout_ms: how long a write waits for another writer (the engine's output path
+        passes a short budget, so a held lock means raw output, not a stalled agent)."""
         self.path = Path(path) if path else paths.archive_path()
         self.retention_s = retention_s if retention_s is not None else retention_seconds()
-        self.conn = sqlite.connect_read(self.path) if readonly else connect(self.path)
+        self.conn = sqlite.connect_read(self.path) if readonly else connect(self.path, busy_timeout_ms)
         sqlite.ensure_schema(self.conn, self.path, SCHEMA)
 
     def put(self, data: bytes, command: str | None = None) -> str:

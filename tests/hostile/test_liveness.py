@@ -152,3 +152,40 @@ def test_a_command_that_handles_sigterm_keeps_its_own_exit_status(state_dir, tmp
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.parametrize("db", ["archive.db", "ledger.db"])
+def test_output_does_not_wait_on_a_locked_store(state_dir, db):
+    """Another process holds the write lock (BEGIN IMMEDIATE) for the whole run. The output
+    comes within the engine's short budget: raw when the original cannot be archived."""
+    import apsw
+
+    from capsule import engine
+
+    STORE_BUDGET_MS = getattr(engine, "STORE_BUDGET_MS", 1000)
+
+    warm = subprocess.run([sys.executable, "-m", "capsule", "ctx", "pipe"], input=b"x\n", capture_output=True,
+                          env={**os.environ, "JACKIN_CTX_STATE_DIR": str(state_dir)})
+    assert warm.returncode == 0 and (state_dir / db).exists()
+    raw = "".join(f"{i}\n" for i in range(1, 3001)).encode()
+    holder = apsw.Connection(str(state_dir / db))
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        start = time.monotonic()
+        proc = _ctx_run(state_dir, "seq", "1", "3000", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail(f"ctx run waited over 30 s on the {db} lock")
+        took = time.monotonic() - start
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert proc.returncode == 0 and b"Traceback" not in err
+    # startup + at most one budget per store per stream; far below SQLite's 60 s busy wait
+    assert took < 10 + 4 * STORE_BUDGET_MS / 1000, took
+    if db == "archive.db":
+        assert out == raw                 # nothing archived: nothing may be cut
+    else:
+        assert b"<<ccr:" in out and len(out) < len(raw)   # the archive took it; only the row is lost
