@@ -20,7 +20,6 @@ from capsule.observe.filters.engine import apply
 from capsule.observe.types import Context
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lines"
-TODO = pytest.mark.xfail(strict=True, reason="issue 10: rule not landed yet")
 
 
 def fixture(name: str) -> tuple[str, bytes, int]:
@@ -126,7 +125,6 @@ def test_an_editor_window_passes_whole(engine):
 
 # ---- 3. intent ranks within filters --------------------------------------------------
 
-@TODO
 def test_grep_keeps_the_line_the_intent_asks_for(engine):
     out, raw, _ = seen(engine, "grep_todo_refund", intent="find where the refund rounding bug is")
     refund = lines_of(raw, "refund rounding")
@@ -141,6 +139,23 @@ def test_grep_without_intent_still_cuts_with_one_marker(engine):
     cmd, raw, code = fixture("grep_todo_refund")
     result = apply(raw.decode(), Context(command=cmd, filter_id="grep", exit_code=code))
     assert result.removed_lines > 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(min_value=130, max_value=600), at=st.floats(min_value=0.3, max_value=0.7),
+       word=st.text(string.ascii_lowercase, min_size=7, max_size=10))
+def test_property_intent_picks_its_line_within_the_same_budget(n, at, word):
+    lines = [f"src/m{i % 9}.py:{i}:    # TODO: tidy step {i}" for i in range(n)]
+    where = int(n * at)
+    lines[where] = f"src/pay.py:{where}:    # TODO: {word} is computed twice"
+    text = "\n".join(lines) + "\n"
+    plain = apply(text, Context(command="grep -rn TODO src", filter_id="grep", exit_code=0))
+    aimed = apply(text, Context(command="grep -rn TODO src", filter_id="grep", exit_code=0,
+                                intent=f"why is {word} wrong"))
+    assert lines[where] in aimed.text.splitlines()
+    out = [ln for ln in aimed.text.splitlines() if not MARKER_RE.match(ln)]
+    assert len(out) == len([ln for ln in plain.text.splitlines() if not MARKER_RE.match(ln)])
+    assert len(out) + aimed.removed_lines == n
 
 
 # ---- 4. worth it or raw --------------------------------------------------------------

@@ -133,6 +133,23 @@ def features(lines: list[str], intent: str | None) -> list[list[float]]:
     return out
 
 
+def relevance(lines: list[str], intent: str | None) -> list[float]:
+    """How much each line speaks to the intent: the summed rarity (idf) of the intent's terms
+    it contains, so `refund` found once outranks `where` found everywhere. All 0 without
+    intent terms. Filters that must cut rank their candidate lines by it."""
+    terms = [t[:6] for t in intent_terms(intent)]
+    if not terms or not lines:
+        return [0.0] * len(lines)
+    lowered = [ln.lower() for ln in lines]
+    n = len(lines)
+    idf = {}
+    for t in set(terms):
+        df = sum(1 for lw in lowered if t in lw)
+        if df and df <= n // 2:          # a term on most lines tells them apart from nothing
+            idf[t] = math.log(n / df)
+    return [sum(w for t, w in idf.items() if t in lw) for lw in lowered]
+
+
 def _unprintable(line: str) -> float:
     if not line:
         return 0.0

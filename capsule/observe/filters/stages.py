@@ -98,8 +98,10 @@ def summary_text(spec: FilterSpec, clean: str, exit_code: int | None, lines: lis
     return out
 
 
-def run_stages(spec: FilterSpec, text: str, exit_code: int | None) -> tuple[str, list[Removal], bool]:
-    """Returns (emitted text, removals, placed_marker)."""
+def run_stages(spec: FilterSpec, text: str, exit_code: int | None,
+               intent: str | None = None) -> tuple[str, list[Removal], bool]:
+    """Returns (emitted text, removals, placed_marker). With an intent, a cut keeps the lines
+    that speak to it in place of some head/tail lines (the budget stays the same)."""
     raw_lines, trailing = split_lines(text)
     lines = [Line(i + 1, t) for i, t in enumerate(raw_lines)]
     pin(lines, text, exit_code)
@@ -145,11 +147,11 @@ def run_stages(spec: FilterSpec, text: str, exit_code: int | None) -> tuple[str,
 
     cut_at: int | None = None   # index in `lines` where the truncation marker goes
     if (spec.head or spec.tail) and len(lines) > spec.head + spec.tail:
-        lines, cut_at = _truncate(spec, lines, spec.head, spec.tail, run, "beyond head/tail")
+        lines, cut_at = _truncate(spec, lines, spec.head, spec.tail, run, "beyond head/tail", intent)
     if spec.max_lines and len(lines) > spec.max_lines:
         head = max(1, spec.max_lines * 2 // 3)
         tail = spec.max_lines - head
-        lines, cut2 = _truncate(spec, lines, head, tail, run, f"beyond max_lines {spec.max_lines}")
+        lines, cut2 = _truncate(spec, lines, head, tail, run, f"beyond max_lines {spec.max_lines}", intent)
         cut_at = cut2 if cut_at is None else min(cut_at, cut2)
 
     if not any(line.text.strip() for line in lines) and exit_code not in (0, None) and text.strip():
@@ -230,14 +232,38 @@ def collapse_periodic(lines: list[Line], max_period: int, run: Run, *, key, min_
     return out
 
 
+INTENT_SHARE = 0.5    # at most this share of a cut's budget goes to the lines the intent picks
+
+
+def _intent_picks(lines: list[Line], head: int, tail: int, intent: str | None) -> tuple[set[int], int, int]:
+    """(indices the intent keeps, head, tail): the most relevant lines (reflex.relevance) take
+    the places of head/tail lines, so a cut keeps the same number of lines."""
+    if not intent:
+        return set(), head, tail
+    from capsule.observe.content.reflex import relevance
+
+    scores = relevance([line.text for line in lines], intent)
+    ranked = sorted((i for i, s in enumerate(scores) if s > 0), key=lambda i: (-scores[i], i))
+    budget = head + tail
+    picks = set(ranked[:int(budget * INTENT_SHARE)])
+    end = len(lines) - tail
+    inside = sum(1 for i in picks if head <= i < end)   # picks the plain cut would have dropped
+    if not inside:
+        return set(), head, tail
+    cut_head = round(inside * head / budget) if budget else 0
+    return picks, max(0, head - cut_head), max(0, tail - (inside - cut_head))
+
+
 def _truncate(spec: FilterSpec, lines: list[Line], head: int, tail: int, run: Run,
-              reason: str) -> tuple[list[Line], int]:
-    """Keep head + tail lines and every protected line between; returns (lines, cut index)."""
+              reason: str, intent: str | None = None) -> tuple[list[Line], int]:
+    """Keep head + tail lines and every protected line between (and, with an intent, the lines
+    that speak to it in place of some head/tail lines); returns (lines, cut index)."""
+    picks, head, tail = _intent_picks(lines, head, tail, intent)
     end = len(lines) - tail
     kept = list(lines[:head])
     cut_at = None
-    for line in lines[head:end]:
-        if line.no and _protected(spec, line):
+    for i, line in enumerate(lines[head:end], head):
+        if (line.no and _protected(spec, line)) or i in picks:
             kept.append(line)
         else:
             if cut_at is None:
