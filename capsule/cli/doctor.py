@@ -98,7 +98,20 @@ def collect(role_arg: str | None = None) -> dict:
         "mcp_registration": mcp,
         "standing_context": standing,
         "proxy": _proxy(running, state),
+        "graduation": _graduation(planning.effective_mode(role, sw), state),
     }
+
+
+def _graduation(mode: str, state: Path) -> dict | None:
+    """For a measure-only role: the baseline so far and what standard mode would have saved on it."""
+    if mode != "measure":
+        return None
+    try:
+        from capsule.measure import graduation  # noqa: PLC0415
+
+        return graduation.baseline(state / paths.LEDGER_DB, state / paths.USAGE_DB)
+    except Exception as exc:  # noqa: BLE001 - a broken store is a finding, not a crash
+        return {"error": str(exc)}
 
 
 def _proxy(running: dict | None, state: Path) -> dict:
@@ -165,6 +178,11 @@ def render(r: dict) -> str:
         lines.append(f"proxy        {px.get('state')}{': ' + px['reason'] if px.get('reason') else ''}")
     if px.get("store"):
         lines.append("  store      " + ", ".join(f"{t}={n}" for t, n in px["store"].items()))
+    if r.get("graduation") is not None:
+        from capsule.measure import graduation  # noqa: PLC0415
+
+        g = r["graduation"]
+        lines.append(f"graduation   {'error: ' + g['error'] if 'error' in g else graduation.describe(g)}")
     sc = r["standing_context"]
     parts = ", ".join(f"{k} {v}" for k, v in sc["parts"].items()) or "nothing injected"
     verdict = "OVER BUDGET" if sc["over"] else "within budget"

@@ -23,6 +23,7 @@ def claude_run(tmp_path_factory):
     stages = {}
     try:
         first = clients.run_claude(fake, ws, cfg, "go")
+        stages["first_result"] = first
         sid = first["session_id"]
         stages["first"] = list(fake.log)
         transcript = next((cfg / "projects").glob(f"*/{sid}.jsonl"))

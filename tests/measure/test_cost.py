@@ -1,0 +1,47 @@
+"""The cost engine: prices from the data file, upstream cost wins, unknown models are unpriced."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from capsule.measure import cost
+
+CALL = {"model": "claude-sonnet-4-5-20250929", "input_tokens": 1_000_000, "cache_read_input_tokens": 2_000_000,
+        "cache_creation_5m": 1_000_000, "cache_creation_1h": 1_000_000, "output_tokens": 1_000_000}
+
+
+def test_every_price_row_is_complete_and_the_buckets_are_priced_separately():
+    table = cost.prices()
+    assert table and all(set(cost.FIELDS) <= set(row) for row in table.values())
+    p = table["claude-sonnet-4-5"]
+    want = p["input"] + 2 * p["cache_read"] + p["cache_write_5m"] + p["cache_write_1h"] + p["output"]
+    got = cost.call_cost(CALL)
+    assert got.basis == "priced" and got.usd == pytest.approx(want)
+
+
+def test_upstream_cost_wins_and_unknown_models_are_never_guessed():
+    assert cost.call_cost({**CALL, "cost_usd": 0.5}) == cost.Cost(0.5, "upstream")
+    # A look-alike of a priced model is still unknown.
+    for model in ("claude-sonnet-4-5-turbo", "gpt-5.5", "", None):
+        assert cost.call_cost({**CALL, "model": model}) == cost.Cost(None, "unpriced")
+    t = cost.total_cost([CALL, {**CALL, "model": "mystery-1"}])
+    assert t["unpriced_calls"] == 1 and t["unpriced_models"] == ["mystery-1"] and t["cost_usd"] > 0
+    assert cost.total_cost([{**CALL, "model": "mystery-1"}])["cost_usd"] is None
+
+
+def test_claude_code_own_cost_figure_matches(claude_run, capsule, tmp_path):
+    """Claude Code prices its calls itself (`total_cost_usd`); ours, from the same buckets, agrees."""
+    import shutil
+
+    cfg = tmp_path / "cc"
+    shutil.copytree(claude_run["cfg"], cfg)
+    path = next((cfg / "projects").glob(f"*/{claude_run['sid']}.jsonl"))
+    path.write_bytes(claude_run["first_transcript"])
+    for other in (cfg / "projects").glob("*/*.jsonl"):
+        if other != path:
+            other.unlink()
+    got = json.loads(capsule("ctx", "usage", "--json", "--claude-dir", str(cfg)).stdout)
+    assert got["totals"]["unpriced_calls"] == 0
+    assert got["totals"]["cost_usd"] == pytest.approx(claude_run["first_result"]["total_cost_usd"], abs=1e-6)
