@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import re
 
 from capsule.observe.content import json_crusher
@@ -24,12 +25,19 @@ _NUM = re.compile(r"-?\d+(?:\.\d+)?\Z")
 
 
 def delimiter_of(head: str) -> str | None:
-    """The delimiter of a delimited-text head, or None when it does not look tabular."""
-    lines = [ln for ln in head.split("\n")[:20] if ln.strip()]
-    if len(lines) < 2:
-        return None
+    """The delimiter of a delimited-text head, or None when it does not look tabular.
+
+    Records, not lines, are compared: a quoted field may hold newlines. The head's last record
+    may be cut short, so it does not vote."""
     for delim in ("\t", ",", "|", ";"):
-        counts = [len(next(csv.reader([ln], delimiter=delim))) for ln in lines[:-1] or lines]
+        try:
+            records = [r for r in itertools.islice(csv.reader(io.StringIO(head, newline=""), delimiter=delim), 21)
+                       if any(f.strip() for f in r)]
+        except csv.Error:
+            continue
+        if len(records) < 2:
+            return None
+        counts = [len(r) for r in records[:-1] or records]
         if counts[0] >= 2 and all(c == counts[0] for c in counts):
             return delim
     return None
