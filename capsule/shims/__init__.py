@@ -8,6 +8,7 @@ Invariant: installing twice gives the same files; the shim never imports capsule
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from capsule.policy import switches
 
 PROGRAM = "capsule-shim"
 TEMPLATE = Path(__file__).with_name("shim_template") / "capsule_shim.py"
+ENV_TEMPLATE = TEMPLATE.with_name("agent_env.sh")
+ENV_FILE = "capsule-env.sh"        # in the shim dir: CLAUDE_ENV_FILE / BASH_ENV for the agent's shells
 TOOLS_FILE = Path(__file__).with_name("tools.txt")
 NESTED = switches.IN_SHIM
 TIMEOUT_S = 2.0                     # engine round trip; slower than this and raw output passes
@@ -56,9 +59,18 @@ def render(shim_dir: Path, python: str | None = None, socket: str | None = None)
         "@ENV_MARKER@": repr(switches.AGENT_MARKER),
         "@ENV_NESTED@": repr(NESTED),
         "@ENV_FORWARD@": repr(limits.env_names()),
+        "@ENV_OUT@": repr(switches.AGENT_OUT),
     }
     text = TEMPLATE.read_text(encoding="utf-8")
     for key, value in values.items():
+        text = text.replace(key, value)
+    return text
+
+
+def render_env(shim_dir: Path) -> str:
+    text = ENV_TEMPLATE.read_text(encoding="utf-8")
+    for key, value in (("@SHIM_DIR@", shlex.quote(str(shim_dir))), ("@ENV_OUT@", switches.AGENT_OUT),
+                       ("@ENV_CHAIN@", switches.CHAIN_ENV)):
         text = text.replace(key, value)
     return text
 
@@ -70,11 +82,8 @@ def install(shim_dir: Path | str, names: list[str] | None = None, python: str | 
     shim_dir.mkdir(parents=True, exist_ok=True)
     program = shim_dir / PROGRAM
     text = render(shim_dir, python, socket)
-    if not program.is_file() or program.read_text(encoding="utf-8") != text:
-        tmp = program.with_suffix(".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.chmod(0o755)
-        tmp.replace(program)
+    write_atomic(program, text, 0o755)
+    write_atomic(shim_dir / ENV_FILE, render_env(shim_dir), 0o644)
     written = []
     for name in names or tools():
         link = shim_dir / name
@@ -86,6 +95,15 @@ def install(shim_dir: Path | str, names: list[str] | None = None, python: str | 
         link.symlink_to(PROGRAM)
         written.append(link)
     return written
+
+
+def write_atomic(path: Path, text: str, mode: int) -> None:
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.chmod(mode)
+    tmp.replace(path)
 
 
 def is_capsule_shim(path: Path) -> bool:

@@ -310,14 +310,18 @@ class Supervisor:
                 env[switches.AGENT_MODEL] = model
         # The marker says "every command is an agent tool call"; Claude Code and Codex mark their
         # own tool calls, and their internal commands must stay raw, so only a shell agent gets it.
-        if agent_kind(self.role, self.opts.command) == "shell":
+        kind = agent_kind(self.role, self.opts.command)
+        env.pop(switches.AGENT_OUT, None)  # never inherit another session's "agent's view"
+        if kind == "shell":
             env[switches.AGENT_MARKER] = "shell"
         else:
             env.pop(switches.AGENT_MARKER, None)
+        if shim_dir and self.plan["shims"].on:
+            _agent_view_env(kind, Path(shim_dir), env)
         # INV-1: Claude Code otherwise sends its first request before capsule's MCP server is
         # connected and adds the ctx_* tools from the second on: the tools change mid-session and
         # the whole prompt cache is rewritten (seen with a fake API; tests/measure/test_inv1_prefix.py).
-        if agent_kind(self.role, self.opts.command) == "claude" and self.plan["mcp"].on:
+        if kind == "claude" and self.plan["mcp"].on:
             env.setdefault("MCP_CONNECTION_NONBLOCKING", "0")
         return env
 
@@ -418,6 +422,36 @@ class Supervisor:
             "proxy": {**self.proxy_info, **({"stats": dict(self.proxy.proxy.stats)} if self.proxy else {})},
             "state_dir": str(self.state_dir),
         }
+
+
+# The file each client's tool shell sources before a call (see shims/shim_template/agent_env.sh).
+ENV_FILE_VAR = {"claude": "CLAUDE_ENV_FILE", "codex": "BASH_ENV"}
+
+
+def _agent_view_env(kind: str, shim_dir: Path, env: dict[str, str]) -> None:
+    """Tell the shims which output is the agent's own view (issue 9: only the agent's view changes).
+
+    Claude Code and Codex start a shell per tool call: their env file records that call's
+    stdout/stderr identity (and keeps the shims first on PATH). A shell agent's view is the
+    stdout/stderr it was launched with. Session-scoped: nothing is written outside the shim dir.
+    """
+    from capsule import shims  # noqa: PLC0415
+
+    var = ENV_FILE_VAR.get(kind)
+    env_file = shim_dir / shims.ENV_FILE
+    if var is None:
+        try:
+            ids = [os.fstat(fd) for fd in (1, 2)]
+        except OSError:
+            return
+        env[switches.AGENT_OUT] = "launch " + " ".join(f"{st.st_dev}:{st.st_ino}" for st in ids)
+        return
+    if not env_file.is_file():
+        return
+    previous = env.get(var)
+    if previous and previous != str(env_file):
+        env[switches.CHAIN_ENV] = previous  # the user's own file still runs, first
+    env[var] = str(env_file)
 
 
 def _probe_conflicts() -> list[str]:

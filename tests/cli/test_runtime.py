@@ -49,6 +49,20 @@ def test_up_local_compresses_an_agent_commands_output(tmp_path):
     assert raw.stdout.count(b"\ncommit ") == 149 and b"ccr:" not in raw.stdout
 
 
+def test_up_local_shell_agent_programs_capture_the_real_bytes(tmp_path):
+    """The shell agent's own stdout is its view; a program it runs that captures git gets git's bytes."""
+    repo = make_repo(tmp_path / "repo")
+    capture = ("import subprocess, sys; sys.stdout.buffer.write(b'%d\\n' % "
+               "len(subprocess.run(['git', 'log'], capture_output=True).stdout))")
+    script = f"git log | wc -c; python3 -c \"{capture}\"; git log"
+    got = cli(tmp_path, "up", "--role", "python-dev", "--local", "--", "bash", "-c", script, cwd=repo)
+    assert got.returncode == 0, got.stderr
+    want = len(subprocess.run(["git", "log"], cwd=repo, capture_output=True).stdout)
+    lines = got.stdout.splitlines()
+    assert lines[:2] == [b"%d" % want] * 2
+    assert b"[full output: capsule ctx expand '<<ccr:" in got.stdout
+
+
 def test_shims_install_cli(tmp_path):
     got = cli(tmp_path, "shims", "install", str(tmp_path / "s"), "--socket", "/x/engine.sock")
     assert got.returncode == 0, got.stderr

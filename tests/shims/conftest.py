@@ -37,7 +37,14 @@ class Env:
         return base
 
     def run(self, *argv: str, **extra: str) -> subprocess.CompletedProcess:
-        return subprocess.run(list(argv), env=self.env(**extra), capture_output=True, timeout=30)
+        """Run argv as an agent's tool call: a shell that sources capsule-env.sh first, as Claude
+        Code (CLAUDE_ENV_FILE) and Codex (BASH_ENV) do, so the call's output is the agent's view."""
+        return self.shell('exec "$@"', *argv, **extra)
+
+    def shell(self, script: str, *args: str, cwd=None, **extra: str) -> subprocess.CompletedProcess:
+        env_file = self.shim_dir / shims.ENV_FILE
+        return subprocess.run(["bash", "-c", f". {env_file}\n{script}", "agent-call", *args],
+                              env=self.env(**extra), capture_output=True, timeout=60, cwd=cwd)
 
     def served(self) -> int:
         return server.status(self.socket)["served"]

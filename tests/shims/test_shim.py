@@ -67,9 +67,8 @@ def test_passthrough_rules(shimenv, extra, engine):
 
 def test_pipeline_stage_and_redirect_stay_raw(shimenv, tmp_path):
     before = shimenv.served()
-    got = subprocess.run(["bash", "-c", "talk 3000 | wc -l; talk 3000 > out.txt; echo $(talk 2000 | tail -1); "
-                          "timeout 20 talk 3000 | wc -l; nice env talk 3000 | wc -l"],
-                         env=shimenv.env(**AGENT), capture_output=True, cwd=tmp_path)
+    got = shimenv.shell("talk 3000 | wc -l; talk 3000 > out.txt; echo $(talk 2000 | tail -1); "
+                        "timeout 20 talk 3000 | wc -l; nice env talk 3000 | wc -l", cwd=tmp_path, **AGENT)
     lines = got.stdout.splitlines()
     assert lines == [b"3000", b"out line 2000 of a long listing", b"3000", b"3000"]
     assert (tmp_path / "out.txt").read_bytes() == raw(shimenv, "talk", "3000").stdout
@@ -173,7 +172,7 @@ def test_output_over_the_handover_cap_streams_raw(shimenv, tmp_path):
     (shimenv.real_dir / "bigcat").chmod(0o755)
     shims.install(shimenv.shim_dir, names=["bigcat"])
     before = shimenv.served()
-    got = subprocess.run(["bigcat"], env=shimenv.env(**AGENT), capture_output=True, timeout=120)
+    got = shimenv.run("bigcat", **AGENT)
     assert big.stat().st_size > shims.MAX_BYTES
     assert got.returncode == 9 and got.stdout == big.read_bytes()
     assert shimenv.served() == before
@@ -181,7 +180,6 @@ def test_output_over_the_handover_cap_streams_raw(shimenv, tmp_path):
 
 def test_final_output_through_wrappers_is_still_handed_over(shimenv, tmp_path):
     before = shimenv.served()
-    got = subprocess.run(["bash", "-c", "timeout 20 talk 3000; echo 1 | xargs talk; true"],
-                         env=shimenv.env(**AGENT), capture_output=True, cwd=tmp_path)
+    got = shimenv.shell("timeout 20 talk 3000; echo 1 | xargs talk; true", cwd=tmp_path, **AGENT)
     assert got.stdout.count(b"capsule ctx expand '<<ccr:") == 1  # 3000 lines shrink; 1 line stays
     assert shimenv.served() == before + 2

@@ -19,10 +19,9 @@ ENV_SCOPE = @ENV_SCOPE@
 ENV_MARKER = @ENV_MARKER@
 ENV_NESTED = @ENV_NESTED@
 ENV_FORWARD = @ENV_FORWARD@  # the client's markers and caps the engine reads (capsule.agents.limits)
+ENV_OUT = @ENV_OUT@
 FALSE = ("", "0", "false", "no", "off")
 SIGNALS = (1, 2, 3, 10, 12, 15, 28)  # HUP INT QUIT USR1 USR2 TERM WINCH
-SHELLS = (b"sh", b"bash", b"dash", b"zsh", b"ksh", b"mksh", b"ash", b"fish", b"busybox")
-WRAPPERS = (b"timeout", b"env", b"nice", b"nohup", b"stdbuf", b"xargs", b"time", b"ionice", b"setsid", b"chrt")
 
 
 def on(name, env):
@@ -53,29 +52,22 @@ def is_agent_call(env):
     return env.get("CLAUDECODE") == "1" or bool(env.get("CODEX_THREAD_ID")) or on(ENV_MARKER, env)
 
 
-def final_stage():
-    """False when a shell feeds our stdout somewhere else (a pipe, a file, $(…)): keep it raw.
+def agent_view(env):
+    """(stdout, stderr): is each the very file the agent's tool call reads?
 
-    Looks through wrappers (timeout, env, nice, xargs…) to the nearest shell ancestor and compares
-    its stdout with ours; any other parent (an agent exec'd us directly) means final.
+    The agent's shell recorded those files' identities when the call started (agent_env.sh, or
+    the supervisor for an agent it launched); anything else on fd 1 (a subprocess capture, a
+    pipe, $( ), a redirection, a pytest capfd) is a program reading the command's own bytes.
     """
+    rec = env.get(ENV_OUT, "").split()
     try:
-        mine = os.readlink("/proc/self/fd/1")
-        pid = os.getppid()
-        for _ in range(4):
-            if pid <= 1:
-                return True
-            with open("/proc/%d/stat" % pid, "rb") as f:
-                stat = f.read()
-            comm = stat[stat.index(b"(") + 1:stat.rindex(b")")]
-            if comm in SHELLS:
-                return os.readlink("/proc/%d/fd/1" % pid) == mine
-            if comm not in WRAPPERS:
-                return True  # e.g. the agent itself ran us
-            pid = int(stat[stat.rindex(b")") + 2:].split()[1])
-        return True
-    except (OSError, ValueError):
-        return True
+        st = os.fstat(1)
+        if len(rec) < 3 or rec[1] != "%d:%d" % (st.st_dev, st.st_ino):
+            return False, False
+        st = os.fstat(2)
+        return True, rec[2] == "%d:%d" % (st.st_dev, st.st_ino)
+    except OSError:
+        return False, False
 
 
 def read_all(fd):
@@ -155,8 +147,11 @@ def main():
         write_all(2, ("capsule-shim: %s: command not found after %s on PATH\n" % (name, SHIM_DIR)).encode())
         return 127
     sock = env.get(ENV_SOCKET) or DEFAULT_SOCKET
-    if (on(SW_DISABLE, env) or on(SW_NO_SHIMS, env) or env.get(ENV_NESTED) or not is_agent_call(env)
-            or not sock or not os.path.exists(sock) or not final_stage()):
+    view_out = view_err = False
+    if not (on(SW_DISABLE, env) or on(SW_NO_SHIMS, env) or env.get(ENV_NESTED) or not is_agent_call(env)
+            or not sock):
+        view_out, view_err = agent_view(env)
+    if not view_out or not os.path.exists(sock):
         os.execv(real, [real] + args)
     import _signal
     import time
@@ -205,7 +200,9 @@ def main():
         except Exception:
             result = None
         if result is not None:
-            out, err = result
+            out = result[0]
+            if view_err:  # stderr redirected elsewhere (2>log) keeps its own bytes
+                err = result[1]
         write_all(1, out)
         write_all(2, err)
     if os.WIFSIGNALED(status):
