@@ -14,8 +14,10 @@ import re
 import tomllib
 from pathlib import Path
 
+from capsule import paths
 from capsule.agents.common import (MARKER_KEY, MARKER_VALUE, SERVER_NAME, ConfigError, is_ours, server_command,
                                    write_atomic)
+from capsule.policy import switches
 
 BEGIN = f"# >>> {SERVER_NAME} (managed by `capsule mcp register`; edits here are replaced)"
 END = f"# <<< {SERVER_NAME}"
@@ -38,7 +40,19 @@ def _parse(path: Path, text: str) -> dict:
         raise ConfigError(f"{path} is not valid TOML ({exc}); fix or move it, then run again") from None
 
 
-def block() -> str:
+def pinned_env(env=None) -> dict[str, str]:
+    """What the read door needs from capsule's session, pinned in the table: Codex starts MCP
+    servers with a minimal environment, so without this `ctx_expand` of a handle a shim just
+    printed would look in the wrong state dir (issue 9.4)."""
+    env = os.environ if env is None else env
+    pins = {switches.STATE_DIR: env.get(switches.STATE_DIR) or str(paths.state_dir())}
+    for name in (switches.ROLE, switches.MODE, switches.RETENTION):
+        if env.get(name):
+            pins[name] = env[name]
+    return pins
+
+
+def block(env=None) -> str:
     command, args = server_command()
     return "\n".join([
         BEGIN,
@@ -50,6 +64,7 @@ def block() -> str:
         "",
         f"[mcp_servers.{SERVER_NAME}.env]",
         f"{MARKER_KEY} = {json.dumps(MARKER_VALUE)}",
+        *(f"{k} = {json.dumps(v)}" for k, v in sorted(pinned_env(env).items())),
         END,
         "",
     ])
@@ -74,11 +89,11 @@ def register(env=None) -> list[str]:
         raise ConfigError(f"{path}: mcp_servers.{SERVER_NAME} is defined outside capsule's marked block; "
                           f"remove it, then run again")
     if _OURS.search(text):   # keep our block where it was, for a stable file
-        new = _OURS.sub(lambda _m: block(), text, count=1)
+        new = _OURS.sub(lambda _m: block(env), text, count=1)
     elif text.strip():
-        new = text + ("" if text.endswith("\n") else "\n") + "\n" + block()
+        new = text + ("" if text.endswith("\n") else "\n") + "\n" + block(env)
     else:
-        new = block()
+        new = block(env)
     check = _parse(path, new).get("mcp_servers", {}).get(SERVER_NAME)
     if not is_ours(check) or check.get("required") is not True:
         raise ConfigError(f"{path}: merged config did not verify; left unchanged")

@@ -521,6 +521,9 @@ def _give_terminal(pgid: int) -> None:
     try:
         if os.isatty(0):
             os.tcsetpgrp(0, pgid)
+            # An agent that read the terminal before it was handed over got SIGTTIN and stopped;
+            # wake it now that it owns the terminal (a no-op for a running group).
+            os.killpg(pgid, signal.SIGCONT)
     except OSError:
         pass
 
