@@ -16,7 +16,7 @@ import shlex
 from dataclasses import replace
 
 from capsule.observe.guard import budgets
-from capsule.observe.types import Context, TransformResult
+from capsule.observe.types import Context, Removal, TransformResult
 
 # `nl -ba`/`cat -n` output (a right-aligned number and a tab before each line), or an agent's
 # Read tool (`  12→code`)
@@ -89,13 +89,76 @@ def unnumbered(text: str) -> str | None:
 
 
 def _outline(source: str, ctx: Context, path: str | None, family: str) -> TransformResult | None:
-    """The outline of the file's source; None when there is no outline to give."""
+    """The file's structure: every declaration header at every depth (nested functions and
+    methods included), decorators, and the top-level imports and constants, each as
+    `N: line`; None when no grammar reads it."""
     from capsule.observe.content import outline
 
-    result = outline.transform(source, replace(ctx, path=path, family=family))
-    if result.text == source or not result.removals:
+    name = path or ""
+    lang = outline.language_for(name, source)
+    if lang is None and family.startswith("source:"):
+        lang = family.split(":", 1)[1]
+    if lang not in outline.KINDS:
         return None
-    return result
+    try:
+        language = outline.load(lang, ctx.languages)
+    except LookupError:
+        return None
+    import tree_sitter
+
+    tree = tree_sitter.Parser(language).parse(source.encode("utf-8", "surrogateescape"))
+    lines = source.split("\n")
+    total = len(lines) - (1 if lines and lines[-1] == "" else 0)
+    rows = _declaration_rows(tree.root_node, outline.KINDS[lang], lines)
+    rows = sorted(r for r in rows if r < total)
+    if not rows or len(rows) >= total:
+        return None
+    out = [f"{r + 1}: {lines[r]}" for r in rows]
+    target = path or "FILE"
+    out.append(f"[structure: {len(rows)} of {total} lines shown with their numbers; "
+               f"read a range whole: sed -n 'A,Bp' {target}]")
+    removals, run = [], []
+    kept = set(rows)
+    for r in list(range(total)) + [total]:
+        if r < total and r not in kept:
+            run.append(r)
+            continue
+        if run:
+            removals.append(Removal("inside a body: a file read beyond the read budget shows its "
+                                    "structure", len(run), run[0] + 1, run[-1] + 1,
+                                    lines[run[0]].strip()[:120]))
+            run = []
+    return TransformResult("\n".join(out) + "\n", "outline", removals=removals,
+                           notes=[f"{lang} structure, every depth"])
+
+
+def _declaration_rows(root, kinds, lines: list[str]) -> set[int]:
+    from capsule.observe.content.outline import _assigns, _body, _split
+
+    rows: set[int] = set()
+    stack = [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        t = node.type
+        if t in kinds.function or t in kinds.container or t in kinds.typedecl:
+            start = node.start_point.row
+            body = _body(node, kinds)
+            head_end = start
+            if body is not None and body.start_point.row > start:
+                head_end = _split(node, body, lines)[0]
+            rows.update(range(start, head_end + 1))
+        elif t in kinds.wrapper:
+            inner = [c for c in node.named_children if c.type in kinds.function or
+                     c.type in kinds.container or c.type in kinds.typedecl]
+            if inner:
+                rows.update(range(node.start_point.row, inner[0].start_point.row))
+        elif depth == 1 and t in kinds.line:
+            if t == "expression_statement" and not _assigns(node):
+                pass
+            else:
+                rows.add(node.start_point.row)
+        stack.extend((c, depth + 1) for c in node.named_children)
+    return rows
 
 
 def path_of(command: str | None) -> str | None:
