@@ -38,13 +38,12 @@ def _is_object_array(v) -> bool:
 
 
 def lossy_forms(value, intent: str | None, min_rows: int = LOSSY_MIN_ROWS) -> list[TransformResult]:
-    """The reduced value as TOON, then as indented JSON (whose kept rows keep their original
-    `"key": value` lines, so error lines survive the verbatim check)."""
-    first = lossy(value, intent, min_rows)
-    if first is None:
+    """The reduced value as TOON, then as JSON lines (whose kept parts keep their original
+    `"key": value` lines, so error lines survive the verbatim check); one reduction, two renderings."""
+    done = reduce(value, intent, min_rows)
+    if done is None:
         return []
-    second = lossy(value, intent, min_rows, as_json=True)
-    return [r for r in (first, second) if r is not None]
+    return [r for r in (render(done, False), render(done, True)) if r is not None]
 
 
 def _runs(indices: list[int]) -> list[tuple[int, int]]:
@@ -222,8 +221,10 @@ def lossy(value, intent: str | None, min_rows: int = LOSSY_MIN_ROWS,
     """The reduced value as TOON (or JSON lines) under one '# sampled:' line; None when
     nothing was removed."""
     done = reduce(value, intent, min_rows)
-    if done is None:
-        return None
+    return None if done is None else render(done, as_json)
+
+
+def render(done: tuple, as_json: bool) -> TransformResult | None:
     reduced, removals, summaries = done
     try:
         body = json_text.dumps(reduced, indent=0) if as_json else _encode_with_notes(reduced)
