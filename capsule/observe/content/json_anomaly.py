@@ -214,6 +214,17 @@ def value_anomalies(values: list, keys: list[str] | None = None,
         for i in idx[:RARE_CAP]:
             mark(i, reason)
 
+    def mark_spread(groups: dict, reason: str) -> None:
+        """Up to RARE_CAP items over all rare groups, one of each group in turn (latest first)."""
+        queues = [sorted(g, reverse=True) for g in groups.values()]
+        picked: list[tuple[int, str]] = []
+        while len(picked) < RARE_CAP and any(queues):
+            for key, q in zip(groups, queues):
+                if q and len(picked) < RARE_CAP:
+                    picked.append((q.pop(0), key))
+        for i, key in picked:
+            mark(i, f"{reason} {key}")
+
     rare = max(RARE_ITEM_MAX, int(n * RARE_ITEM_SHARE))
     for i, v in enumerate(values):
         k = keys[i] if keys else None
@@ -232,16 +243,19 @@ def value_anomalies(values: list, keys: list[str] | None = None,
         shapes = [_shape(v) for v in values]
         counts = Counter(shapes)
         if len(counts) > 1:
-            for s, c in counts.items():
-                if c <= rare and c < n / 2:
-                    mark_capped([i for i, x in enumerate(shapes) if x == s], f"rare type {s}")
+            rare_s = {s for s, c in counts.items() if c <= rare and c < n / 2}
+            mark_spread({s: [i for i, x in enumerate(shapes) if x == s] for s in rare_s}, "rare type")
         strs = [(i, v) for i, v in enumerate(values) if isinstance(v, str)]
         if len(strs) >= 20:
             templates = Counter(_template(v) for _, v in strs)
-            if 1 < len(templates):
-                for t, c in templates.items():
-                    if c <= rare and c < len(strs) / 2:
-                        mark_capped([i for i, v in strs if _template(v) == t], "rare form")
+            if 1 < len(templates):   # one cap over all rare forms: hashes make many of them
+                rare_t = {t for t, c in templates.items() if c <= rare and c < len(strs) / 2}
+                groups: dict[str, list[int]] = {}
+                for i, v in strs:
+                    t = _template(v)
+                    if t in rare_t:
+                        groups.setdefault(t, []).append(i)
+                mark_spread(groups, "rare form")
     nums = [(i, x) for i, v in enumerate(values) if (x := _number(v)) is not None]
     if len(nums) >= 8:
         mark_capped(_outliers(nums), "outlier")

@@ -57,6 +57,12 @@ def _runs(indices: list[int]) -> list[tuple[int, int]]:
     return runs
 
 
+def _rule(reason: str) -> str:
+    """The rule of a keep reason, without its detail (`rare form 0.0.0-a` -> `rare form`)."""
+    words = reason.split(" '")[0].split(" ")
+    return " ".join(words[:2]) if words[0] == "rare" else " ".join(words)
+
+
 def _kinds(values: list) -> str:
     return ", ".join(f"{k}×{c}" for k, c in Counter(_shape(v).split("{")[0] for v in values).most_common(3))
 
@@ -150,7 +156,7 @@ class _Reducer:
         return filled
 
     def _summary(self, path: str, what: str, kept: list[int], n: int, why: dict, values: list) -> None:
-        counts = Counter(r.split(" '")[0] for i in kept for r in why.get(i, []))
+        counts = Counter(_rule(r) for i in kept for r in why.get(i, []))
         detail = ", ".join(f"{k} {c}" for k, c in sorted(counts.items()))
         self.summaries.append(f"{path or '(root)'}: {len(kept)} of {n} {what} shown ({_kinds(values)}; first "
                               f"{min(HEAD_ITEMS, n)}, last {min(TAIL_ITEMS, n)}, anomalous {len(why)}"
