@@ -27,6 +27,8 @@ LONG_STRING = 400            # seed 003: a string over this many characters is c
 LONG_STRING_KEEP = 160       # ...to its first characters, the rest recoverable from the archive
 DEEP_LEVEL = 6               # in a large document, containers this deep are summarised...
 DEEP_MIN_CHARS = 20000       # ...when the document has at least this many characters
+SAMPLE_MIN_CHARS = 6000      # long arrays / wide maps are sampled in documents this big (minified):
+                             # a config file an agent reads to edit (package.json) stays whole
 MIN_GAP = 3                  # fewer consecutive items than this are kept rather than elided
 SUMMARY_MAX = 8              # collections named on the '# sampled:' line (the rest counted)
 ELIDED = "…"                 # starts every elision written in place of what went
@@ -81,11 +83,13 @@ def _leaf_count(v, budget: int = 100000) -> int:
 
 
 class _Reducer:
-    def __init__(self, intent: str | None, min_rows: int, large: bool = False):
-        # depth summaries and string cuts only in a large document; sampling at any size
-        self.intent, self.min_rows, self.deep = intent, min_rows, large
+    def __init__(self, intent: str | None, min_rows: int, size: int = 0):
+        # record arrays are sampled at any size; other collections, depth summaries and string
+        # cuts only in documents of SAMPLE_MIN_CHARS / DEEP_MIN_CHARS (aggressive mode: always)
+        self.intent, self.min_rows, self.deep = intent, min_rows, size >= DEEP_MIN_CHARS
         self.terms = _intent_terms(intent)
         self.min_items = max(min_rows, 12) if min_rows < LOSSY_MIN_ROWS else MIN_ITEMS
+        self.collections = size >= SAMPLE_MIN_CHARS or min_rows < LOSSY_MIN_ROWS
         self.removals: list[Removal] = []
         self.summaries: list[str] = []
 
@@ -94,9 +98,10 @@ class _Reducer:
             return self.summarise(v, path)
         if _is_object_array(v) and len(v) >= self.min_rows:
             return self.rows(v, path, depth)
-        if isinstance(v, list) and len(v) >= self.min_items:
+        if self.collections and isinstance(v, list) and len(v) >= self.min_items:
             return self.items(v, path, depth)
-        if isinstance(v, dict) and len(v) >= self.min_items and not isinstance(v, json_text.Pairs):
+        if self.collections and isinstance(v, dict) and len(v) >= self.min_items and \
+                not isinstance(v, json_text.Pairs):
             return self.map(v, path, depth)
         if isinstance(v, dict):
             return self.obj(v, path, depth)
@@ -209,7 +214,7 @@ class _Reducer:
 def reduce(value, intent: str | None, min_rows: int = LOSSY_MIN_ROWS):
     """(reduced value, removals, summaries) with every large collection sampled; None when
     nothing was removed. The reduced value holds the same kinds of values as the input."""
-    r = _Reducer(intent, min_rows, large=_large(value))
+    r = _Reducer(intent, min_rows, _chars(value))
     reduced = r.walk(value, "")
     if not r.removals:
         return None
@@ -241,11 +246,11 @@ def render(done: tuple, as_json: bool) -> TransformResult | None:
                            notes=summaries + ([JSON_LINES] if as_json else []))
 
 
-def _large(value) -> bool:
+def _chars(value) -> int:
     try:
-        return len(json_text.dumps(value)) >= DEEP_MIN_CHARS
+        return len(json_text.dumps(value))
     except (RecursionError, TypeError):
-        return True
+        return DEEP_MIN_CHARS
 
 
 class _Note(list):

@@ -108,3 +108,14 @@ def test_yaml_with_large_collections_is_reduced_as_valid_yaml_keeping_numbers_as
         if "-" in v:
             assert v in result.text, v
     assert all("sampled out" in r.reason for r in result.removals)
+
+
+def test_a_config_file_with_many_keys_stays_whole():
+    # `cat package.json` of a project with 60 dependencies: read to be edited, not sampled
+    pkg = {"name": "app", "version": "1.0.0", "scripts": {"test": "jest"},
+           "dependencies": {f"dep-{i}": f"^{i % 7}.{i}.0" for i in range(60)}}
+    text = json.dumps(pkg, indent=2)
+    result = json_crusher.crush(text, Context(command="cat package.json"))
+    assert result.lossless
+    for i in range(60):
+        assert f"dep-{i}" in result.text
