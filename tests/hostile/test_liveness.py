@@ -40,7 +40,12 @@ FLOOD = textwrap.dedent("""
                 answered = c.recv(64).startswith(b"PONG")
         except OSError:
             time.sleep(0.1)
-    print("held", len(held), "answered", answered, flush=True)
+    import shutil, subprocess
+    shim = shutil.which("ls")                  # the shim, first on PATH; the engine is still flooded
+    run = subprocess.run(["ls", "-la", "/usr/bin"], capture_output=True, timeout=30)
+    real = subprocess.run(["/bin/ls", "-la", "/usr/bin"], capture_output=True)
+    print("held", len(held), "answered", answered, "shim", shim, "rc", run.returncode,
+          "lines", run.stdout.count(b"\\n") > 0, "raw_or_less", len(run.stdout) <= len(real.stdout), flush=True)
     sys.exit(7)
 """)
 
@@ -63,6 +68,7 @@ def test_the_supervisor_survives_descriptor_exhaustion_and_exits_with_its_agent(
     held = int(proc.stdout.split()[1])
     assert held > 150, proc.stdout                            # the flood really got past the 200-fd limit
     assert "answered True" in proc.stdout, proc.stdout        # and the engine still answered afterwards
+    assert "/shims/ls rc 0 lines True raw_or_less True" in proc.stdout, proc.stdout   # a shimmed command still works
     assert "Traceback" not in proc.stderr
 
 
