@@ -169,8 +169,10 @@ class WorkspaceIndex:
                 put[rel] = (mtime, size, _NOT_INDEXED)
                 continue
             try:
-                data = (self.root / rel).read_bytes()
-            except OSError:
+                # no-follow, regular files only: a name swapped for a link or a FIFO mid-build
+                # is skipped, never followed out of the workspace or waited on
+                data = workspace.read_inside(self.root, self.root / rel, rel, workspace.MAX_INDEX_BYTES)
+            except (OSError, workspace.WorkspaceError):
                 continue
             if workspace.is_binary(data):
                 report.skipped += 1

@@ -151,3 +151,31 @@ def test_a_link_to_a_device_inside_the_workspace_is_refused(layout):
     t, box = _read_in_thread(lambda: Reader(ws).read("zero", "full"))
     assert not t.is_alive()
     assert isinstance(box.get("error"), ReadError)   # outside the workspace, never opened
+
+
+def test_the_index_build_never_follows_a_swapped_link_nor_waits_on_a_fifo(layout, state_dir, monkeypatch):
+    """Between listing and reading, a file becomes a link out of the workspace, another a FIFO."""
+    from capsule.retrieve.index import WorkspaceIndex
+
+    ws, outside = layout
+    (ws / "later_fifo.txt").write_text("plain for now\n")
+    real_list = workspace.list_files
+
+    def list_then_swap(root):
+        files = real_list(root)
+        os.unlink(ws / "race.txt")
+        os.symlink(outside / "race.txt", ws / "race.txt")
+        os.unlink(ws / "later_fifo.txt")
+        os.mkfifo(ws / "later_fifo.txt")
+        return files
+
+    monkeypatch.setattr(workspace, "list_files", list_then_swap)
+    index = WorkspaceIndex(ws)
+    t, box = _read_in_thread(index.refresh)
+    if t.is_alive():
+        with open(ws / "later_fifo.txt", "wb"):
+            pass
+        t.join(5)
+        pytest.fail("the index build waited on a FIFO")
+    assert "error" not in box, box
+    assert [h.path for h in index.search("secret outside", 10)] == []
