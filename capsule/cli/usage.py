@@ -89,7 +89,9 @@ def render(data: dict) -> str:
             f"{'write 5m':>12}{'write 1h':>12}{'output':>12}  {'cost':<22}{'read%':>7}")
     lines = [head, "-" * len(head)]
     for s in data["sessions"]:
-        lines.append(f"{s['agent']:<7}{s['session_id'][:12]:<14}{s['model'][:19]:<20}{s['calls']:>7}"
+        # A subagent may use another model: the session's main one, "+N" for the others.
+        model = s["model"] if len(s["models"]) < 2 else f"{s['model'][:15]} +{len(s['models']) - 1}"
+        lines.append(f"{s['agent']:<7}{s['session_id'][:12]:<14}{model[:19]:<20}{s['calls']:>7}"
                      f"{s['input_tokens']:>13,}{s['cache_read_input_tokens']:>15,}{s['cache_creation_5m']:>12,}"
                      f"{s['cache_creation_1h']:>12,}{s['output_tokens']:>12,}  {_usd(s):<22}"
                      f"{_share(s['cache_read_share']):>7}")
