@@ -71,4 +71,8 @@ def _store_failure(exc: Exception) -> str | None:
     if type(exc).__module__ == "apsw":
         return (f"a state database failed ({type(exc).__name__}: {exc}); `capsule ctx doctor` names the "
                 f"file, or move the state dir aside")
+    if type(exc).__module__ == "lmdb":
+        return (f"the workspace index's metadata cannot be used ({exc}); the state dir is read-only or "
+                f"the index is damaged: set JACKIN_CTX_STATE_DIR to a writable directory, or delete the "
+                f"index directory named there (it is rebuilt)")
     return None

@@ -114,3 +114,15 @@ def test_a_full_disk_puts_no_logging_traceback_on_stderr(state_dir, door):
     assert proc.returncode == 0
     assert proc.stdout == raw                      # fail open: the whole raw output
     assert proc.stderr == b"", proc.stderr.decode()[:1500]
+
+
+def test_index_commands_on_a_read_only_state_dir_say_so(state_dir, tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("def parse_invoice(row):\n    return row\n")
+    assert _capsule(state_dir, "index", "build", str(ws), "--quiet").returncode == 0
+    try:
+        proc = _capsule(state_dir, "index", "status", str(ws), read_only=True)
+    finally:
+        os.chmod(state_dir, 0o755)
+    _clean_failure(proc, "JACKIN_CTX_STATE_DIR")
