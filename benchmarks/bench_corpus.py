@@ -1,8 +1,13 @@
-"""Run the observation pipeline over a tool-output corpus and print a per-family table.
+"""Run the observation pipeline over every tool-output corpus and print per-source and per-family tables.
 
-    python benchmarks/bench_corpus.py [--corpus DIR] [--json] [--intent] [--misses]
+    python benchmarks/bench_corpus.py [--corpus DIR ...] [--no-defaults] [--json] [--intent] [--misses]
+                                      [--by-source-family]
 
-Default corpus: ../shared/corpus relative to the repository (see its README).
+Default corpora: the ones shipped in the repo (benchmarks/corpus/dev and holdout, made by
+benchmarks/corpus/make_corpus.py from real registry projects) and ../shared/corpus when it
+exists. --corpus DIR (repeatable) adds others; --no-defaults measures only those.
+Columns: tokens before/after (cl100k), reduction, must-keep lines kept, recall, cases whose
+output grew (worse than raw), and for bounded reads (family `read`) the share of their lines kept.
 """
 
 from __future__ import annotations
@@ -14,40 +19,103 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from capsule.measure.corpus import run_corpus, summarise  # noqa: E402
+from capsule.measure.corpus import run_corpus  # noqa: E402
+from corpora import AGENT_READ_FAMILIES, READ_FAMILIES, default_corpora  # noqa: E402
 
-DEFAULT_CORPUS = REPO.parent / "shared" / "corpus"
+COLS = ["cases", "raw_tok", "out_tok", "reduction", "must_keep", "recall", "worse", "read_lines"]
 
 
-def main() -> int:
+def row(name: str, rs: list) -> dict:
+    raw = sum(r.raw_tokens for r in rs)
+    out = sum(r.emitted_tokens for r in rs)
+    mk, kept = sum(r.must_keep for r in rs), sum(r.kept for r in rs)
+    reads = [r for r in rs if r.family in READ_FAMILIES]
+    rmk, rkept = sum(r.must_keep for r in reads), sum(r.kept for r in reads)
+    return {"name": name, "cases": len(rs), "raw_tokens": raw, "emitted_tokens": out,
+            "reduction_pct": round(100.0 * (raw - out) / raw, 1) if raw else 0.0,
+            "must_keep_kept": kept, "must_keep_total": mk,
+            "recall_pct": round(100.0 * kept / mk, 1) if mk else 100.0,
+            "worse": sum(r.worse for r in rs),
+            "read_lines_kept_pct": round(100.0 * rkept / rmk, 1) if rmk else None}
+
+
+def print_table(title: str, rows: list[dict]) -> None:
+    w = max([len(title)] + [len(r["name"]) for r in rows]) + 2
+    print(f"{title:<{w}}" + "".join(f"{c:>11}" for c in COLS))
+    for r in rows:
+        rl = "-" if r["read_lines_kept_pct"] is None else f"{r['read_lines_kept_pct']}%"
+        vals = [r["cases"], r["raw_tokens"], r["emitted_tokens"], f"{r['reduction_pct']}%",
+                f"{r['must_keep_kept']}/{r['must_keep_total']}", f"{r['recall_pct']}%", r["worse"], rl]
+        print(f"{r['name']:<{w}}" + "".join(f"{v:>11}" for v in vals))
+    print()
+
+
+def measure(corpora: list[tuple[str, Path]], use_intent: bool) -> list[tuple[str, object]]:
+    tagged = []
+    for name, folder in corpora:
+        tagged += [(name, r) for r in run_corpus(folder, use_intent=use_intent)]
+    return tagged
+
+
+def tables(tagged: list[tuple[str, object]], by_source_family: bool = False) -> dict:
+    sources = list(dict.fromkeys(s for s, _ in tagged))
+    by_source = [row(s, [r for t, r in tagged if t == s]) for s in sources]
+    reads = [r for _, r in tagged if r.family in AGENT_READ_FAMILIES]
+    if reads:
+        by_source.append(row("agent reads (all)", reads))
+    unseen = [r for s, r in tagged if s != "shared"]
+    if unseen and len(unseen) != len(tagged):
+        by_source.append(row("not shared (unseen)", unseen))
+    by_source.append(row("ALL", [r for _, r in tagged]))
+    families = sorted({r.family for _, r in tagged})
+    by_family = [row(f, [r for _, r in tagged if r.family == f]) for f in families]
+    out = {"by_source": by_source, "by_family": by_family}
+    if by_source_family:
+        out["by_source_family"] = [row(f"{s}/{f}", rs) for s in sources for f in families
+                                   if (rs := [r for t, r in tagged if t == s and r.family == f])]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="corpus folder (default: %(default)s)")
-    ap.add_argument("--json", action="store_true", help="print the table as JSON")
+    ap.add_argument("--corpus", type=Path, action="append", default=[], help="another corpus folder (repeatable)")
+    ap.add_argument("--no-defaults", action="store_true", help="measure only the --corpus folders")
+    ap.add_argument("--no-shared", action="store_true", help="leave out ../shared/corpus even if it exists")
+    ap.add_argument("--json", action="store_true", help="print the tables and cases as JSON")
     ap.add_argument("--intent", action="store_true", help="pass each case's intent.txt to the engine")
     ap.add_argument("--misses", action="store_true", help="list cases with a lost must-keep line or worse than raw")
-    args = ap.parse_args()
-    if not args.corpus.is_dir():
-        print(f"bench_corpus: no corpus folder at {args.corpus}; pass --corpus DIR", file=sys.stderr)
+    ap.add_argument("--by-source-family", action="store_true", help="also print one row per source and family")
+    args = ap.parse_args(argv)
+    corpora = [] if args.no_defaults else default_corpora(with_shared=not args.no_shared)
+    for extra in args.corpus:
+        if not extra.is_dir():
+            print(f"bench_corpus: no corpus folder at {extra}", file=sys.stderr)
+            return 2
+        corpora.append((extra.name if extra.name not in {n for n, _ in corpora} else str(extra), extra))
+    if not corpora:
+        print("bench_corpus: no corpus: the shipped ones are missing and no --corpus DIR was given",
+              file=sys.stderr)
         return 2
-    results = run_corpus(args.corpus, use_intent=args.intent)
-    rows = summarise(results)
+    tagged = measure(corpora, args.intent)
+    t = tables(tagged, args.by_source_family)
     if args.json:
-        print(json.dumps({"rows": rows, "cases": [r.__dict__ for r in results]}, indent=1))
+        print(json.dumps({**t, "corpora": {n: str(p) for n, p in corpora},
+                          "cases": [{"source": s, **r.__dict__} for s, r in tagged]}, indent=1))
         return 0
-    cols = ["family", "cases", "raw_tokens", "emitted_tokens", "reduction_pct", "must_keep", "worse", "nondeterm",
-            "p50_ms", "p95_ms"]
-    print(f"{cols[0]:<18}" + "".join(f"{c:>13}" for c in cols[1:]))
-    for r in rows:
-        mk = f"{r['must_keep_kept']}/{r['must_keep_total']}"
-        vals = [r["cases"], r["raw_tokens"], r["emitted_tokens"], f"{r['reduction_pct']}%", mk, r["worse"], r["nondeterministic"], r["p50_ms"], r["p95_ms"]]
-        print(f"{r['family']:<18}" + "".join(f"{v:>13}" for v in vals))
+    print("corpora: " + ", ".join(f"{n}={p}" for n, p in corpora) + (" (intent on)" if args.intent else ""))
+    print_table("source", t["by_source"])
+    print_table("family (all sources)", t["by_family"])
+    if args.by_source_family:
+        print_table("source/family", t["by_source_family"])
     if args.misses:
-        for r in results:
+        for s, r in tagged:
             if r.missing or r.worse or not r.deterministic:
-                print(f"\n{r.case} [{r.transform}] worse={r.worse}")
-                for m in r.missing:
-                    print(f"   missing: {m[:150]}")
+                print(f"{s}/{r.case} [{r.family}, {r.transform}] {r.raw_tokens}->{r.emitted_tokens} tok"
+                      f" worse={r.worse} missing {len(r.missing)}/{r.must_keep}")
+                for miss in r.missing[:5]:
+                    print(f"   missing: {miss[:150]}")
     return 0
 
 

@@ -1,0 +1,129 @@
+"""Every benchmark runs from a plain clone: its default inputs ship in the repo, and it runs on a tiny input.
+
+The corpora under benchmarks/corpus were made by running real tools (make_corpus.py); these tests
+check their layout and that each benchmark script runs end to end on a small input, as a subprocess
+(the way a user runs it), without ../shared.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH = REPO / "benchmarks"
+CORPUS = BENCH / "corpus"
+CASE_FILES = ["cmd.txt", "output.txt", "exit_code.txt", "must_keep.txt", "intent.txt", "meta.json"]
+
+
+def run(script: str, *args: str, timeout: int = 240) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JACKIN_CTX_")}
+    return subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True, text=True,
+                          timeout=timeout, cwd="/", env=env)
+
+
+def cases(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("name", ["dev", "holdout"])
+def test_shipped_corpus_is_complete(name):
+    folder = CORPUS / name
+    found = cases(folder)
+    assert len(found) >= 40, f"{folder} has only {len(found)} cases"
+    for case in found:
+        missing = [f for f in CASE_FILES if not (case / f).is_file()]
+        assert not missing, f"{case.name} lacks {missing}"
+        meta = json.loads((case / "meta.json").read_text())
+        assert meta["family"] and meta["source"] and meta["tool_version"], case.name
+        assert (case / "output.txt").stat().st_size <= 1_000_000, case.name
+        int((case / "exit_code.txt").read_text())
+        out = (case / "output.txt").read_bytes().decode("utf-8", "surrogateescape").split("\n")
+        for line in (case / "must_keep.txt").read_bytes().decode("utf-8", "surrogateescape").split("\n"):
+            assert not line or line in out, f"{case.name}: must-keep line not in output: {line[:80]!r}"
+
+
+def test_holdout_is_made_from_other_projects_than_dev():
+    def sources(name):
+        return {json.loads((c / "meta.json").read_text())["source"] for c in cases(CORPUS / name)}
+    dev, holdout = sources("dev"), sources("holdout")
+    shared_kinds = {s for s in dev & holdout if not s.startswith("docker:")}   # docker: same local engine
+    assert not shared_kinds, shared_kinds
+
+
+def test_bounded_reads_label_every_line():
+    reads = [c for name in ("dev", "holdout") for c in cases(CORPUS / name)
+             if json.loads((c / "meta.json").read_text())["family"] == "read"]
+    assert len(reads) >= 10
+    for c in reads:
+        out = [l for l in (c / "output.txt").read_text().split("\n") if l.strip()]
+        assert set((c / "must_keep.txt").read_text().split("\n")) - {""} == set(out), c.name
+
+
+def test_bench_corpus_defaults_need_no_shared_corpus():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import corpora
+    finally:
+        sys.path.remove(str(BENCH))
+    found = dict(corpora.default_corpora(with_shared=False))
+    assert found == {"dev": CORPUS / "dev", "holdout": CORPUS / "holdout"}
+
+
+@pytest.fixture
+def tiny_corpus(tmp_path) -> Path:
+    """Three shipped cases: a failing pytest run, a bounded read, a grep."""
+    dest = tmp_path / "tiny"
+    dest.mkdir()
+    for prefix in ("pytest_q_fail_", "read_sed_", "grep_def_"):
+        src = next(c for c in cases(CORPUS / "dev") if c.name.startswith(prefix))
+        shutil.copytree(src, dest / src.name)
+    return dest
+
+
+def test_bench_corpus_runs_on_a_tiny_corpus(tiny_corpus):
+    done = run("bench_corpus.py", "--no-defaults", "--corpus", str(tiny_corpus), "--misses")
+    assert done.returncode == 0, done.stderr
+    assert "tiny" in done.stdout and "ALL" in done.stdout and "read_lines" in done.stdout
+    row = next(l for l in done.stdout.splitlines() if l.startswith("ALL"))
+    assert row.split()[1] == "3"
+
+
+def test_bench_corpus_rejects_a_missing_folder(tmp_path):
+    done = run("bench_corpus.py", "--no-defaults", "--corpus", str(tmp_path / "nope"))
+    assert done.returncode == 2 and "no corpus folder" in done.stderr
+
+
+def test_bench_content_runs_on_a_tiny_input(tiny_corpus, tmp_path):
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    shutil.copy(BENCH / "corpora.py", lib / "corpora.py")
+    done = run("bench_content.py", "--corpus", str(tiny_corpus), "--stdlib", str(lib))
+    assert "json lossless" in done.stdout and "[tiny]" in done.stdout, done.stderr
+    assert done.returncode in (0, 1), done.stderr          # 1 = a target missed on this tiny input
+
+
+def test_bench_read_runs_on_a_tiny_input(tmp_path):
+    (tmp_path / "a.py").write_text("def parse_header(line):\n    return line.split(':', 1)\n")
+    done = run("bench_read.py", "--root", str(tmp_path), "--queries", "2", "--quick",
+               "--state", str(tmp_path / "state"))
+    assert "signatures vs full" in done.stdout and "tools/list answer" in done.stdout, done.stderr
+    assert done.returncode in (0, 1), done.stderr          # the warm-search target needs >= 20,000 files
+
+
+def test_bench_startup_runs_on_a_tiny_input():
+    done = run("bench_startup.py", "--runs", "1")
+    assert done.returncode == 0, done.stderr
+    assert "capsule ctx run -- true" in done.stdout
+
+
+def test_bench_shim_runs_on_a_tiny_input():
+    done = run("bench_shim.py", "-n", "1", "--starts", "1")
+    assert "supervisor start-to-ready" in done.stdout, done.stderr
+    assert done.returncode in (0, 1), done.stderr          # 1 = over the latency budget on a loaded machine
