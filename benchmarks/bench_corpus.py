@@ -1,6 +1,6 @@
 """Run the observation pipeline over every tool-output corpus and print per-source and per-family tables.
 
-    python benchmarks/bench_corpus.py [--corpus DIR ...] [--no-defaults] [--json] [--intent] [--misses]
+    python benchmarks/bench_corpus.py [--corpus [NAME=]DIR ...] [--no-defaults] [--no-shared] [--json] [--intent] [--misses]
                                       [--by-source-family]
 
 Default corpora: the ones shipped in the repo (benchmarks/corpus/dev and holdout, made by
@@ -80,7 +80,8 @@ def tables(tagged: list[tuple[str, object]], by_source_family: bool = False) -> 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--corpus", type=Path, action="append", default=[], help="another corpus folder (repeatable)")
+    ap.add_argument("--corpus", action="append", default=[], metavar="[NAME=]DIR",
+                    help="another corpus folder, optionally named (repeatable)")
     ap.add_argument("--no-defaults", action="store_true", help="measure only the --corpus folders")
     ap.add_argument("--no-shared", action="store_true", help="leave out ../shared/corpus even if it exists")
     ap.add_argument("--json", action="store_true", help="print the tables and cases as JSON")
@@ -89,11 +90,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--by-source-family", action="store_true", help="also print one row per source and family")
     args = ap.parse_args(argv)
     corpora = [] if args.no_defaults else default_corpora(with_shared=not args.no_shared)
-    for extra in args.corpus:
+    for spec in args.corpus:
+        name, _, folder = spec.rpartition("=") if "=" in spec and not Path(spec).is_dir() else ("", "", spec)
+        extra = Path(folder)
         if not extra.is_dir():
             print(f"bench_corpus: no corpus folder at {extra}", file=sys.stderr)
             return 2
-        corpora.append((extra.name if extra.name not in {n for n, _ in corpora} else str(extra), extra))
+        name = name or (extra.name if extra.name not in {n for n, _ in corpora} else str(extra))
+        corpora.append((name, extra))
     if not corpora:
         print("bench_corpus: no corpus: the shipped ones are missing and no --corpus DIR was given",
               file=sys.stderr)

@@ -32,12 +32,23 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests" / "proxy"))
 
-CORPUS = Path(os.environ.get("CAPSULE_CORPUS", "/work/shared/corpus"))
+sys.path.insert(0, str(REPO / "benchmarks"))
+from corpora import SHIPPED, shared_corpus  # noqa: E402
+
 # (corpus case or repo file, file name in the workspace): logs, data, docs and source, as an agent reads them
-SESSION_FILES = [("log_worker_buried_error", "worker.log"), ("csv_cat_invoices", "invoices_2024.csv"),
-                 ("markdown_component_reference", "COMPONENTS.md"), ("json_npm_view", "jest.json"),
-                 ("log_retry_wait_for_db", "wait-for-db.log"), ("repo:capsule/engine.py", "engine.py"),
-                 ("repo:capsule/supervisor/core.py", "core.py")]
+_SHARED = os.environ.get("CAPSULE_CORPUS") or shared_corpus()
+if _SHARED:
+    CORPUS = Path(_SHARED)
+    SESSION_FILES = [("log_worker_buried_error", "worker.log"), ("csv_cat_invoices", "invoices_2024.csv"),
+                     ("markdown_component_reference", "COMPONENTS.md"), ("json_npm_view", "jest.json"),
+                     ("log_retry_wait_for_db", "wait-for-db.log"), ("repo:capsule/engine.py", "engine.py"),
+                     ("repo:capsule/supervisor/core.py", "core.py")]
+else:   # a plain clone: the same kinds of file from the corpus shipped in the repo
+    CORPUS = SHIPPED["dev"]
+    SESSION_FILES = [("pytest_many_click", "pytest-run.log"), ("json_npm_view_dev", "express.json"),
+                     ("repo:README.md", "README.md"), ("git_log_stat_own", "recent-changes.txt"),
+                     ("ruff_full_toolz", "lint-report.txt"), ("repo:capsule/engine.py", "engine.py"),
+                     ("repo:capsule/supervisor/core.py", "core.py")]
 
 UPSTREAM = r'''
 import json, socket, sys

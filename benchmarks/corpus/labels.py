@@ -111,11 +111,20 @@ def mypy(output: bytes) -> list[str]:
 
 
 def python_traceback(output: bytes) -> list[str]:
-    """The exception lines at column 0 and the frames in the project's own code (not stdlib/site-packages)."""
+    """The exception line that ends each traceback (any class name), other column-0 `...Error:` lines, and
+    the frames in the project's own code (not stdlib/site-packages)."""
     lines = lines_of(output)
+    ends, in_tb = set(), False
+    for i, l in enumerate(lines):
+        if l.startswith("Traceback (most recent call last):"):
+            in_tb = True
+        elif in_tb and l and not l[0].isspace():
+            ends.add(i)
+            in_tb = False
+    enders = {lines[i] for i in ends}
 
     def keep(l: str) -> bool:
-        if PY_EXC.match(l):
+        if PY_EXC.match(l) or l in enders:
             return True
         m = PY_FRAME.match(l)
         return bool(m) and "site-packages" not in m.group(1) and "/lib/python3" not in m.group(1)

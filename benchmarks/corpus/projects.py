@@ -20,6 +20,7 @@ PY_DEV = [
                 "cli.main(args=[], standalone_mode=False)", "Run the CLI entry point without arguments.")]},
     {"name": "jinja2", "pypi": "jinja2", "version": "3.1.6", "history": ["3.1.4", "3.1.5"],
      "src": "src/jinja2", "tests": "tests", "env": {"PYTHONPATH": "src"}, "deps": ["markupsafe"],
+     "tests_ok": "tests --ignore=tests/test_async.py --ignore=tests/test_async_filters.py",   # these need trio
      "test_files": ["tests/test_filters.py", "tests/test_api.py", "tests/test_lexnparse.py"],
      "big": "src/jinja2/filters.py", "small": "src/jinja2/constants.py", "symbol": "do_truncate",
      "crash": [("undefined", "import jinja2\nenv = jinja2.Environment(undefined=jinja2.StrictUndefined)\n"

@@ -127,3 +127,23 @@ def test_bench_shim_runs_on_a_tiny_input():
     done = run("bench_shim.py", "-n", "1", "--starts", "1")
     assert "supervisor start-to-ready" in done.stdout, done.stderr
     assert done.returncode in (0, 1), done.stderr          # 1 = over the latency budget on a loaded machine
+
+
+def test_bench_proxy_runs_on_a_tiny_input():
+    done = run("bench_proxy.py", "--requests", "3", "--skip-session")
+    assert done.returncode == 0, done.stderr
+    assert "Added latency per request" in done.stdout
+
+
+def test_bench_proxy_session_files_exist_in_a_clone():
+    """Without ../shared/corpus the session reads files shipped in the repo (dev corpus, repo files)."""
+    env = {k: v for k, v in os.environ.items() if k != "CAPSULE_CORPUS"}
+    code = ("import sys, corpora; corpora.shared_corpus = lambda: None; sys.argv = ['x'];"
+            "import importlib.util as u; s = u.spec_from_file_location('bp', 'bench_proxy.py');"
+            "m = u.module_from_spec(s); s.loader.exec_module(m);"
+            "missing = [c for c, _ in m.SESSION_FILES if not (m.REPO / c[5:] if c.startswith('repo:')"
+            " else m.CORPUS / c / 'output.txt').is_file()];"
+            "print(m.CORPUS, missing); assert not missing and m.CORPUS == corpora.SHIPPED['dev']")
+    done = subprocess.run([sys.executable, "-c", code], cwd=BENCH, capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
