@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from capsule import shims
+from capsule.policy import switches
 from capsule.supervisor import server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,6 +32,8 @@ COMMANDS = [
     ["git", "status", "--short"],
     ["git", "log", "-n", "20"],
     ["ls", "-la", "/usr/bin"],
+    ["cat", "README.md"],
+    ["python3", "-c", "pass"],
 ]
 
 
@@ -91,7 +94,11 @@ def main() -> int:
         path = os.environ.get("PATH", "/usr/bin:/bin")
         raw_env = dict(base, PATH=path)
         pass_env = dict(base, PATH=f"{shim_dir}:{path}")
-        agent_env = dict(pass_env, CLAUDECODE="1")
+        # The agent's tool-call shell records its stdout/stderr identity (capsule-env.sh); here the
+        # "tool call" writes to /dev/null, so that is the agent's view the shim compares against.
+        null = os.stat(os.devnull)
+        view = f"{null.st_dev}:{null.st_ino}"
+        agent_env = dict(pass_env, CLAUDECODE="1", **{switches.AGENT_OUT: f"bench {view} {view}"})
         rows = []
         for argv in COMMANDS:
             real = shutil.which(argv[0], path=path)
@@ -106,6 +113,13 @@ def main() -> int:
             med = {k: statistics.median(v) for k, v in samples.items()}
             rows.append((" ".join(argv), med["raw"], med["pass"], med["agent"],
                          engine_ms(engine, argv, real, raw_env, args.n)))
+        env_file = shim_dir / shims.ENV_FILE
+        call_env = dict(pass_env, CLAUDECODE="1")
+        plain, sourced = [], []
+        for _ in range(args.n):
+            plain.append(timed(["bash", "-c", "true"], call_env))
+            sourced.append(timed(["bash", "-c", f". {env_file}\ntrue"], call_env))
+        env_cost = (statistics.median(plain), statistics.median(sourced))
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
     finally:
@@ -122,6 +136,8 @@ def main() -> int:
         worst = max(worst, door)
         print(f"{name:<24} {raw:7.2f} {passthru:8.2f} {agent:8.2f} {added:+8.2f} {eng:7.2f} {door:+7.2f}"
               f"  {'ok' if door <= BUDGET_MS else 'OVER'}")
+    print(f"agent env file ({shims.ENV_FILE}, once per tool call): bash -c true {env_cost[0]:.2f} ms, "
+          f"sourcing it first {env_cost[1]:.2f} ms ({env_cost[1] - env_cost[0]:+.2f} ms)")
     print(f"supervisor start-to-ready (socket answers PING, engine warm): median {statistics.median(ready):.0f} ms "
           f"over {args.starts} starts (min {min(ready):.0f}, max {max(ready):.0f})")
     return 0 if worst <= BUDGET_MS else 1

@@ -27,13 +27,23 @@ MAX_BYTES = 32 << 20                # larger outputs pass raw (the engine has a 
 MARKER = "# capsule-shim:"          # how doctor recognises a capsule shim
 
 
+def tool_table() -> dict[str, tuple[str, ...]]:
+    """tools.txt as {name: raw-argument tokens}; see the file's header for the syntax."""
+    table: dict[str, tuple[str, ...]] = {}
+    for n, line in enumerate(TOOLS_FILE.read_text(encoding="utf-8").splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name, _, rest = line.partition(" ")
+        rest = rest.strip()
+        if rest and not rest.startswith("raw:"):
+            raise ValueError(f"{TOOLS_FILE} line {n}: expected NAME or NAME raw: TOKENS, got {line!r}")
+        table[name] = tuple(rest[4:].split()) if rest else ()
+    return table
+
+
 def tools() -> list[str]:
-    names = []
-    for line in TOOLS_FILE.read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            names.append(line)
-    return names
+    return list(tool_table())
 
 
 def shim_python() -> str:
@@ -60,6 +70,7 @@ def render(shim_dir: Path, python: str | None = None, socket: str | None = None)
         "@ENV_NESTED@": repr(NESTED),
         "@ENV_FORWARD@": repr(limits.env_names()),
         "@ENV_OUT@": repr(switches.AGENT_OUT),
+        "@RAW_ARGS@": repr({k: v for k, v in tool_table().items() if v}),
     }
     text = TEMPLATE.read_text(encoding="utf-8")
     for key, value in values.items():

@@ -41,10 +41,10 @@ class Env:
         Code (CLAUDE_ENV_FILE) and Codex (BASH_ENV) do, so the call's output is the agent's view."""
         return self.shell('exec "$@"', *argv, **extra)
 
-    def shell(self, script: str, *args: str, cwd=None, **extra: str) -> subprocess.CompletedProcess:
+    def shell(self, script: str, *args: str, cwd=None, stdin=subprocess.DEVNULL, **extra: str):
         env_file = self.shim_dir / shims.ENV_FILE
         return subprocess.run(["bash", "-c", f". {env_file}\n{script}", "agent-call", *args],
-                              env=self.env(**extra), capture_output=True, timeout=60, cwd=cwd)
+                              env=self.env(**extra), capture_output=True, timeout=60, cwd=cwd, stdin=stdin)
 
     def served(self) -> int:
         return server.status(self.socket)["served"]

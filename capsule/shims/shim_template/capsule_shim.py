@@ -20,12 +20,30 @@ ENV_MARKER = @ENV_MARKER@
 ENV_NESTED = @ENV_NESTED@
 ENV_FORWARD = @ENV_FORWARD@  # the client's markers and caps the engine reads (capsule.agents.limits)
 ENV_OUT = @ENV_OUT@
+RAW_ARGS = @RAW_ARGS@  # tools.txt `raw:` tokens: calls whose output must stream pass raw
 FALSE = ("", "0", "false", "no", "off")
 SIGNALS = (1, 2, 3, 10, 12, 15, 28)  # HUP INT QUIT USR1 USR2 TERM WINCH
 
 
 def on(name, env):
     return env.get(name, "").strip().lower() not in FALSE
+
+
+def streams(name, args):
+    """True when this call's output must stream as it comes (tail -f, a bare python REPL)."""
+    tokens = RAW_ARGS.get(name)
+    if not tokens:
+        return False
+    if not args:
+        return "bare" in tokens
+    for a in args:
+        if a.startswith("--"):
+            if any(t.startswith("--") and a.startswith(t) for t in tokens):
+                return True
+        elif a.startswith("-") and len(a) > 1:
+            if any(len(t) == 2 and t[0] == "-" and t[1] in a[1:] for t in tokens):
+                return True
+    return False
 
 
 def find_real(name, env):
@@ -149,7 +167,7 @@ def main():
     sock = env.get(ENV_SOCKET) or DEFAULT_SOCKET
     view_out = view_err = False
     if not (on(SW_DISABLE, env) or on(SW_NO_SHIMS, env) or env.get(ENV_NESTED) or not is_agent_call(env)
-            or not sock):
+            or not sock or os.isatty(0) or streams(name, args)):
         view_out, view_err = agent_view(env)
     if not view_out or not os.path.exists(sock):
         os.execv(real, [real] + args)
