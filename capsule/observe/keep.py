@@ -33,6 +33,7 @@ MIN_REPETITIVE_LINES = 50
 OUTLIER_FACTOR = 10.0    # a number this many times the field's median (and far above its spread)
 CONTINUATION_MAX = 6     # indented lines after an error header that still belong to it
 
+_HUNK = re.compile(r"^@@+ -\d+(?:,\d+)? .*@@")
 _SHAPE = re.compile(r"[A-Za-z]+|\d+")
 _DIGITS = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{7,}\b|\d+")
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
@@ -70,10 +71,27 @@ def extra(text: str, exit_code: int | None) -> frozenset[int]:
 @lru_cache(maxsize=2)
 def _analyse(text: str, failing: bool) -> tuple[frozenset[int], frozenset[int]]:
     lines = split(text)
-    verbatim = [is_verbatim(ln) for ln in lines]
+    content = quoted(lines)
+    verbatim = [i not in content and is_verbatim(ln) for i, ln in enumerate(lines)]
     more = error_blocks(lines, verbatim) | anomalies(lines, failing)
     more = {i for i in more if not verbatim[i]}
     return frozenset(more | {i for i, v in enumerate(verbatim) if v}), frozenset(more)
+
+
+def quoted(lines: list[str]) -> set[int]:
+    """Lines the tool quotes rather than reports: the bodies of unified-diff hunks. A changed
+    line that says `raise ValueError` is code under review, not an error the run hit; the diff
+    filter's own rules (every changed line up to its budget) decide about it."""
+    out: set[int] = set()
+    inside = False
+    for i, ln in enumerate(lines):
+        if _HUNK.match(ln):
+            inside = True
+        elif inside and (ln[:1] in (" ", "+", "-", "\\") or not ln):
+            out.add(i)
+        else:
+            inside = False
+    return out
 
 
 # ---- error blocks ----------------------------------------------------------------------

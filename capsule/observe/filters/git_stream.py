@@ -2,8 +2,9 @@
 (headers and changed lines with one line of context), and blame (repeated attributions).
 
 Not responsible for git status or remote progress (TOML filters in data/git.toml).
-Invariant: every changed line (+/-), every file header and every commit hash survives;
-a diff cut for length carries the single `[N more lines]` marker at the cut.
+Invariant: every changed line (+/-) up to the diff budget, every file header, every hunk
+header and every commit hash survives; a diff cut for length carries the single
+`[N more lines]` marker at the cut.
 """
 
 from __future__ import annotations
@@ -91,6 +92,9 @@ class GitFilter(StreamFilter):
 
     def _diff_line(self, no: int, text: str, keep: bool) -> None:
         if self.cut and keep:
+            if text.startswith(("diff ", "--- ", "+++ ", "@@")):
+                self.emit(text)     # beyond the budget the diff keeps its structure: files, hunk ranges
+                return
             self.drop(text, f"diff beyond {MAX_DIFF_LINES} lines", no)
             return
         if keep:
