@@ -125,6 +125,11 @@ class Engine:
         """Both streams of one command; `meta` is the command's environment as the shim forwarded it
         (limits.env_names()): a known client's cap bounds the two emissions together."""
         limit = limits.detect(meta)
+        if intent is None and meta:
+            from capsule.agents import intent as intents, session  # noqa: PLC0415
+
+            intent = intents.lookup(session.intents_dir(self.state_dir),
+                                    meta.get(limits.data()["claude"]["session_env"]), command)
         whole = limit.budget() if limit else None
         err_budget = out_budget = None
         if whole is not None:   # stderr first (usually short); it leaves stdout at least half

@@ -16,7 +16,7 @@ from capsule.policy import switches
 
 AGENTS = ("claude", "codex")
 
-__all__ = ["AGENTS", "ConfigError", "RegisterResult", "register", "registration_status"]
+__all__ = ["AGENTS", "ConfigError", "RegisterResult", "footprint", "register", "registration_status"]
 
 
 @dataclass
@@ -90,4 +90,45 @@ def registration_status(project: Path | str = ".", env=None) -> dict:
     for agent, state in out.items():
         state["note"] = notes.has(project / notes.FILES[agent])
         state["switched_off"] = _blocked(env)
+    return out
+
+
+def footprint(project: Path | str = ".", env=None) -> list[str]:
+    """Everything capsule has written outside its state dir, one `path: what` line each.
+
+    `capsule up --local` writes nothing there (session-scoped configuration); these come from
+    `capsule mcp register` (or a container's supervisor). For `capsule ctx doctor`; reads only.
+    """
+    import json
+
+    from capsule.agents import claude, codex, notes
+
+    env = os.environ if env is None else env
+    project = Path(project).resolve()
+    out = []
+    for loc in claude.status(project, env)["locations"] + codex.status(env)["locations"]:
+        if "(not capsule's)" not in loc:
+            out.append(f"{loc.split(':', 1)[-1] if loc.startswith(('user:', 'project:')) else loc}: "
+                       f"MCP server `{claude.SERVER_NAME}`")
+    for path in (claude.config_dir(env) / "settings.json", project / ".claude" / "settings.local.json"):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        what = []
+        hooks = data.get("hooks") if isinstance(data, dict) else None
+        if isinstance(hooks, dict) and any(claude._is_our_hook_group(g) for groups in hooks.values()
+                                           if isinstance(groups, list) for g in groups):
+            what.append("compaction hooks")
+        allow = (data.get("permissions") or {}).get("allow") if isinstance(data.get("permissions"), dict) else None
+        if isinstance(allow, list) and claude.TOOL_PERMISSION in allow:
+            what.append(f"permissions.allow {claude.TOOL_PERMISSION}")
+        if claude.SERVER_NAME in (data.get("enabledMcpjsonServers") or []):
+            what.append("enabledMcpjsonServers")
+        if what:
+            out.append(f"{path}: {', '.join(what)}")
+    for agent in AGENTS:
+        target = project / notes.FILES[agent]
+        if notes.has(target):
+            out.append(f"{target}: read-door note")
     return out

@@ -105,6 +105,11 @@ def _merge_hooks(path: Path, data: dict) -> None:
             groups.append(ours)
 
 
+def merge_forget_hooks(data: dict, path: Path | str = "session settings") -> None:
+    """The compaction hooks merged into a settings dict (also used for session-scoped settings)."""
+    _merge_hooks(Path(path), data)
+
+
 def _merge_settings(path: Path, approve_mcpjson: bool) -> bool:
     data = _read_json(path)
     _merge_hooks(path, data)

@@ -26,11 +26,11 @@ def data() -> dict:
 
 
 def env_names() -> tuple[str, ...]:
-    """The environment entries a shim forwards with each observation (all this module reads)."""
+    """The environment entries a shim forwards with each observation (this module and intent.py read them)."""
     names = [switches.AGENT_MODEL]
     for client in ("claude", "codex"):
         spec = data()[client]
-        names += [spec["detect_env"]] + ([spec["cap_env"]] if "cap_env" in spec else [])
+        names += [spec["detect_env"]] + [spec[k] for k in ("cap_env", "session_env") if k in spec]
     return tuple(dict.fromkeys(names))
 
 

@@ -78,6 +78,12 @@ def collect(role_arg: str | None = None) -> dict:
         mcp = registration_status(Path.cwd())
     except Exception as exc:  # noqa: BLE001
         mcp = {"error": str(exc)}
+    try:
+        from capsule.agents import footprint  # noqa: PLC0415
+
+        outside = footprint(Path.cwd())
+    except Exception as exc:  # noqa: BLE001 - a finding, not a crash
+        outside = [f"(could not check: {exc})"]
     standing = budget.standing_context(subsystems)
     standing["budget"] = role.context.standing_budget
     standing["over"] = standing["tokens"] > role.context.standing_budget
@@ -96,6 +102,7 @@ def collect(role_arg: str | None = None) -> dict:
         "shims": {"dirs": shim.dirs, "first_on_path": shim.first, "present": bool(shim.dirs)},
         "conflicts": found,
         "mcp_registration": mcp,
+        "outside_state": outside,
         "standing_context": standing,
         "proxy": _proxy(running, state),
         "graduation": _graduation(planning.effective_mode(role, sw), state),
@@ -183,6 +190,9 @@ def render(r: dict) -> str:
 
         g = r["graduation"]
         lines.append(f"graduation   {'error: ' + g['error'] if 'error' in g else graduation.describe(g)}")
+    outside = r.get("outside_state") or []
+    lines.append(f"outside state {'nothing written (up --local is session-scoped)' if not outside else ''}")
+    lines += [f"  {w}" for w in outside]
     sc = r["standing_context"]
     parts = ", ".join(f"{k} {v}" for k, v in sc["parts"].items()) or "nothing injected"
     verdict = "OVER BUDGET" if sc["over"] else "within budget"

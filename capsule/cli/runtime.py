@@ -166,7 +166,7 @@ def _up_local(role: Role, extra: dict[str, str], argv: list[str], args) -> int:
         raise UserError(f"--workspace {args.workspace}: not a directory")
     setup_logging(state, verbose=False)
     sup = Supervisor(Options(role=role, command=argv or None, shim_dir=shim_dir, grace_s=args.grace,
-                             workdir=workdir, env=extra))
+                             workdir=workdir, env=extra, session_config=True))
     return sup.run()
 
 

@@ -46,6 +46,7 @@ class Options:
     grace_s: float = DEFAULT_GRACE_S
     workdir: Path | None = None
     env: dict[str, str] = field(default_factory=dict)
+    session_config: bool = False              # `up --local`: configure the agent per session, write no user file
 
 
 def exit_code(status: int) -> int:
@@ -92,6 +93,7 @@ class Supervisor:
         self.proxy = None                          # capsule.proxy.server.ProxyServer when running
         self.proxy_info: dict = {}                 # what doctor shows: url and upstream, or why not
         self.redirect = None                       # capsule.proxy.clients.Redirect for the agent
+        self.session_dir: Path | None = None
         self._done = anyio.Event()
 
     # ---- lifecycle -------------------------------------------------------------------
@@ -134,6 +136,10 @@ class Supervisor:
             self.server.close()
         if self.proxy is not None:
             self.proxy.stop()
+        if self.session_dir is not None:
+            from capsule.agents import session  # noqa: PLC0415
+
+            session.finish(self.session_dir)
         if self.engine is not None:
             try:
                 self.engine.close()
@@ -258,6 +264,9 @@ class Supervisor:
     def _register_agents(self) -> None:
         """Register capsule's MCP read door with the agent (capsule.agents), when plan and switches allow."""
         kind = agent_kind(self.role, self.opts.command)
+        if self.opts.session_config:
+            self._prepare_session(kind)
+            return
         if not self.plan["register"].on or kind not in ("claude", "codex"):
             return
         try:
@@ -268,6 +277,40 @@ class Supervisor:
         except Exception as exc:  # noqa: BLE001 - registration failing must not stop the agent
             log.warning("MCP registration for %s failed: %r", kind, exc)
             self.registration = {kind: f"failed: {exc}"}
+
+    def _prepare_session(self, kind: str) -> None:
+        """`up --local`: the agent's MCP server, hooks and note come from its command line and
+        files in the state dir (capsule.agents.session); the user's config and repo stay untouched."""
+        if kind not in ("claude", "codex"):
+            return
+        try:
+            from capsule.agents import session  # noqa: PLC0415
+
+            self.session_dir = session.prepare(self.state_dir)
+            self.registration = {kind: f"session-scoped ({self.session_dir})"
+                                 if self.plan["register"].on else self.plan["register"].reason}
+        except Exception as exc:  # noqa: BLE001 - configuration failing must not stop the agent
+            log.warning("session configuration for %s failed: %r", kind, exc)
+            self.registration = {kind: f"failed: {exc}"}
+            self.session_dir = None
+
+    def _session_argv(self, cmd: list[str]) -> list[str]:
+        if self.session_dir is None:
+            return cmd
+        from capsule import shims  # noqa: PLC0415
+        from capsule.agents import session  # noqa: PLC0415
+
+        kind = agent_kind(self.role, self.opts.command)
+        try:
+            if kind == "claude":
+                return session.claude_argv(cmd, self.session_dir, self.state_dir, mcp=self.plan["register"].on,
+                                           intent=self.plan["engine"].on and self.plan["shims"].on,
+                                           python=shims.shim_python())
+            if kind == "codex":
+                return session.codex_argv(cmd, self.state_dir, self.agent_env(), mcp=self.plan["register"].on)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("session flags for %s failed: %r; the agent runs without them", kind, exc)
+        return cmd
 
     # ---- the agent -------------------------------------------------------------------
     def agent_command(self) -> list[str]:
@@ -326,7 +369,7 @@ class Supervisor:
         return env
 
     def _spawn_agent(self) -> None:
-        cmd = self.agent_command()
+        cmd = self._session_argv(self.agent_command())
         env = self.agent_env()
         if self.opts.workdir:
             os.chdir(self.opts.workdir)

@@ -356,6 +356,14 @@ class Session:
     stdout: str = ""
     stderr: str = ""
     facts: list[tuple[str, ...]] = field(default_factory=list)
+    requests: list[dict] = field(default_factory=list)    # every model request, as the fake received it
+
+    def tool_names(self) -> set[str]:
+        return {t.get("name") or t.get("type") for b in self.requests for t in b.get("tools") or []}
+
+    def saw(self, text: str) -> bool:
+        """True when any model request carried `text` (system prompt, instructions, messages)."""
+        return any(text in json.dumps(b, ensure_ascii=False) for b in self.requests)
 
     def tokens(self) -> list[int]:
         return [count(r) for r in self.results]
@@ -399,7 +407,7 @@ def run_claude(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_en
                               stdin=subprocess.DEVNULL)
         assert proc.returncode == 0, f"claude ({mode}) exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
         return Session("claude", mode, fake.tool_results(), home, proc.stdout, proc.stderr,
-                       [facts_for(c, head) for c in calls])
+                       [facts_for(c, head) for c in calls], fake.requests)
     finally:
         fake.close()
 
@@ -423,7 +431,7 @@ def run_codex(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_env
                               stdin=subprocess.DEVNULL)
         assert proc.returncode == 0, f"codex ({mode}) exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
         return Session("codex", mode, fake.tool_results(), home, proc.stdout, proc.stderr,
-                       [facts_for(c, head) for c in calls])
+                       [facts_for(c, head) for c in calls], fake.requests)
     finally:
         fake.close()
 

@@ -1,0 +1,41 @@
+# capsule intent hook (written per session by capsule.agents.session; Claude Code runs it).
+# PreToolUse(Bash): records the call's command and its stated `description`; UserPromptSubmit:
+# records the user's prompt. The engine reads them back as the intent of the shim's observation
+# (capsule/agents/intent.py). Never blocks or changes the call: no output, exit 0, on any error too.
+import json
+import os
+import sys
+import time
+
+INTENTS_DIR = @INTENTS_DIR@
+MAX_CHARS = 2000
+
+
+def main():
+    event = json.loads(sys.stdin.read() or "{}")
+    session = "".join(c for c in str(event.get("session_id") or "") if c.isalnum() or c in "-_")
+    if not session:
+        return
+    name = event.get("hook_event_name")
+    if name == "PreToolUse":
+        tool_input = event.get("tool_input") or {}
+        record = {"kind": "tool", "command": str(tool_input.get("command") or "")[:MAX_CHARS],
+                  "description": str(tool_input.get("description") or "")[:MAX_CHARS],
+                  "id": event.get("tool_use_id")}
+    elif name == "UserPromptSubmit":
+        record = {"kind": "prompt", "prompt": str(event.get("prompt") or "")[:MAX_CHARS]}
+    else:
+        return
+    record["t"] = time.time()
+    os.makedirs(INTENTS_DIR, mode=0o700, exist_ok=True)
+    fd = os.open(os.path.join(INTENTS_DIR, session + ".jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, (json.dumps(record) + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+try:
+    main()
+except Exception:
+    pass

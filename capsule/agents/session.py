@@ -1,0 +1,139 @@
+"""Session-scoped configuration for `capsule up --local`: the agent learns about capsule from its
+command line and from files in capsule's state dir, never from the user's own config.
+
+Claude Code: `--mcp-config` (the read door, state dir pinned), `--settings` (compaction hooks that
+purge read stubs, the Bash-intent hook, the tool allow), `--append-system-prompt` (the read-door note).
+Codex: `-c` overrides (`mcp_servers.capsule.*`, `developer_instructions`).
+Not responsible for user- or project-scope registration (claude.py, codex.py: `capsule mcp register`).
+Invariant: nothing outside the state dir is written; the session dir is removed when the session
+ends, and a dead session's dir on the next start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import tomllib
+from pathlib import Path
+
+from capsule.agents import claude, codex, notes
+from capsule.agents.common import MARKER_KEY, MARKER_VALUE, SERVER_NAME, server_command
+from capsule.policy import switches
+
+SESSIONS_DIR = "sessions"
+INTENT_RETENTION_S = 24 * 3600     # recorded Bash descriptions and prompts of past sessions
+HOOK_TEMPLATE = Path(__file__).with_name("hook_template") / "intent_hook.py"
+# Claude Code subcommands take no session flags (they configure, they do not converse).
+CLAUDE_SUBCOMMANDS = frozenset({"mcp", "config", "doctor", "update", "install", "migrate-installer",
+                                "setup-token", "plugin", "agents", "auth"})
+
+
+def sessions_root(state_dir: Path) -> Path:
+    return Path(state_dir) / SESSIONS_DIR
+
+
+def intents_dir(state_dir: Path) -> Path:
+    return sessions_root(state_dir) / "intents"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def prepare(state_dir: Path) -> Path:
+    """A fresh dir for this supervisor's session; dirs of dead sessions (SIGKILL) are removed."""
+    root = sessions_root(state_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    for d in root.iterdir():
+        if d.name.isdigit() and not _alive(int(d.name)):
+            shutil.rmtree(d, ignore_errors=True)
+    cutoff = time.time() - INTENT_RETENTION_S
+    for f in intents_dir(state_dir).glob("*.jsonl"):
+        try:
+            if f.stat().st_mtime < cutoff:
+                f.unlink()
+        except OSError:
+            pass
+    here = root / str(os.getpid())
+    shutil.rmtree(here, ignore_errors=True)
+    here.mkdir(mode=0o700)
+    return here
+
+
+def finish(session_dir: Path | None) -> None:
+    if session_dir is not None:
+        shutil.rmtree(session_dir, ignore_errors=True)
+
+
+def _hook_command(session_dir: Path, state_dir: Path, python: str) -> str:
+    script = session_dir / "intent_hook.py"
+    text = HOOK_TEMPLATE.read_text(encoding="utf-8").replace("@INTENTS_DIR@", repr(str(intents_dir(state_dir))))
+    script.write_text(text, encoding="utf-8")
+    return f"{python} -IS {script}"
+
+
+def claude_argv(argv: list[str], session_dir: Path, state_dir: Path, *, mcp: bool, intent: bool,
+                python: str) -> list[str]:
+    """`argv` (claude …) with the session flags right after the binary."""
+    first = next((a for a in argv[1:] if not a.startswith("-")), None)
+    if first in CLAUDE_SUBCOMMANDS:
+        return list(argv)
+    settings: dict = {}
+    flags: list[str] = []
+    if mcp:
+        command, args = server_command()
+        servers = {SERVER_NAME: {"type": "stdio", "command": command, "args": args,
+                                 "env": {MARKER_KEY: MARKER_VALUE, switches.STATE_DIR: str(state_dir)}}}
+        (session_dir / "mcp.json").write_text(json.dumps({"mcpServers": servers}, indent=2), encoding="utf-8")
+        settings["permissions"] = {"allow": [claude.TOOL_PERMISSION]}
+        claude.merge_forget_hooks(settings)
+        flags += ["--mcp-config", str(session_dir / "mcp.json")]
+    if intent:
+        hook = {"type": "command", "command": _hook_command(session_dir, state_dir, python), "timeout": 5}
+        hooks = settings.setdefault("hooks", {})
+        hooks.setdefault("PreToolUse", []).append({"matcher": "Bash", "hooks": [hook]})
+        hooks.setdefault("UserPromptSubmit", []).append({"hooks": [hook]})
+    if settings:
+        (session_dir / "settings.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
+        flags += ["--settings", str(session_dir / "settings.json")]
+    rest = list(argv[1:])
+    if mcp:
+        if "--append-system-prompt" in rest:   # one flag: the user's text, then the note
+            i = rest.index("--append-system-prompt")
+            if i + 1 < len(rest):
+                rest[i + 1] = f"{rest[i + 1]}\n\n{notes.NOTE}"
+        else:
+            flags += ["--append-system-prompt", notes.NOTE]
+    return [argv[0], *flags, *rest]
+
+
+def _toml(value) -> str:
+    return json.dumps(value)   # a JSON string or list of strings is valid TOML
+
+
+def codex_argv(argv: list[str], state_dir: Path, env=None, *, mcp: bool) -> list[str]:
+    """`argv` (codex …) with `-c` overrides right after the binary."""
+    if not mcp:
+        return list(argv)
+    command, args = server_command()
+    key = f"mcp_servers.{SERVER_NAME}"
+    flags = ["-c", f"{key}.command={_toml(command)}", "-c", f"{key}.args={_toml(args)}",
+             "-c", f"{key}.required=true", "-c", f'{key}.default_tools_approval_mode="approve"',
+             "-c", f"{key}.env.{MARKER_KEY}={_toml(MARKER_VALUE)}",
+             "-c", f"{key}.env.{switches.STATE_DIR}={_toml(str(state_dir))}"]
+    theirs = ""
+    try:
+        theirs = tomllib.loads(codex.config_path(env).read_text(encoding="utf-8")).get("developer_instructions") or ""
+    except (OSError, tomllib.TOMLDecodeError):
+        pass
+    note = f"{theirs}\n\n{notes.NOTE}" if isinstance(theirs, str) and theirs else notes.NOTE
+    flags += ["-c", f"developer_instructions={_toml(note)}"]
+    return [argv[0], *flags, *argv[1:]]

@@ -1,0 +1,80 @@
+"""Session-scoped agent configuration (`up --local`) and the intent read back from the hook."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from capsule.agents import intent, notes, session
+from capsule.agents.common import SERVER_NAME
+
+
+def test_claude_flags_point_at_files_in_the_state_dir(tmp_path):
+    state = tmp_path / "state"
+    d = session.prepare(state)
+    argv = session.claude_argv(["/usr/bin/claude", "-p", "hi"], d, state, mcp=True, intent=True, python=sys.executable)
+    assert argv[0] == "/usr/bin/claude" and argv[-2:] == ["-p", "hi"]
+    mcp = json.loads((d / "mcp.json").read_text())["mcpServers"][SERVER_NAME]
+    assert mcp["env"]["JACKIN_CTX_STATE_DIR"] == str(state)                    # the read door finds its state
+    settings = json.loads((d / "settings.json").read_text())
+    assert settings["permissions"]["allow"] == ["mcp__capsule"]
+    assert {"PreCompact", "SessionStart", "PreToolUse", "UserPromptSubmit"} <= set(settings["hooks"])
+    assert argv[argv.index("--append-system-prompt") + 1] == notes.NOTE
+    assert all(str(p).startswith(str(state)) for p in (argv[argv.index("--mcp-config") + 1],
+                                                         argv[argv.index("--settings") + 1]))
+    theirs = session.claude_argv(["claude", "--append-system-prompt", "be brief"], d, state, mcp=True,
+                                 intent=False, python=sys.executable)
+    assert theirs.count("--append-system-prompt") == 1 and theirs[-1] == f"be brief\n\n{notes.NOTE}"
+    assert session.claude_argv(["claude", "mcp", "list"], d, state, mcp=True, intent=True,
+                               python=sys.executable) == ["claude", "mcp", "list"]
+
+
+def test_codex_overrides_keep_the_users_instructions(tmp_path):
+    home = tmp_path / "codex"
+    home.mkdir()
+    (home / "config.toml").write_text('developer_instructions = "mine"\n')
+    argv = session.codex_argv(["codex", "exec", "hi"], tmp_path / "state", {"CODEX_HOME": str(home)}, mcp=True)
+    assert argv[0] == "codex" and argv[-2:] == ["exec", "hi"]
+    assert f'developer_instructions={json.dumps("mine" + chr(10) * 2 + notes.NOTE)}' in argv
+    assert f'mcp_servers.capsule.env.JACKIN_CTX_STATE_DIR={json.dumps(str(tmp_path / "state"))}' in argv
+    assert session.codex_argv(["codex", "exec"], tmp_path, {}, mcp=False) == ["codex", "exec"]
+
+
+def test_a_dead_sessions_dir_is_removed_on_the_next_start(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = session.sessions_root(tmp_path) / str(dead.pid)
+    stale.mkdir(parents=True)
+    (stale / "mcp.json").write_text("{}")
+    mine = session.prepare(tmp_path)
+    assert not stale.exists() and mine.is_dir()
+    session.finish(mine)
+    assert not mine.exists()
+
+
+def _hook(state, event: dict) -> None:
+    d = session.prepare(state)
+    script = session._hook_command(d, state, sys.executable).split()[-1]
+    proc = subprocess.run([sys.executable, "-IS", script], input=json.dumps(event), capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
+
+
+def test_hook_records_and_lookup_finds_the_calls_description(tmp_path):
+    state = tmp_path / "state"
+    _hook(state, {"hook_event_name": "UserPromptSubmit", "session_id": "s-1", "prompt": "why does checkout fail?"})
+    _hook(state, {"hook_event_name": "PreToolUse", "session_id": "s-1", "tool_name": "Bash", "tool_use_id": "t1",
+                  "tool_input": {"command": "cd src && grep -rn 'retry' . | head -50", "description": "Find retries"}})
+    _hook(state, {"hook_event_name": "PreToolUse", "session_id": "s-1", "tool_name": "Bash", "tool_use_id": "t2",
+                  "tool_input": {"command": "git log --stat -15"}})
+    d = session.intents_dir(state)
+    assert intent.lookup(d, "s-1", "grep -rn retry .") == "Find retries"
+    assert intent.lookup(d, "s-1", "git log --stat -15") == "why does checkout fail?"   # no description: the prompt
+    assert intent.lookup(d, "s-2", "grep -rn retry .") is None
+    assert intent.lookup(d, "s-1", "grep -rn retry .", now=time.time() + 3600) is None  # stale
+    _hook(state, {"hook_event_name": "PreToolUse", "session_id": "../evil", "tool_input": {"command": "x"}})
+    assert not (state / "sessions" / "evil.jsonl").exists() and (d / "evil.jsonl").exists()
+    _hook(state, {"not": "a hook event"})                                               # silent, no record
+    assert sorted(os.listdir(d)) == ["evil.jsonl", "s-1.jsonl"]
