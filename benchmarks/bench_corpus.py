@@ -6,14 +6,17 @@
 Default corpora: the ones shipped in the repo (benchmarks/corpus/dev and holdout, made by
 benchmarks/corpus/make_corpus.py from real registry projects) and ../shared/corpus when it
 exists. --corpus DIR (repeatable) adds others; --no-defaults measures only those.
-Columns: tokens before/after (cl100k), reduction, must-keep lines kept, recall, cases whose
-output grew (worse than raw), and for bounded reads (family `read`) the share of their lines kept.
+Columns: tokens before/after (cl100k), reduction, ceiling (the reduction if only the must-keep
+lines were emitted: the most any compressor can reach at 100% recall), must-keep lines kept,
+recall, cases whose output grew (worse than raw), for bounded reads (family `read`) the share
+of their lines kept, cases whose second run differs (nondeterm), engine time per case.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -24,38 +27,52 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from capsule.measure.corpus import run_corpus  # noqa: E402
 from corpora import AGENT_READ_FAMILIES, READ_FAMILIES, default_corpora  # noqa: E402
 
-COLS = ["cases", "raw_tok", "out_tok", "reduction", "must_keep", "recall", "worse", "read_lines"]
+COLS = ["cases", "raw_tok", "out_tok", "reduction", "ceiling", "must_keep", "recall", "worse", "read_lines",
+        "nondeterm", "p50_ms", "p95_ms"]
 
 
 def row(name: str, rs: list) -> dict:
+    """One table row; `ceiling` is the reduction left if only the must-keep lines were emitted."""
     raw = sum(r.raw_tokens for r in rs)
+    floor = sum(min(r.floor_tokens, r.raw_tokens) for r in rs)
     out = sum(r.emitted_tokens for r in rs)
     mk, kept = sum(r.must_keep for r in rs), sum(r.kept for r in rs)
+    times = sorted(r.ms for r in rs)
     reads = [r for r in rs if r.family in READ_FAMILIES]
     rmk, rkept = sum(r.must_keep for r in reads), sum(r.kept for r in reads)
     return {"name": name, "cases": len(rs), "raw_tokens": raw, "emitted_tokens": out,
             "reduction_pct": round(100.0 * (raw - out) / raw, 1) if raw else 0.0,
+            "ceiling_pct": round(100.0 * (raw - floor) / raw, 1) if raw else 0.0,
             "must_keep_kept": kept, "must_keep_total": mk,
             "recall_pct": round(100.0 * kept / mk, 1) if mk else 100.0,
             "worse": sum(r.worse for r in rs),
-            "read_lines_kept_pct": round(100.0 * rkept / rmk, 1) if rmk else None}
+            "read_lines_kept_pct": round(100.0 * rkept / rmk, 1) if rmk else None,
+            "nondeterministic": sum(not r.deterministic for r in rs),
+            "p50_ms": round(statistics.median(times), 2) if times else 0.0,
+            "p95_ms": round(times[min(len(times) - 1, int(0.95 * len(times)))], 2) if times else 0.0}
 
 
 def print_table(title: str, rows: list[dict]) -> None:
     w = max([len(title)] + [len(r["name"]) for r in rows]) + 2
-    print(f"{title:<{w}}" + "".join(f"{c:>11}" for c in COLS))
+    print(f"{title:<{w}}" + "".join(f"{c:>13}" for c in COLS))
     for r in rows:
         rl = "-" if r["read_lines_kept_pct"] is None else f"{r['read_lines_kept_pct']}%"
-        vals = [r["cases"], r["raw_tokens"], r["emitted_tokens"], f"{r['reduction_pct']}%",
-                f"{r['must_keep_kept']}/{r['must_keep_total']}", f"{r['recall_pct']}%", r["worse"], rl]
-        print(f"{r['name']:<{w}}" + "".join(f"{v:>11}" for v in vals))
+        vals = [r["cases"], r["raw_tokens"], r["emitted_tokens"], f"{r['reduction_pct']}%", f"{r['ceiling_pct']}%",
+                f"{r['must_keep_kept']}/{r['must_keep_total']}", f"{r['recall_pct']}%", r["worse"], rl,
+                r["nondeterministic"], r["p50_ms"], r["p95_ms"]]
+        print(f"{r['name']:<{w}}" + "".join(f"{v:>13}" for v in vals))
     print()
 
 
 def measure(corpora: list[tuple[str, Path]], use_intent: bool) -> list[tuple[str, object]]:
+    from capsule.measure import tokens
+
     tagged = []
     for name, folder in corpora:
-        tagged += [(name, r) for r in run_corpus(folder, use_intent=use_intent)]
+        for r in run_corpus(folder, use_intent=use_intent):
+            mk = folder / r.case / "must_keep.txt"
+            r.floor_tokens = tokens.count_bytes(mk.read_bytes()) if mk.exists() else 0
+            tagged.append((name, r))
     return tagged
 
 
@@ -96,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         if not extra.is_dir():
             print(f"bench_corpus: no corpus folder at {extra}", file=sys.stderr)
             return 2
+        if extra.resolve() in {p.resolve() for _, p in corpora}:
+            continue                                    # already measured (e.g. ../shared/corpus by default)
         name = name or (extra.name if extra.name not in {n for n, _ in corpora} else str(extra))
         corpora.append((name, extra))
     if not corpora:

@@ -106,6 +106,16 @@ def ruff_statistics(output: bytes) -> list[str]:
                 or l.startswith("Found "))
 
 
+def unittest(output: bytes) -> list[str]:
+    """FAIL:/ERROR: headers, the assertion line, project frames, `Ran N tests` and the OK/FAILED verdict."""
+    lines = lines_of(output)
+    def project_frame(l: str) -> bool:
+        m = PY_FRAME.match(l)
+        return bool(m) and "site-packages" not in m.group(1) and "/lib/python3" not in m.group(1)
+    return pick(lines, lambda l: re.match(r"^(FAIL|ERROR): \S", l) is not None or PY_EXC.match(l) is not None
+                or re.match(r"^(Ran \d+ tests? in|OK\b|FAILED \()", l) is not None or project_frame(l))
+
+
 def mypy(output: bytes) -> list[str]:
     return pick(lines_of(output), lambda l: MYPY_ERROR.match(l) is not None or MYPY_SUMMARY.match(l) is not None)
 

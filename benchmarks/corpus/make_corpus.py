@@ -99,6 +99,8 @@ class Maker:
     def setup(self) -> None:
         self.work.mkdir(parents=True, exist_ok=True)
         (self.work / "home").mkdir(exist_ok=True)
+        # an agent's machine has a git identity; merges and commits in cases need one
+        (self.work / "home" / ".gitconfig").write_text("[user]\n\tname = corpus\n\temail = corpus@example.invalid\n")
         if not (self.venv / "bin" / "python").exists():
             subprocess.run([sys.executable, "-m", "venv", str(self.venv)], check=True)
             subprocess.run([str(self.venv / "bin" / "pip"), "install", "-q", "pytest", "ruff", "mypy"], check=True)
@@ -154,11 +156,11 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
     ap.add_argument("--only", help="make only the cases whose id starts with one of these (comma-separated)")
     ap.add_argument("--pkg", help="only this Python package (and no npm/git/docker cases)")
-    ap.add_argument("--skip", default="", help="comma-separated parts to skip: py,npm,git,docker")
+    ap.add_argument("--skip", default="", help="comma-separated parts to skip: py,npm,json,git,docker")
     args = ap.parse_args()
     import recipes
 
-    skip = set(filter(None, args.skip.split(","))) | ({"npm", "git", "docker"} if args.pkg else set())
+    skip = set(filter(None, args.skip.split(","))) | ({"npm", "json", "git", "docker"} if args.pkg else set())
     for name in (["dev", "holdout"] if args.set == "all" else [args.set]):
         m = Maker(args.work.resolve(), args.out.resolve(), name, args.only)
         m.setup()
@@ -173,6 +175,8 @@ def main() -> int:
             print(f"[{name}] npm", file=sys.stderr)
             m.node_tools()
             recipes.npm_project(m, spec["npm"])
+        if "json" not in skip:
+            recipes.big_json(m, spec["npm"])
         if "git" not in skip and spec["own_history"]:
             recipes.own_history(m, Path(__file__).resolve().parents[2])
         if "docker" not in skip:

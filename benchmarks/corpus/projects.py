@@ -38,6 +38,7 @@ PY_DEV = [
     {"name": "more-itertools", "pypi": "more-itertools", "version": "11.2.1", "history": ["10.5.0", "10.6.0"],
      "src": "more_itertools", "tests": "tests/test_recipes.py", "env": {"PYTHONPATH": "."},
      "test_files": ["tests/test_recipes.py", "tests/test_more.py"],
+     "unittest": "python -m unittest tests.test_recipes",
      "big": "more_itertools/recipes.py", "small": "more_itertools/__init__.py", "symbol": "chunked",
      "crash": [("one", "import more_itertools as mi\nrows = [{'id': 1}, {'id': 1}]\n"
                 "print(mi.one(r for r in rows if r['id'] == 1))", "Fetch the single row with id 1.")]},
@@ -47,6 +48,7 @@ PY_HOLDOUT = [
     {"name": "cachetools", "pypi": "cachetools", "version": "8.0.2", "history": ["5.5.0", "5.5.1"],
      "src": "src/cachetools", "tests": "tests", "env": {"PYTHONPATH": "src"},
      "test_files": ["tests/test_lru.py", "tests/test_ttl.py", "tests/test_cached.py"],
+     "unittest": "python -m unittest discover -s tests -t .",
      "big": "src/cachetools/__init__.py", "small": "src/cachetools/keys.py", "symbol": "hashkey",
      "crash": [("too_large", "import cachetools\nc = cachetools.LRUCache(maxsize=10, getsizeof=len)\n"
                 "c['report'] = 'x' * 64", "Cache the rendered report.")]},
@@ -74,12 +76,12 @@ PY_HOLDOUT = [
 
 # npm packages: installed together into one scratch project (npm install log, npm ls, node_modules
 # listings), one of them unpacked with `npm pack` as the project an agent reads and lints.
-NPM_DEV = {"install": ["express@5", "debug@4"], "pack": "express@5.1.0", "view": "express",
+NPM_DEV = {"install": ["express@5", "debug@4"], "view_big": "typescript", "pack": "express@5.1.0", "view": "express",
            "lint_dir": "lib", "big": "lib/response.js", "symbol": "sendFile",
            "crash": [("use_number", "require('express')().use(42)", "Mount the router on the app."),
                      ("missing", "require('./lib/express').static.mime.lookup('a.txt')",
                       "Look up the mime type the static middleware uses.")]}
-NPM_HOLDOUT = {"install": ["commander@12", "yargs@17"], "pack": "yargs@17.7.2", "view": "yargs",
+NPM_HOLDOUT = {"install": ["commander@12", "yargs@17"], "view_big": "react", "pack": "yargs@17.7.2", "view": "yargs",
                "lint_dir": "build/lib", "big": "build/lib/yargs-factory.js", "symbol": "demandOption",
                "crash": [("required", "const {Command}=require('commander');new Command().exitOverride()"
                           ".requiredOption('-c, --config <path>').parse(['node','x'])",

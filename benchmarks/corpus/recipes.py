@@ -66,6 +66,9 @@ def python_package(m, pkg: dict) -> None:
     c(f"git_status_{n}", "git status", "git", "See what I changed.",
       lambda o, e, x: L.regex(o, r"^(On branch|\s+modified:|\s+deleted:|\s+new file:|Untracked)"), "git")
     c(f"git_diff_{n}", "git diff", "git", "Review my edits before committing.", lambda o, e, x: L.git_diff(o), "git")
+    if pkg.get("unittest"):
+        c(f"unittest_{n}", pkg["unittest"], "unittest", "Run the unittest suite after my change.",
+          lambda o, e, x: L.unittest(o), "python")
     _flip(proj / pkg["test_files"][0], 40)
     c(f"pytest_many_{n}", f"{PYT} -q {pkg['test_files'][0]}", "pytest", "Why did so many tests fail?",
       _pytest_label, "pytest", junit=True)
@@ -120,6 +123,7 @@ def python_package(m, pkg: dict) -> None:
     c(f"find_wc_{n}", f"find {src} -name '*.py' | xargs wc -l", "find", "How big are the modules?",
       lambda o, e, x: L.regex(o, r"^\s*\d+ total$"), "findutils")
 
+    merge_conflict(m, proj, pkg, source, env)
     for cid, code, intent in pkg["crash"]:
         c(f"traceback_{n}_{cid}", f"python -c {shlex.quote(code)}", "python_traceback", intent,
           lambda o, e, x: L.python_traceback(o), "python")
@@ -130,6 +134,46 @@ def python_package(m, pkg: dict) -> None:
       lambda o, e, x: L.regex(o, r"^(Successfully built|ERROR:|error:)"), "pip")
     c(f"pip_no_version_{n}", f"pip install '{pkg['pypi']}==0.0.0.1'", "pip", "Pin the old version.",
       lambda o, e, x: L.regex(o, r"^ERROR:"), "pip")
+
+
+def merge_conflict(m, proj: Path, pkg: dict, source: str, env: dict) -> None:
+    """Two branches edit the first line of the same file differently: a real merge conflict, then undone."""
+    n, big = pkg["name"].replace("-", "_"), pkg["big"]
+    ident = "-c user.name=corpus -c user.email=corpus@example.invalid"
+
+    def edit(tag: str) -> None:
+        lines = (proj / big).read_text().split("\n")
+        lines[0] = f"# {tag}: " + lines[0]
+        (proj / big).write_text("\n".join(lines))
+    m.sh("git checkout -q -b feature", proj)
+    edit("feature branch")
+    m.sh(f"git {ident} commit -q -am 'feature: note on {big}'", proj)
+    m.sh("git checkout -q main", proj)
+    edit("hotfix on main")
+    m.sh(f"git {ident} commit -q -am 'hotfix: note on {big}'", proj)
+    c = lambda cid, cmd, intent, label: m.case(cid, cmd, proj, "git", intent, label, "git", source,  # noqa: E731
+                                               extra_env=env)
+    c(f"git_merge_conflict_{n}", "git merge feature", "Merge the feature branch.",
+      lambda o, e, x: L.regex(o, r"^(CONFLICT|Automatic merge failed)"))
+    c(f"git_status_merge_{n}", "git status", "What is left to resolve in the merge?",
+      lambda o, e, x: L.regex(o, r"^(You have unmerged paths|\s+both modified:)"))
+    c(f"git_diff_conflict_{n}", "git diff", "See the conflicting hunks.",
+      lambda o, e, x: L.regex(o, r"^(diff --cc |\+\+<<<<<<< |\+\+=======$|\+\+>>>>>>> |[ +-][ +-]# (hotfix on main|feature branch): )"))
+    m.sh(f"git merge --abort; git reset -q --hard v{pkg['version']}; git branch -q -D feature", proj)
+
+
+def big_json(m, spec: dict) -> None:
+    """Big JSON documents an agent asks for: package metadata with long version lists and time maps."""
+    scratch = m.work / "json-scratch"
+    scratch.mkdir(exist_ok=True)
+    name = spec["view_big"]
+    m.case(f"json_npm_view_big_{m.set_name}", f"npm view {name} --json", scratch, "json",
+           f"Which versions of {name} exist and which is latest?",
+           lambda o, e, x: L.regex(o, r'^(  "version": |    "latest": )'), "npm", f"npm:{name}")
+    m.case(f"json_pip_inspect_{m.set_name}", "pip inspect", scratch, "json", "Which pytest and mypy are installed?",
+           lambda o, e, x: L.regex(o, r'^\s+"name": "(pytest|mypy)"'), "pip", "tools:pytest,ruff,mypy venv")
+    m.case(f"json_pip_list_{m.set_name}", "pip list --format json", scratch, "json", "List installed packages.",
+           None, "pip", "tools:pytest,ruff,mypy venv")
 
 
 def agent_reads(m, proj: Path, pkg: dict, source: str, env: dict) -> None:
