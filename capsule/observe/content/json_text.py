@@ -46,6 +46,8 @@ def _object(pairs: list):
     return obj if len(obj) == len(pairs) else Pairs(pairs)
 
 
+_quote = json.encoder.encode_basestring    # the C quoting json.dumps(ensure_ascii=False) uses
+
 _HOOKS = dict(parse_float=Float, parse_int=Int, parse_constant=Float, object_pairs_hook=_object)
 DECODER = json.JSONDecoder(**_HOOKS)
 
@@ -83,7 +85,7 @@ def literal(v) -> str:
         return json.dumps(v)
     if not isinstance(v, str):      # a YAML date or timestamp: its text, as a string
         v = str(v)
-    return json.dumps(v, ensure_ascii=False)
+    return _quote(v)
 
 
 def ident(v) -> str:
@@ -116,7 +118,7 @@ def _write(v, out: list[str], indent: int | None, sep: str, depth: int) -> None:
                 out.append(",")
             if indent is not None:
                 out.append("\n" + " " * (indent * (depth + 1)))
-            out.append(json.dumps(k, ensure_ascii=False) + sep)
+            out.append(_quote(k) + sep)
             _write(x, out, indent, sep, depth + 1)
         if indent is not None:
             out.append("\n" + " " * (indent * depth))
@@ -142,9 +144,13 @@ def _write(v, out: list[str], indent: int | None, sep: str, depth: int) -> None:
 # ---------------------------------------------------------------- the proof
 
 
-_SPACE = re.compile(r"[ \t\r\n]*")
-_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|NaN|-?Infinity")
-_WORDS = ("true", "false", "null")
+_TOKEN = re.compile(r"""[ \t\r\n]*(?:
+    ([{}\[\],:])                                           # 1 punctuation
+  | "((?:[^"\\\x00-\x1f]|\\.)*)"                             # 2 string body
+  | (-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|NaN|-?Infinity)  # 3 number, as written
+  | (true|false|null)                                      # 4 literal
+  )""", re.X)
+_TAIL = re.compile(r"[ \t\r\n]*")
 _scanstring = json.decoder.scanstring
 
 
@@ -153,31 +159,25 @@ def tokens(text: str) -> list:
     true/false/null. Two texts with equal streams differ in whitespace and string escapes
     only; raises ValueError on text that is not a JSON token sequence."""
     out: list = []
-    i, n = 0, len(text)
-    while True:
-        i = _SPACE.match(text, i).end()
-        if i >= n:
-            return out
-        ch = text[i]
-        if ch in "{}[],:":
-            out.append(ch)
-            i += 1
-        elif ch == '"':
-            s, i = _scanstring(text, i + 1, True)
-            out.append(("s", s))
+    append = append_ = out.append
+    pos, n = 0, len(text)
+    for m in _TOKEN.finditer(text):
+        if m.start() != pos:
+            break
+        pos = m.end()
+        punct, body, num, word = m.groups()
+        if punct is not None:
+            append(punct)
+        elif body is not None:
+            append_(("s", _scanstring(body + '"', 0, True)[0] if "\\" in body else body))
+        elif num is not None:
+            append(("n", num))
         else:
-            m = _NUMBER.match(text, i)
-            if m:
-                out.append(("n", m.group(0)))
-                i = m.end()
-                continue
-            for w in _WORDS:
-                if text.startswith(w, i):
-                    out.append(w)
-                    i += len(w)
-                    break
-            else:
-                raise ValueError(f"not a JSON token at {i}: {text[i:i + 20]!r}")
+            append(word)
+    pos = _TAIL.match(text, pos).end()
+    if pos != n:
+        raise ValueError(f"not a JSON token at {pos}: {text[pos:pos + 20]!r}")
+    return out
 
 
 def stream_tokens(texts_tokens: list[list]) -> list:
