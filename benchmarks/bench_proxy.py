@@ -45,7 +45,8 @@ if _SHARED:
                      ("repo:capsule/supervisor/core.py", "core.py")]
 else:   # a plain clone: the same kinds of file from the corpus shipped in the repo
     CORPUS = SHIPPED["dev"]
-    SESSION_FILES = [("pytest_many_click", "pytest-run.log"), ("json_npm_view_dev", "express.json"),
+    # every file under the 256 KB Claude Code's Read tool accepts
+    SESSION_FILES = [("pytest_many_jinja2", "pytest-run.log"), ("json_npm_view_dev", "express.json"),
                      ("repo:README.md", "README.md"), ("git_log_stat_own", "recent-changes.txt"),
                      ("ruff_full_toolz", "lint-report.txt"), ("repo:capsule/engine.py", "engine.py"),
                      ("repo:capsule/supervisor/core.py", "core.py")]

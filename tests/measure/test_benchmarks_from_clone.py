@@ -136,13 +136,15 @@ def test_bench_proxy_runs_on_a_tiny_input():
 
 
 def test_bench_proxy_session_files_exist_in_a_clone():
-    """Without ../shared/corpus the session reads files shipped in the repo (dev corpus, repo files)."""
+    """Without ../shared/corpus the session reads files shipped in the repo (dev corpus, repo files),
+    each small enough for Claude Code's Read tool (256 KB)."""
     env = {k: v for k, v in os.environ.items() if k != "CAPSULE_CORPUS"}
     code = ("import sys, corpora; corpora.shared_corpus = lambda: None; sys.argv = ['x'];"
             "import importlib.util as u; s = u.spec_from_file_location('bp', 'bench_proxy.py');"
             "m = u.module_from_spec(s); s.loader.exec_module(m);"
-            "missing = [c for c, _ in m.SESSION_FILES if not (m.REPO / c[5:] if c.startswith('repo:')"
-            " else m.CORPUS / c / 'output.txt').is_file()];"
+            "paths = [m.REPO / c[5:] if c.startswith('repo:') else m.CORPUS / c / 'output.txt' for c, _ in"
+            " m.SESSION_FILES];"
+            "missing = [p for p in paths if not p.is_file() or p.stat().st_size > 256_000];"
             "print(m.CORPUS, missing); assert not missing and m.CORPUS == corpora.SHIPPED['dev']")
     done = subprocess.run([sys.executable, "-c", code], cwd=BENCH, capture_output=True, text=True, env=env,
                           timeout=60)
