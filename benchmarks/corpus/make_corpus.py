@@ -156,11 +156,11 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
     ap.add_argument("--only", help="make only the cases whose id starts with one of these (comma-separated)")
     ap.add_argument("--pkg", help="only this Python package (and no npm/git/docker cases)")
-    ap.add_argument("--skip", default="", help="comma-separated parts to skip: py,npm,json,git,docker")
+    ap.add_argument("--skip", default="", help="comma-separated parts to skip: py,npm,json,install,git,docker")
     args = ap.parse_args()
     import recipes
 
-    skip = set(filter(None, args.skip.split(","))) | ({"npm", "json", "git", "docker"} if args.pkg else set())
+    skip = set(filter(None, args.skip.split(","))) | ({"npm", "json", "install", "git", "docker"} if args.pkg else set())
     for name in (["dev", "holdout"] if args.set == "all" else [args.set]):
         m = Maker(args.work.resolve(), args.out.resolve(), name, args.only)
         m.setup()
@@ -177,6 +177,8 @@ def main() -> int:
             recipes.npm_project(m, spec["npm"])
         if "json" not in skip:
             recipes.big_json(m, spec["npm"])
+        if "install" not in skip:
+            recipes.installs(m, spec["npm"])
         if "git" not in skip and spec["own_history"]:
             recipes.own_history(m, Path(__file__).resolve().parents[2])
         if "docker" not in skip:

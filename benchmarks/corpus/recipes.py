@@ -176,6 +176,21 @@ def big_json(m, spec: dict) -> None:
            None, "pip", "tools:pytest,ruff,mypy venv")
 
 
+def installs(m, spec: dict) -> None:
+    """Install logs: pip into a fresh target (plain and -v), npm with --loglevel=silly (a long log)."""
+    scratch = m.work / "install-scratch"
+    m.sh(f"rm -rf {scratch} && mkdir -p {scratch}", m.work)
+    done = lambda o, e, x: L.regex(o, r"^(Successfully installed|ERROR:|added \d+ packages?|npm error)")  # noqa: E731
+    pip_pkg, npm_pkg = spec["pip_install"], spec["npm_silly"]
+    m.case(f"pip_install_{m.set_name}", f"pip install --no-cache-dir --target {scratch}/t1 {pip_pkg}", scratch, "pip",
+           f"Install {pip_pkg}.", done, "pip", f"pypi:{pip_pkg}")
+    m.case(f"pip_install_verbose_{m.set_name}", f"pip install -v --no-cache-dir --target {scratch}/t2 {pip_pkg}",
+           scratch, "pip", f"Why is installing {pip_pkg} slow?", done, "pip", f"pypi:{pip_pkg}")
+    (scratch / "package.json").write_text('{"name": "silly", "version": "1.0.0", "private": true}\n')
+    m.case(f"npm_install_silly_{m.set_name}", f"npm install --loglevel=silly {npm_pkg}", scratch, "long_log",
+           f"Debug the install of {npm_pkg}.", done, "npm", f"npm:{npm_pkg}")
+
+
 def agent_reads(m, proj: Path, pkg: dict, source: str, env: dict) -> None:
     n, big, small, sym = pkg["name"].replace("-", "_"), pkg["big"], pkg["small"], pkg["symbol"]
     text = (proj / big).read_text().split("\n")
