@@ -130,6 +130,10 @@ class Engine:
 
             intent = intents.lookup(session.intents_dir(self.state_dir),
                                     meta.get(limits.data()["claude"]["session_env"]), command)
+            if intent is None and meta.get(limits.data()["codex"]["detect_env"]):
+                from capsule.agents import codex  # noqa: PLC0415
+
+                intent = intents.codex_prompt(codex.codex_home(), meta[limits.data()["codex"]["detect_env"]])
         whole = limit.budget() if limit else None
         err_budget = out_budget = None
         if whole is not None:   # stderr first (usually short); it leaves stdout at least half

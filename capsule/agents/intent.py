@@ -4,7 +4,8 @@ Claude Code's PreToolUse hook (hook_template/intent_hook.py, set up by session.p
 call's command and `description`, and UserPromptSubmit the user's prompt, per session. A shim's
 observation carries the session id; the newest recorded call whose command contains the shim's
 command, in order, gives its description; else the user's last prompt. Codex states no goal per
-call (exec_command has none), so its observations get no intent.
+call (exec_command has none): its observations get the user's last prompt, read from the thread's
+rollout file ($CODEX_HOME/sessions/Y/M/D/rollout-…-<thread id>.jsonl).
 Not responsible for using the intent (the engine's filters rank by it).
 Invariant: read-only and bounded (the file's last 64 KB); any failure means no intent.
 """
@@ -75,3 +76,47 @@ def lookup(intents_dir: Path, session: str | None, command: str | None, now: flo
         if rec.get("kind") == "prompt" and prompt is None and rec.get("prompt"):
             prompt = str(rec["prompt"])
     return prompt
+
+
+ROLLOUT_TAIL = 256 << 10
+_rollouts: dict[tuple[str, str], Path] = {}
+
+
+def _rollout(codex_home: Path, thread: str) -> Path | None:
+    key = (str(codex_home), thread)
+    if key not in _rollouts:
+        found = sorted(Path(codex_home).glob(f"sessions/*/*/*/rollout-*-{thread}.jsonl"))
+        if not found:
+            return None
+        _rollouts[key] = found[-1]
+    return _rollouts[key]
+
+
+def codex_prompt(codex_home: Path, thread: str | None) -> str | None:
+    """The user's last prompt in a Codex thread (its own context blocks, `<…>`, are skipped)."""
+    if not thread or not all(c.isalnum() or c in "-_" for c in thread):
+        return None
+    path = _rollout(codex_home, thread)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(0, size - ROLLOUT_TAIL))
+            lines = fh.read().split(b"\n")
+    except OSError:
+        return None
+    for line in reversed(lines):
+        if b'"role":"user"' not in line:
+            continue
+        try:
+            payload = json.loads(line).get("payload") or {}
+        except ValueError:
+            continue
+        if payload.get("type") != "message" or payload.get("role") != "user":
+            continue
+        texts = [c.get("text", "") for c in payload.get("content") or [] if c.get("type") == "input_text"]
+        texts = [t.strip() for t in texts if t.strip() and not t.lstrip().startswith("<")]
+        if texts:
+            return "\n".join(texts)[:2000]
+    return None

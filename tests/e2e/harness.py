@@ -24,6 +24,7 @@ from capsule.measure.tokens import count
 REPO = Path(__file__).resolve().parents[2]
 CODEX_MODEL = "gpt-5.5"
 TIMEOUT_S = 300
+PROMPT = "Investigate why checkout drops orders."
 
 
 @dataclass(frozen=True)
@@ -399,7 +400,7 @@ def run_claude(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_en
         env = {**base_env(home), "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{fake.port}", "ANTHROPIC_API_KEY": "test",
                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
                "MCP_CONNECTION_NONBLOCKING": "0", **(extra_env or {})}
-        argv = [client_path("claude"), "-p", "Investigate why checkout drops orders.",
+        argv = [client_path("claude"), "-p", PROMPT,
                 "--allowedTools", "Bash", "--output-format", "json"]
         if mode == "capsule":
             argv = capsule_prefix() + argv
@@ -424,7 +425,7 @@ def run_codex(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_env
         (codex_home / "config.toml").write_text(fake.provider_config(model))
         env = {**base_env(home), "OPENAI_API_KEY": "test", **(extra_env or {})}
         argv = [client_path("codex"), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
-                "Investigate why checkout drops orders."]
+                PROMPT]
         if mode == "capsule":
             argv = capsule_prefix() + argv
         proc = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,

@@ -50,3 +50,16 @@ def test_capsule_mode_costs_at_most_60_percent_of_plain_tool_result_tokens(runs,
     plain, cap = runs(client)
     ratio = sum(cap.tokens()) / sum(plain.tokens())
     assert ratio <= TARGET, f"{client}: {ratio:.2f} of plain\n{harness.table([(plain, cap)])}"
+
+
+@pytest.mark.parametrize("client", ["claude", "codex"])
+def test_each_observation_carries_the_goal_the_client_stated(runs, client):
+    """Claude Code: the Bash call's `description` (PreToolUse hook); Codex: the user's last prompt."""
+    import apsw
+
+    _, cap = runs(client)
+    ledger = apsw.Connection(str(cap.home / ".local/state/capsule/ledger.db"))
+    got = dict(ledger.execute("SELECT command, intent FROM emissions WHERE stream = 'stdout'").fetchall())
+    for call in harness.CALLS:
+        want = call.description if client == "claude" else harness.PROMPT
+        assert got.get(call.command) == want, got
