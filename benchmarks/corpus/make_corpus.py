@@ -156,11 +156,11 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
     ap.add_argument("--only", help="make only the cases whose id starts with one of these (comma-separated)")
     ap.add_argument("--pkg", help="only this Python package (and no npm/git/docker cases)")
-    ap.add_argument("--skip", default="", help="comma-separated parts to skip: py,npm,json,install,git,docker")
+    ap.add_argument("--skip", default="", help="comma-separated parts to skip: py,npm,json,install,git,docker,logs")
     args = ap.parse_args()
     import recipes
 
-    skip = set(filter(None, args.skip.split(","))) | ({"npm", "json", "install", "git", "docker"} if args.pkg else set())
+    skip = set(filter(None, args.skip.split(","))) | ({"npm", "json", "install", "git", "docker", "logs"} if args.pkg else set())
     for name in (["dev", "holdout"] if args.set == "all" else [args.set]):
         m = Maker(args.work.resolve(), args.out.resolve(), name, args.only)
         m.setup()
@@ -183,6 +183,9 @@ def main() -> int:
             recipes.own_history(m, Path(__file__).resolve().parents[2])
         if "docker" not in skip:
             recipes.docker_cases(m)
+            recipes.docker_build(m, spec["npm"])
+        if "logs" not in skip:
+            recipes.access_log(m, spec["npm"])
         print(f"[{name}] {len(m.made)} cases written to {m.out}", file=sys.stderr)
     return 0
 

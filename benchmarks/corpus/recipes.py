@@ -191,6 +191,68 @@ def installs(m, spec: dict) -> None:
            f"Debug the install of {npm_pkg}.", done, "npm", f"npm:{npm_pkg}")
 
 
+ACCESS_CLIENT = r"""
+import random, sys, urllib.request, urllib.error
+port, paths, bad = int(sys.argv[1]), sys.argv[2].split(","), sys.argv[3].split(",")
+rng = random.Random(7)
+for i in range(int(sys.argv[4])):
+    path = bad[(i // 97) % len(bad)] if i % 97 == 50 else rng.choice(paths)
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/{path}").read()
+    except urllib.error.HTTPError:
+        pass
+"""
+
+
+def access_log(m, spec: dict) -> None:
+    """A real http.server serving the project, hit by a request mix with a few missing paths: its access log."""
+    import subprocess
+    root = m.work / "proj" / spec["serve"]
+    if not root.is_dir():
+        return
+    logs = m.work / f"logs-{m.set_name}"
+    logs.mkdir(exist_ok=True)
+    log = logs / "access.log"
+    with open(log, "wb") as fh:
+        srv = subprocess.Popen(["python3", "-u", "-m", "http.server", "0", "--bind", "127.0.0.1"], cwd=root,
+                               stdout=subprocess.PIPE, stderr=fh, env=m.env())
+        port = int(srv.stdout.readline().split(b" port ")[1].split()[0])
+        files = [str(p.relative_to(root)) for p in sorted(root.rglob("*")) if p.is_file() and ".git" not in p.parts]
+        m.sh(f"python3 -c '{ACCESS_CLIENT}' {port} {','.join(files[:60])} {','.join(spec['missing'])} 400", root)
+        srv.terminate()
+        srv.wait(10)
+    m.case(f"log_access_{m.set_name}", f"cat {log.name}", logs, "long_log", "Did any request fail?",
+           lambda o, e, x: L.regex(o, r'" [45]\d\d '), "coreutils", f"http.server:{spec['serve']}")
+    m.case(f"log_access_tail_{m.set_name}", f"grep -v ' 200 ' {log.name}", logs, "grep", "Show the failed requests.",
+           lambda o, e, x: L.regex(o, r'" [45]\d\d '), "grep", f"http.server:{spec['serve']}")
+
+
+def docker_build(m, spec: dict) -> None:
+    """docker build of a small image on the local base: one build that fails in a RUN step, one that works."""
+    _, code = m.sh("docker info --format '{{.ServerVersion}}'", m.work)
+    have, _ = m.sh("docker images --format '{{.Repository}}:{{.Tag}}'", m.work)
+    base = next((i for i in have.decode().split() if i.startswith("capsule-base")), None)
+    if code != 0 or not base:
+        return
+    ctx = m.work / f"docker-{m.set_name}"
+    m.sh(f"rm -rf {ctx} && mkdir -p {ctx}", m.work)
+    (ctx / "settings.json").write_text(spec["docker_config"])
+    (ctx / "app.py").write_text("import json\nprint(json.load(open('settings.json')))\n")
+    (ctx / "Dockerfile").write_text(f"FROM {base}\nWORKDIR /app\nCOPY . /app\nRUN python3 -m compileall -q .\n"
+                                    "RUN python3 app.py\nCMD [\"python3\", \"app.py\"]\n")
+    tag = f"corpus10-{m.set_name}:ci"
+    fail = lambda o, e, x: L.regex(o, r"^Step \d+/\d+ : RUN python3 app.py|The command .* returned a non-zero code|"  # noqa
+                                    r"[\w.]*Error: ")
+    m.case(f"docker_build_fails_{m.set_name}", f"docker build -t {tag} .", ctx, "docker",
+           "Build the image.", fail, "docker", f"docker:{base}")
+    (ctx / "settings.json").write_text('{"ok": true}\n')
+    m.case(f"docker_build_ok_{m.set_name}", f"docker build --no-cache -t {tag} .", ctx, "docker", "Rebuild the image.",
+           lambda o, e, x: L.regex(o, r"^Successfully (built|tagged) "), "docker", f"docker:{base}")
+    m.case(f"docker_run_{m.set_name}", f"docker run --rm {tag}", ctx, "docker", "Run the app in its image.",
+           None, "docker", f"docker:{base}")
+    m.sh(f"docker rmi -f {tag} >/dev/null 2>&1; docker image prune -f >/dev/null 2>&1", ctx)
+
+
 def agent_reads(m, proj: Path, pkg: dict, source: str, env: dict) -> None:
     n, big, small, sym = pkg["name"].replace("-", "_"), pkg["big"], pkg["small"], pkg["symbol"]
     text = (proj / big).read_text().split("\n")
