@@ -355,7 +355,10 @@ def strict_equal(a, b) -> bool:
     """Equality that tells 1 from 1.0 from True and compares key order-insensitively; two
     numbers that both remember their source text are equal only when written the same, and an
     object with a repeated key equals only the same pairs in the same order."""
-    if _kind(a) != _kind(b):
+    ta = type(a)
+    if ta is str or ta is bool or a is None:      # the common leaves, decided at once
+        return ta is type(b) and a == b
+    if ta is not type(b) and _kind(a) != _kind(b):
         return False
     if isinstance(a, Pairs) or isinstance(b, Pairs):
         pa = a.pairs if isinstance(a, Pairs) else list(a.items())
@@ -365,9 +368,9 @@ def strict_equal(a, b) -> bool:
         return a.keys() == b.keys() and all(strict_equal(a[k], b[k]) for k in a)
     if isinstance(a, list):
         return len(a) == len(b) and all(strict_equal(x, y) for x, y in zip(a, b))
-    ta, tb = getattr(a, "text", None), getattr(b, "text", None)
-    if ta is not None and tb is not None:
-        return ta == tb
+    xa, xb = getattr(a, "text", None), getattr(b, "text", None)
+    if xa is not None and xb is not None:
+        return xa == xb
     if isinstance(a, float):
         if math.isnan(a) or math.isnan(b):
             return math.isnan(a) and math.isnan(b)
