@@ -116,6 +116,26 @@ def unittest(output: bytes) -> list[str]:
                 or re.match(r"^(Ran \d+ tests? in|OK\b|FAILED \()", l) is not None or project_frame(l))
 
 
+def cargo(output: bytes) -> list[str]:
+    """Diagnostics with their `-->` locations, failing tests, each panic with the message lines under it,
+    and the verdict lines (`test result:`, `error: test failed`, `could not compile`, `Finished`)."""
+    lines = lines_of(output)
+    after_panic: set[int] = set()
+    for i, l in enumerate(lines):
+        if "panicked at" in l:
+            j = i + 1
+            while j < len(lines) and lines[j].strip() and not lines[j].startswith(("note:", "stack backtrace")):
+                after_panic.add(j)
+                j += 1
+    rx = re.compile(r"^(error|warning)(\[\w+\])?: |^\s+--> \S+:\d+:\d+|^test .* \.\.\. FAILED$|panicked at|"
+                    r"^test result: |^error: test failed|^error: could not compile|^\s+Finished ")
+    seen: dict[str, None] = {}
+    for i, l in enumerate(lines):
+        if l.strip() and (i in after_panic or rx.search(l)):
+            seen.setdefault(l, None)
+    return list(seen)
+
+
 def mypy(output: bytes) -> list[str]:
     return pick(lines_of(output), lambda l: MYPY_ERROR.match(l) is not None or MYPY_SUMMARY.match(l) is not None)
 

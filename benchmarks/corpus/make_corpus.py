@@ -43,6 +43,12 @@ class Maker:
                "npm_config_update_notifier": "false", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
                # the machine's pip.conf may point at local mirrors; a case shows plain registry use
                "PIP_CONFIG_FILE": os.devnull, "PIP_CERT": "/etc/ssl/certs/ca-certificates.crt"}
+        cargo = shutil.which("cargo")
+        if cargo:       # rustup's toolchains live under the real home, not the cases' scratch HOME
+            real_home = Path.home()
+            env["PATH"] += ":" + os.path.dirname(cargo)
+            env["RUSTUP_HOME"] = os.environ.get("RUSTUP_HOME", str(real_home / ".rustup"))
+            env["CARGO_HOME"] = os.environ.get("CARGO_HOME", str(real_home / ".cargo"))
         env.update(extra or {})
         return env
 
@@ -156,11 +162,11 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
     ap.add_argument("--only", help="make only the cases whose id starts with one of these (comma-separated)")
     ap.add_argument("--pkg", help="only this Python package (and no npm/git/docker cases)")
-    ap.add_argument("--skip", default="", help="comma-separated parts to skip: py,npm,json,install,git,docker,logs")
+    ap.add_argument("--skip", default="", help="comma-separated parts to skip: py,npm,json,install,git,docker,logs,cargo")
     args = ap.parse_args()
     import recipes
 
-    skip = set(filter(None, args.skip.split(","))) | ({"npm", "json", "install", "git", "docker", "logs"} if args.pkg else set())
+    skip = set(filter(None, args.skip.split(","))) | ({"npm", "json", "install", "git", "docker", "logs", "cargo"} if args.pkg else set())
     for name in (["dev", "holdout"] if args.set == "all" else [args.set]):
         m = Maker(args.work.resolve(), args.out.resolve(), name, args.only)
         m.setup()
@@ -186,6 +192,8 @@ def main() -> int:
             recipes.docker_build(m, spec["npm"])
         if "logs" not in skip:
             recipes.access_log(m, spec["npm"])
+        if "cargo" not in skip:
+            recipes.cargo_crate(m, spec["npm"])
         print(f"[{name}] {len(m.made)} cases written to {m.out}", file=sys.stderr)
     return 0
 

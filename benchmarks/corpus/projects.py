@@ -77,14 +77,14 @@ PY_HOLDOUT = [
 # npm packages: installed together into one scratch project (npm install log, npm ls, node_modules
 # listings), one of them unpacked with `npm pack` as the project an agent reads and lints.
 NPM_DEV = {"install": ["express@5", "debug@4"], "view_big": "typescript", "pip_install": "rich", "npm_silly": "chalk@4",
-           "serve": "click", "missing": ["docs/api.html", "src/click/_compat.pyc"],
+           "serve": "click", "crate": "semver", "missing": ["docs/api.html", "src/click/_compat.pyc"],
            "docker_config": '{"region": "eu-west-1", "retries": 3,}\n', "pack": "express@5.1.0", "view": "express",
            "lint_dir": "lib", "big": "lib/response.js", "symbol": "sendFile",
            "crash": [("use_number", "require('express')().use(42)", "Mount the router on the app."),
                      ("missing", "require('./lib/express').static.mime.lookup('a.txt')",
                       "Look up the mime type the static middleware uses.")]}
 NPM_HOLDOUT = {"install": ["commander@12", "yargs@17"], "view_big": "react", "pip_install": "httpx", "npm_silly": "lodash",
-               "serve": "boltons", "missing": ["boltons/missing.py", "favicon.ico", "docs/index.html"],
+               "serve": "boltons", "crate": "itoa", "missing": ["boltons/missing.py", "favicon.ico", "docs/index.html"],
                "docker_config": '{"db": {"host": "db", "port": 5432}\n', "pack": "yargs@17.7.2", "view": "yargs",
                "lint_dir": "build/lib", "big": "build/lib/yargs-factory.js", "symbol": "demandOption",
                "crash": [("required", "const {Command}=require('commander');new Command().exitOverride()"

@@ -253,6 +253,47 @@ def docker_build(m, spec: dict) -> None:
     m.sh(f"docker rmi -f {tag} >/dev/null 2>&1; docker image prune -f >/dev/null 2>&1", ctx)
 
 
+CARGO_SOURCE = '[source.crates-io]\nreplace-with = "debian"\n[source.debian]\ndirectory = "/usr/share/cargo/registry"\n'
+REGRESSION_TEST = """#[test]
+fn last_of_three_parts() {
+    let parts: Vec<u64> = vec![1, 2, 3];
+    let idx = parts.len();
+    assert_eq!(parts[idx], 3);
+}
+"""
+
+
+def cargo_crate(m, spec: dict) -> None:
+    """A crate's source from Debian's librust-*-dev (crates.io is not reachable), built and tested offline."""
+    crate = spec["crate"]
+    src = next(iter(sorted(Path("/usr/share/cargo/registry").glob(f"{crate}-*"))), None)
+    if src is None:
+        print(f"  no Debian source for crate {crate} (apt-get install librust-{crate}-dev)", file=__import__("sys").stderr)
+        return
+    proj = m.work / "crates" / crate
+    m.sh(f"rm -rf {proj} && mkdir -p {proj.parent} && cp -r {src} {proj} && mkdir -p {proj}/.cargo", m.work)
+    (proj / ".cargo" / "config.toml").write_text(CARGO_SOURCE)
+    m.sh("git init -q -b main . && git add -A && git commit -q -m 'Imported from Debian'", proj)
+    source = f"debian:librust-{crate}-dev ({src.name})"
+    c = lambda cid, cmd, intent: m.case(cid, cmd, proj, "cargo", intent, lambda o, e, x: L.cargo(o), "cargo",  # noqa
+                                         source)
+    n = crate.replace("-", "_")
+    c(f"cargo_build_{n}", "cargo build --offline", "Build the crate.")
+    c(f"cargo_test_{n}", "cargo test --offline", "Run the tests before changing anything.")
+    test = sorted((proj / "tests").glob("*.rs"))[-1]
+    text = test.read_text()
+    test.write_text(text.replace("assert_eq!(", "assert_ne!(", 1))
+    (proj / "tests" / "regression.rs").write_text(REGRESSION_TEST)
+    c(f"cargo_test_fail_{n}", "cargo test --offline", "Find which tests my change broke.")
+    c(f"cargo_test_one_{n}", "cargo test --offline --test regression", "Why does the regression test panic?")
+    m.sh("git checkout -q -- . && rm -f tests/regression.rs", proj)
+    c(f"cargo_clippy_{n}", "cargo clippy --offline", "Fix the lints.")
+    lib = proj / "src" / "lib.rs"
+    lib.write_text(lib.read_text() + "\nfn scratch(n: u64) -> u32 {\n    let unused = n * 2;\n    n + 1\n}\n")
+    c(f"cargo_build_error_{n}", "cargo build --offline", "Fix the compile error.")
+    m.sh("git checkout -q -- .", proj)
+
+
 def agent_reads(m, proj: Path, pkg: dict, source: str, env: dict) -> None:
     n, big, small, sym = pkg["name"].replace("-", "_"), pkg["big"], pkg["small"], pkg["symbol"]
     text = (proj / big).read_text().split("\n")
