@@ -12,6 +12,10 @@ import pytest
 
 
 AGENT_CALL = {"CLAUDECODE": "1"}
+ENV_FILE = "/opt/capsule/shims/capsule-env.sh"
+# An agent's tool call: a shell that sources the image's capsule-env.sh first (as Claude Code's
+# CLAUDE_ENV_FILE and Codex's BASH_ENV do), so the call's output is the agent's view.
+AGENT_SHELL = ["bash", "-c", f'. {ENV_FILE}\nexec "$@"', "agent-call"]
 FOOTER = re.compile(rb"\[full output: capsule ctx expand '(<<ccr:[0-9a-f]+>>)'\]")
 SLEEP = ["sleep", "infinity"]
 
@@ -22,7 +26,7 @@ def capsule(start):
 
 
 def git_log(cap, env=None):
-    return cap.exec(["git", "log"], env=env, workdir="/repo")
+    return cap.exec([*(AGENT_SHELL if env else []), "git", "log"], env=env, workdir="/repo")
 
 
 def test_git_log_through_the_shim_is_compressed_with_footer_and_ledger_row(capsule):
@@ -39,6 +43,21 @@ def test_git_log_through_the_shim_is_compressed_with_footer_and_ledger_row(capsu
     assert applied == 1 and exit_code == 0 and mode == "standard" and handle
 
 
+def test_codex_login_snapshot_and_bash_env_reach_the_shims_in_the_image(capsule):
+    """Codex builds its tool shell's PATH from a login shell (/etc/profile resets PATH, then
+    /etc/profile.d/capsule.sh) and runs `bash -c` with BASH_ENV: the shims come first and the
+    direct call is compressed, while a program's capture inside the same call gets git's bytes."""
+    rc, path, _ = capsule.exec(["bash", "-lc", "echo $PATH"], env={"PATH": "/usr/bin:/bin"})
+    assert rc == 0 and path.decode().split(":")[0] == "/opt/capsule/shims", path
+    _, raw, _ = git_log(capsule)
+    env = {"PATH": path.decode().strip(), "BASH_ENV": ENV_FILE, "CODEX_THREAD_ID": "t-1", "CODEX_TOOL_CALL_ID": "c-1"}
+    capture = "import subprocess, sys; sys.stdout.buffer.write(subprocess.run(['git', 'log'], capture_output=True).stdout)"
+    rc, out, _ = capsule.exec(["bash", "-c", f"python3 -c \"{capture}\" > /tmp/captured; git log"], env=env,
+                              workdir="/repo")
+    assert rc == 0 and FOOTER.search(out) and len(out) < len(raw), out[-300:]
+    assert capsule.exec(["cat", "/tmp/captured"])[1] == raw
+
+
 def test_expand_returns_the_original_byte_exact(capsule):
     _, raw, _ = git_log(capsule)
     _, out, _ = git_log(capsule, AGENT_CALL)
@@ -49,7 +68,7 @@ def test_expand_returns_the_original_byte_exact(capsule):
 
 
 def test_exit_code_passes_through_the_shim_bit_exact(capsule):
-    rc, out, err = capsule.exec(["git", "log", "--no-such-flag"], env=AGENT_CALL, workdir="/repo")
+    rc, out, err = capsule.exec([*AGENT_SHELL, "git", "log", "--no-such-flag"], env=AGENT_CALL, workdir="/repo")
     rc_raw, out_raw, err_raw = capsule.exec(["git", "log", "--no-such-flag"], workdir="/repo")
     assert rc == rc_raw == 128
     assert err == err_raw  # an error is never compressed (INV-7)
@@ -184,7 +203,7 @@ def test_capsule_up_detach_ps_logs_down(image, tmp_path):
     try:
         assert up.returncode == 0, up.stderr
         deadline = time.monotonic() + 30
-        while not (ws / "seen").exists() and time.monotonic() < deadline:
+        while not ((ws / "seen").exists() and (ws / "seen").read_text()) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert (ws / "seen").read_text() == "1\n"  # -e reaches the agent
         ps = subprocess.run([*env_cli, "ps"], capture_output=True, text=True)
@@ -228,7 +247,8 @@ def test_two_roles_side_by_side_share_nothing_but_the_image(image, repo):
                                  capture_output=True, text=True, timeout=120)
             assert f'"role": "{role}"' in out.stdout, out.stderr
         # a row in one role's ledger does not appear in the other's
-        subprocess.run(["docker", "exec", "-e", "CLAUDECODE=1", "-w", "/workspace", names["python-dev"], "git", "log"],
+        subprocess.run(["docker", "exec", "-e", "CLAUDECODE=1", "-w", "/workspace", names["python-dev"], *AGENT_SHELL,
+                        "git", "log"],
                        capture_output=True, timeout=120, check=True)
         count = ("import apsw; print(apsw.Connection('/state/context/ledger.db').execute("
                  "'select count(*) from emissions').fetchall()[0][0])")
