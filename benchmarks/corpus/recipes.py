@@ -112,6 +112,8 @@ def python_package(m, pkg: dict) -> None:
     defn = lambda o, e, x: L.regex(o, rf"(def|class) {re.escape(sym)}\b")  # noqa: E731
     c(f"grep_def_{n}", f"grep -rn '{sym}' {src} {pkg['tests']}", "grep", f"Find where {sym} is defined.", defn, "grep")
     c(f"rg_def_{n}", f"rg -n '{sym}'", "rg", f"Find where {sym} is defined and used.", defn, "rg")
+    # a broad search the filter must cut: the intent names the one line that matters
+    c(f"grep_defs_{n}", f"grep -rn 'def ' {src}", "grep", f"Find where {sym} is defined.", defn, "grep")
     c(f"rg_stats_{n}", f"rg -n --stats 'import' {src}", "rg", "How many imports are there?",
       lambda o, e, x: L.regex(o, r"^\d+ (matches|files contained matches)$"), "rg")
     c(f"ls_la_{n}", "ls -la", "ls", "Look at the project layout.", None, "coreutils")
