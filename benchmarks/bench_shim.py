@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import signal
 import statistics
@@ -52,10 +53,19 @@ def start_supervisor(state: Path) -> tuple[subprocess.Popen, float]:
     return proc, time.monotonic() - t0
 
 
-def timed(argv: list[str], env: dict[str, str]) -> float:
+CPU: dict[str, list[float]] = {}  # CPU ms (user+sys) of the command and its shim, per variant key
+
+
+def timed(argv: list[str], env: dict[str, str], key: str = "") -> float:
+    """Wall ms; also records the CPU ms the run's processes used (less sensitive to a busy machine)."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
-    return (time.perf_counter() - t0) * 1000.0
+    wall = (time.perf_counter() - t0) * 1000.0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if key:
+        CPU.setdefault(key, []).append((r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1000.0)
+    return wall
 
 
 def engine_ms(engine, argv: list[str], real: str, env: dict[str, str], n: int) -> float:
@@ -91,14 +101,15 @@ def main() -> int:
         shims.install(shim_dir, socket=str(state / "engine.sock"))
         base = {k: v for k, v in os.environ.items() if not k.startswith(("JACKIN_CTX_", "CLAUDECODE", "CODEX_"))}
         base["JACKIN_CTX_SOCKET"] = str(state / "engine.sock")
-        path = os.environ.get("PATH", "/usr/bin:/bin")
+        path = "/usr/local/bin:/usr/bin:/bin"  # system tools, not version-manager shims (pyenv, asdf)
         raw_env = dict(base, PATH=path)
         pass_env = dict(base, PATH=f"{shim_dir}:{path}")
         # The agent's tool-call shell records its stdout/stderr identity (capsule-env.sh); here the
         # "tool call" writes to /dev/null, so that is the agent's view the shim compares against.
         null = os.stat(os.devnull)
         view = f"{null.st_dev}:{null.st_ino}"
-        agent_env = dict(pass_env, CLAUDECODE="1", **{switches.AGENT_OUT: f"bench {view} {view}"})
+        out_var = getattr(switches, "AGENT_OUT", "JACKIN_CTX_AGENT_OUT")  # (older trees: ignored)
+        agent_env = dict(pass_env, CLAUDECODE="1", **{out_var: f"bench {view} {view}"})
         rows = []
         for argv in COMMANDS:
             real = shutil.which(argv[0], path=path)
@@ -106,20 +117,23 @@ def main() -> int:
             for _ in range(3):  # warm the page cache
                 timed([real, *argv[1:]], raw_env)
                 timed(argv, agent_env)
+            name = " ".join(argv)
             for _ in range(args.n):
-                samples["raw"].append(timed([real, *argv[1:]], raw_env))
-                samples["pass"].append(timed(argv, pass_env))
-                samples["agent"].append(timed(argv, agent_env))
+                samples["raw"].append(timed([real, *argv[1:]], raw_env, f"{name}|raw"))
+                samples["pass"].append(timed(argv, pass_env, f"{name}|pass"))
+                samples["agent"].append(timed(argv, agent_env, f"{name}|agent"))
             med = {k: statistics.median(v) for k, v in samples.items()}
-            rows.append((" ".join(argv), med["raw"], med["pass"], med["agent"],
+            rows.append((name, med["raw"], med["pass"], med["agent"],
                          engine_ms(engine, argv, real, raw_env, args.n)))
-        env_file = shim_dir / shims.ENV_FILE
-        call_env = dict(pass_env, CLAUDECODE="1")
-        plain, sourced = [], []
-        for _ in range(args.n):
-            plain.append(timed(["bash", "-c", "true"], call_env))
-            sourced.append(timed(["bash", "-c", f". {env_file}\ntrue"], call_env))
-        env_cost = (statistics.median(plain), statistics.median(sourced))
+        env_file = shim_dir / getattr(shims, "ENV_FILE", "capsule-env.sh")
+        env_cost = None
+        if env_file.is_file():  # absent before the identity decision existed (comparing old trees)
+            call_env = dict(pass_env, CLAUDECODE="1")
+            plain, sourced = [], []
+            for _ in range(args.n):
+                plain.append(timed(["bash", "-c", "true"], call_env))
+                sourced.append(timed(["bash", "-c", f". {env_file}\ntrue"], call_env))
+            env_cost = (statistics.median(plain), statistics.median(sourced))
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
     finally:
@@ -136,8 +150,15 @@ def main() -> int:
         worst = max(worst, door)
         print(f"{name:<24} {raw:7.2f} {passthru:8.2f} {agent:8.2f} {added:+8.2f} {eng:7.2f} {door:+7.2f}"
               f"  {'ok' if door <= BUDGET_MS else 'OVER'}")
-    print(f"agent env file ({shims.ENV_FILE}, once per tool call): bash -c true {env_cost[0]:.2f} ms, "
-          f"sourcing it first {env_cost[1]:.2f} ms ({env_cost[1] - env_cost[0]:+.2f} ms)")
+    print(f"\nCPU ms (user+sys of the command and its shim; the engine's share runs in the supervisor), median")
+    print(f"{'command':<24} {'raw':>7} {'passthru':>8} {'agent':>8} {'pass-raw':>9} {'agent-raw':>9}")
+    for name, *_ in rows:
+        c = {v: statistics.median(CPU[f"{name}|{v}"]) for v in ("raw", "pass", "agent")}
+        print(f"{name:<24} {c['raw']:7.2f} {c['pass']:8.2f} {c['agent']:8.2f} {c['pass'] - c['raw']:+9.2f} "
+              f"{c['agent'] - c['raw']:+9.2f}")
+    if env_cost:
+        print(f"agent env file (capsule-env.sh, once per tool call): bash -c true {env_cost[0]:.2f} ms, "
+              f"sourcing it first {env_cost[1]:.2f} ms ({env_cost[1] - env_cost[0]:+.2f} ms)")
     print(f"supervisor start-to-ready (socket answers PING, engine warm): median {statistics.median(ready):.0f} ms "
           f"over {args.starts} starts (min {min(ready):.0f}, max {max(ready):.0f})")
     return 0 if worst <= BUDGET_MS else 1
