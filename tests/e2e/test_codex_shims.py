@@ -13,16 +13,19 @@ from tests.e2e import harness as h
 
 HANDLE = re.compile(r"'(<<ccr:[0-9a-f]{24}>>)'")
 LOG = "git log --stat -15"
+# A program inside the same call capturing git: it must get git's own bytes (issue 9.1).
+CAPTURE = ("python3 -c \"import subprocess; "
+           "print('captured', len(subprocess.run(['git', 'log', '--stat', '-15'], capture_output=True).stdout))\"")
 
 
 class ShellThenExpand(h.FakeCodexModel):
-    """Call 1: `git log` through exec_command. Call 2: mcp__capsule ctx_expand of the footer's handle."""
+    """Call 1: a capture, then `git log`, through exec_command. Call 2: mcp__capsule ctx_expand of the footer's handle."""
 
     def _item(self, body: dict) -> dict:
         outs = self.outputs_in(body)
         if not outs:
             return {"type": "function_call", "id": "fc_0", "call_id": "call_0", "name": "exec_command",
-                    "arguments": json.dumps({"cmd": LOG}), "status": "completed"}
+                    "arguments": json.dumps({"cmd": f"{CAPTURE}; {LOG}"}), "status": "completed"}
         if len(outs) == 1:
             m = HANDLE.search(_text(outs[0]))
             handle = m.group(1) if m else "<<ccr:" + "0" * 24 + ">>"
@@ -49,5 +52,6 @@ def test_codex_shell_calls_go_through_the_shims_and_ctx_expand_finds_the_handle(
     shown, expanded = session.results[0], session.results[1]
     assert HANDLE.search(shown), f"the shim did not run in Codex's shell:\n{shown[-1500:]}"
     assert h.count(shown) < h.count(raw)
+    assert f"captured {len(raw.encode())}" in shown, shown[:300]
     assert "no archived output" not in expanded, expanded[-500:]
     assert raw.strip() in expanded, expanded[-800:]
