@@ -24,6 +24,8 @@ from capsule.observe.types import Context, Removal, TransformResult
 TRANSFORM_ID = "json"
 LINE_KEEPING_SLACK = 1.25   # prefer the line-keeping lossless form within this factor of the best
 VERBATIM_LINE_MAX = 1000     # longer lines are documents, not error reports
+BIG_TEXT = 2 << 20           # from this many characters a small enough sampled form is taken
+BIG_SHARE = 0.05             # ...when it is under this share of the raw (tokens ~ chars / 4)
 
 _dec = json_text.DECODER
 _DELIM_NAMES = {",": "comma-separated rows", "\t": "tab-separated rows", " ": "space-separated rows"}
@@ -96,6 +98,14 @@ def crush(text: str, ctx: Context) -> TransformResult:
     stream = isinstance(value, _Stream)
     value = list(value) if stream else value
     lost = _lost_verbatim()
+    min_rows = AGGRESSIVE_MIN_ROWS if ctx.mode == "aggressive" else LOSSY_MIN_ROWS
+    if len(text) >= BIG_TEXT:
+        # No lossless form of a document this size fits an agent's context; proving each costs
+        # seconds per megabyte. A sampled form under BIG_SHARE of the raw is taken directly.
+        small = [s for s in lossy_forms(value, ctx.intent, min_rows)
+                 if _size(s.text) <= BIG_SHARE * len(text) / 4 and not lost(text, s.text)]
+        if small:
+            return _pick(small, text, ctx)
     forms = [f for f in lossless_forms(value, text, stream) if not lost(text, f[0])]
     chosen = forms[0] if forms else None
     # A form that keeps every original line (indentation aside) is preferred unless the best
@@ -106,7 +116,6 @@ def crush(text: str, ctx: Context) -> TransformResult:
         chosen = keeping[0]
     if chosen is None:
         return TransformResult(text, TRANSFORM_ID, notes=["no lossless form kept every error line"])
-    min_rows = AGGRESSIVE_MIN_ROWS if ctx.mode == "aggressive" else LOSSY_MIN_ROWS
     trimmed = trim_long_strings(chosen[0])
     best_size = _size(chosen[0])
     if trimmed.removals:
@@ -120,18 +129,23 @@ def crush(text: str, ctx: Context) -> TransformResult:
     sampled = [s for s in lossy_forms(value, ctx.intent, min_rows)
                if _size(s.text) < best_size and not lost(text, s.text)]
     if sampled:
-        # as for the lossless tier: the JSON rendering keeps `"key": value` lines a reader quotes
-        lines = [s for s in sampled if json_reduce.JSON_LINES in s.notes]
-        if lines and ctx.mode != "aggressive" and "\n" in text.strip() and \
-                _size(lines[0].text) <= _size(sampled[0].text) * LINE_KEEPING_SLACK:
-            return lines[0]
-        return sampled[0]
+        return _pick(sampled, text, ctx)
     if trimmed is not None:
         return trimmed
     body, how = chosen
     if stream:
         how = f"stream of {len(value)} JSON values as one array; " + how
     return TransformResult(body, TRANSFORM_ID, lossless=True, notes=[how])
+
+
+def _pick(sampled: list[TransformResult], text: str, ctx: Context) -> TransformResult:
+    """As for the lossless tier: the JSON rendering keeps `"key": value` lines a reader quotes,
+    preferred within LINE_KEEPING_SLACK of the TOON one for a pretty-printed input."""
+    lines = [s for s in sampled if json_reduce.JSON_LINES in s.notes]
+    if lines and ctx.mode != "aggressive" and "\n" in text.strip() and \
+            _size(lines[0].text) <= _size(sampled[0].text) * LINE_KEEPING_SLACK:
+        return lines[0]
+    return sampled[0]
 
 
 def trim_long_strings(text: str) -> TransformResult:

@@ -119,3 +119,13 @@ def test_a_config_file_with_many_keys_stays_whole():
     assert result.lossless
     for i in range(60):
         assert f"dep-{i}" in result.text
+
+
+def test_a_document_over_two_megabytes_takes_a_small_sampled_form_directly():
+    rows = [{"id": i, "name": f"user{i}", "score": i * 1.5, "ok": True} for i in range(30000)]
+    rows[12345]["error"] = "quota exceeded for user12345"
+    text = json.dumps(rows, indent=2)
+    assert len(text) >= json_crusher.BIG_TEXT
+    result = json_crusher.crush(text, Context())
+    assert not result.lossless and "quota exceeded for user12345" in result.text
+    assert count(result.text) < 0.01 * count(text)
