@@ -48,3 +48,31 @@ def test_codex_cuts_unknown_models_at_ten_kilobytes(tmp_path):
     spec = limits.data()["codex"]
     assert "gpt-5-codex" not in spec["catalog"]
     _codex_cut(tmp_path, "gpt-5-codex", spec["unknown_model_cap"])
+
+
+# 3,000 log lines (~150 KB) with one failure in the middle: over every cap above.
+LOG_CMD = ("python -c \"import sys; sys.stdout.write(''.join("
+           "'12:00:%02d worker-%d handled request %d in %d ms\\n' % (i % 60, i % 7, i, i % 13) if i != 1700 else "
+           "'12:28:20 worker-3 request 1700 FAILED: upstream reset by peer (code=ECONNRESET)\\n' for i in range(3000)))\"")
+FAILURE = "request 1700 FAILED: upstream reset by peer (code=ECONNRESET)"
+
+
+def _shaped(result: str, cap: int) -> None:
+    assert FAILURE in result, result[:2000]
+    assert "<persisted-output>" not in result and "tokens truncated" not in result, result[:2000]
+    assert "[full output: capsule ctx expand" in result and len(result) < cap
+
+
+def test_capsule_fits_an_over_cap_output_under_each_clients_cap(tmp_path):
+    """A transform that fails passes raw output; capsule still shapes it under the client's cap
+    (errors first), so neither client previews or truncates it."""
+    calls = (harness.Call("log", LOG_CMD, "Run the worker log replay", ()),)
+    raw = {"JACKIN_CTX_FAULT_INJECT": "*"}
+    for client, kw, cap in (("claude", {}, limits.data()["claude"]["cap"]),
+                            ("codex", {"model": "gpt-5-codex"}, limits.data()["codex"]["unknown_model_cap"])):
+        ws = tmp_path / client
+        ws.mkdir()
+        plain = harness.RUNNERS[client](ws, tmp_path / f"home-{client}-plain", "plain", "", calls, **kw)
+        assert FAILURE not in plain.results[0]                      # the client's own preview / cut lost it
+        s = harness.RUNNERS[client](ws, tmp_path / f"home-{client}", "capsule", "", calls, extra_env=raw, **kw)
+        _shaped(s.results[0], cap)
