@@ -80,9 +80,19 @@ def _hook_command(session_dir: Path, state_dir: Path, python: str) -> str:
     return f"{python} -IS {script}"
 
 
+def _binary_at(argv: list[str], name: str) -> int | None:
+    """Where the agent's own binary is in `argv` (a wrapper such as `npx claude` comes first)."""
+    return next((i for i, word in enumerate(argv) if os.path.basename(word) == name), None)
+
+
 def claude_argv(argv: list[str], session_dir: Path, state_dir: Path, *, mcp: bool, intent: bool,
                 python: str) -> list[str]:
     """`argv` (claude …) with the session flags right after the binary."""
+    at = _binary_at(argv, "claude")
+    if at is None:
+        return list(argv)
+    if at:
+        return argv[:at] + claude_argv(argv[at:], session_dir, state_dir, mcp=mcp, intent=intent, python=python)
     first = next((a for a in argv[1:] if not a.startswith("-")), None)
     if first in CLAUDE_SUBCOMMANDS:
         return list(argv)
@@ -121,8 +131,11 @@ def _toml(value) -> str:
 
 def codex_argv(argv: list[str], state_dir: Path, env=None, *, mcp: bool) -> list[str]:
     """`argv` (codex …) with `-c` overrides right after the binary."""
-    if not mcp:
+    at = _binary_at(argv, "codex")
+    if not mcp or at is None:
         return list(argv)
+    if at:
+        return argv[:at] + codex_argv(argv[at:], state_dir, env, mcp=mcp)
     command, args = server_command()
     key = f"mcp_servers.{SERVER_NAME}"
     flags = ["-c", f"{key}.command={_toml(command)}", "-c", f"{key}.args={_toml(args)}",

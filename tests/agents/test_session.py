@@ -30,6 +30,11 @@ def test_claude_flags_point_at_files_in_the_state_dir(tmp_path):
     assert theirs.count("--append-system-prompt") == 1 and theirs[-1] == f"be brief\n\n{notes.NOTE}"
     assert session.claude_argv(["claude", "mcp", "list"], d, state, mcp=True, intent=True,
                                python=sys.executable) == ["claude", "mcp", "list"]
+    wrapped = session.claude_argv(["npx", "-y", "claude", "-p", "hi"], d, state, mcp=True, intent=False,
+                                  python=sys.executable)
+    assert wrapped[:3] == ["npx", "-y", "claude"] and wrapped[3] == "--mcp-config" and wrapped[-2:] == ["-p", "hi"]
+    assert session.claude_argv(["my-agent", "-p"], d, state, mcp=True, intent=True,
+                               python=sys.executable) == ["my-agent", "-p"]
 
 
 def test_codex_overrides_keep_the_users_instructions(tmp_path):
@@ -41,6 +46,8 @@ def test_codex_overrides_keep_the_users_instructions(tmp_path):
     assert f'developer_instructions={json.dumps("mine" + chr(10) * 2 + notes.NOTE)}' in argv
     assert f'mcp_servers.capsule.env.JACKIN_CTX_STATE_DIR={json.dumps(str(tmp_path / "state"))}' in argv
     assert session.codex_argv(["codex", "exec"], tmp_path, {}, mcp=False) == ["codex", "exec"]
+    wrapped = session.codex_argv(["timeout", "60", "/usr/bin/codex", "exec"], tmp_path, {}, mcp=True)
+    assert wrapped[:4] == ["timeout", "60", "/usr/bin/codex", "-c"] and wrapped[-1] == "exec"
 
 
 def test_a_dead_sessions_dir_is_removed_on_the_next_start(tmp_path):
