@@ -88,3 +88,11 @@ def test_html_report_draws_every_chart_in_headless_chromium(reported, capsule, t
         drawn = int(m.group(1) or m.group(3))
         body = m.group(2) or m.group(4)
         assert drawn >= 1 and "<rect" in body, f"{chart}: {drawn} bars"
+
+
+@pytest.mark.parametrize("args", [("usage", "--claude-dir", "/nonexistent/dir"), ("usage", "--since", "yesterdayish"),
+                                  ("report", "--html", "/nonexistent/dir/r.html"), ("report", "--codex-dir", "/nonexistent")])
+def test_bad_input_is_one_line_and_exit_2(capsule, args):
+    proc = capsule("ctx", *args)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and err.startswith("capsule: ") and err.count("\n") == 1, err
