@@ -64,7 +64,7 @@ class Maker:
                     "node": "node --version", "npm": "npm --version", "eslint": "eslint --version",
                     "tree": "tree --version", "rg": "rg --version", "docker": "docker --version",
                     "coreutils": "ls --version", "grep": "grep --version", "findutils": "find --version",
-                    "sed": "sed --version"}
+                    "sed": "sed --version", "awk": "awk -W version 2>&1 || awk --version"}
             out, _ = self.sh(cmds.get(tool, f"{tool} --version"), self.work)
             first = out.decode("utf-8", "replace").strip().splitlines()
             self.versions[tool] = (first[0] if first else tool).strip()

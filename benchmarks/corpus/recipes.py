@@ -308,9 +308,12 @@ def agent_reads(m, proj: Path, pkg: dict, source: str, env: dict) -> None:
         (f"read_head_{n}", f"head -n 80 {big}", f"Read the top of {big}: imports and first definitions."),
         (f"read_tail_{n}", f"tail -n 50 {big}", f"Read the end of {big}."),
         (f"read_cat_small_{n}", f"cat {small}", f"Read {small} in full."),
+        (f"read_awk_{n}", f"awk 'NR>={b} && NR<={b + 40}' {big}", f"Read lines {b}-{b + 40} of {big}."),
+        (f"read_headtail_{n}", f"head -n {b + 80} {big} | tail -n 35", f"Read the lines just above {b + 80}."),
     ]
+    tools = {"sed": "sed", "awk": "awk"}          # head/tail/nl/cat are coreutils
     for cid, cmd, intent in reads:
-        m.case(cid, cmd, proj, "read", intent, every, "sed", source, extra_env=env,
+        m.case(cid, cmd, proj, "read", intent, every, tools.get(cmd.split()[0], "coreutils"), source, extra_env=env,
                notes="agent-style bounded read: every line must survive")
     m.case(f"read_cat_big_{n}", f"cat {big}", proj, "read_cat", f"Read {big} to find {sym}.",
            lambda o, e, x: L.source_structure(o), "coreutils", source, extra_env=env,
