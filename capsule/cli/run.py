@@ -92,11 +92,12 @@ def run_and_observe(argv: list[str], intent: str | None = None) -> int:
 
     command = shlex.join(argv)
     start = time.perf_counter()
-    at_terminal = sys.stdin is not None and sys.stdin.isatty()
+    at_terminal = _has_terminal()
     try:
         # Without a terminal the command leads its own process group, so a forwarded signal
-        # reaches everything it started; at a terminal it stays in ours, where job control
-        # (Ctrl-C, the foreground group) already reaches all of it.
+        # reaches everything it started; with one it stays in ours, where job control (Ctrl-C,
+        # the foreground group) already reaches all of it, and where it may still prompt on
+        # /dev/tty (a background group reading the terminal would be stopped by SIGTTIN).
         child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  process_group=None if at_terminal else 0)
     except OSError as exc:
@@ -163,6 +164,18 @@ def _engine():
 
         _ENGINE = Engine()
     return _ENGINE
+
+
+def _has_terminal() -> bool:
+    """Does this process have a controlling terminal (stdin a tty, or /dev/tty openable)?"""
+    if sys.stdin is not None and sys.stdin.isatty():
+        return True
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:
+        return False
+    os.close(fd)
+    return True
 
 
 def _gone(child: subprocess.Popen) -> bool:

@@ -74,8 +74,9 @@ def test_the_supervisor_survives_descriptor_exhaustion_and_exits_with_its_agent(
 
 def _ctx_run(state_dir, *argv, env_extra=None, **kw):
     env = {**os.environ, "JACKIN_CTX_STATE_DIR": str(state_dir), **(env_extra or {})}
+    # a new session: no controlling terminal, as for an agent's tool call, wherever the tests run
     return subprocess.Popen([sys.executable, "-m", "capsule", "ctx", "run", "--", *argv], env=env,
-                            stdin=subprocess.DEVNULL, **kw)
+                            stdin=subprocess.DEVNULL, start_new_session=True, **kw)
 
 
 def _children(pid: int) -> list[int]:
