@@ -20,7 +20,7 @@ import httpx2
 
 from capsule import paths
 from capsule.proxy import rewrite, usage
-from capsule.proxy.memo import Memo, key as memo_key
+from capsule.proxy.memo import Memo
 
 log = logging.getLogger("capsule.proxy")
 
@@ -117,12 +117,11 @@ class Proxy:
 
     def _rewrite_sync(self, api: str, parsed: dict, session: str) -> bytes | None:
         def shrink(call: rewrite.Call, text: str) -> str:
-            k = memo_key(api, session, call.call_id, text)
-            found = self.memo.get(k)
+            found = self.memo.get(api, session, call.call_id, text)
             if found is not Memo._MISSING:
                 return text if found is None else found
-            out = self._observe(call, text, session)
-            stored = self.memo.put(k, session, None if out == text else out)
+            out = rewrite.engine_view(call, text, lambda c, t: self._observe(c, t, session))
+            stored = self.memo.put(api, session, call.call_id, text, None if out == text else out)
             if stored is not None:
                 self.stats["blocks_shrunk"] += 1
             return text if stored is None else stored

@@ -24,15 +24,20 @@ CREATE TABLE IF NOT EXISTS memo(
   ts REAL NOT NULL
 );
 """
-LRU_SIZE = 4096
+LRU_SIZE = 4096     # blocks kept in memory, keyed by their text itself: a hit costs a dict lookup, no hash
 
 
 def key(api: str, conversation: str, call_id: str, text: str) -> str:
-    h = blake3()
-    for part in (api, conversation, call_id):
-        h.update(part.encode("utf-8", "surrogatepass") + b"\0")
-    h.update(text.encode("utf-8", "surrogatepass"))
+    h = blake3(_utf8(f"{api}\0{conversation}\0{call_id}\0"))
+    h.update(_utf8(text))
     return h.hexdigest()[:32]
+
+
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode("utf-8")          # the fast path; "surrogatepass" alone is ~10x slower
+    except UnicodeEncodeError:               # a lone surrogate from the client's JSON
+        return text.encode("utf-8", "surrogatepass")
 
 
 class Memo:
@@ -40,39 +45,42 @@ class Memo:
         self.path = Path(path)
         self._conn = sqlite.connect(self.path)
         self._conn.execute(SCHEMA)
-        self._lru: OrderedDict[str, str | None] = OrderedDict()
+        self._lru: OrderedDict[tuple[str, str, str, str], str | None] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
     _MISSING = object()
 
-    def get(self, k: str):
+    def get(self, api: str, conversation: str, call_id: str, text: str):
         """The stored output (None = unchanged), or Memo._MISSING."""
+        ident = (api, conversation, call_id, text)
         with self._lock:
-            if k in self._lru:
-                self._lru.move_to_end(k)
+            if ident in self._lru:
+                self._lru.move_to_end(ident)
                 self.hits += 1
-                return self._lru[k]
-            rows = self._conn.execute("SELECT output FROM memo WHERE key=?", (k,)).fetchall()
+                return self._lru[ident]
+            rows = self._conn.execute("SELECT output FROM memo WHERE key=?",
+                                      (key(api, conversation, call_id, text),)).fetchall()
             if rows:
                 self.hits += 1
-                self._remember(k, rows[0][0])
+                self._remember(ident, rows[0][0])
                 return rows[0][0]
             self.misses += 1
             return self._MISSING
 
-    def put(self, k: str, conversation: str, output: str | None) -> str | None:
+    def put(self, api: str, conversation: str, call_id: str, text: str, output: str | None) -> str | None:
         """Store unless present; returns the value that is stored (the first writer's)."""
+        k = key(api, conversation, call_id, text)
         with self._lock:
             with sqlite.write(self._conn):
                 self._conn.execute("INSERT OR IGNORE INTO memo(key, conversation, output, ts) VALUES(?,?,?,?)",
                                    (k, conversation, output, time.time()))
                 stored = self._conn.execute("SELECT output FROM memo WHERE key=?", (k,)).fetchall()[0][0]
-            self._remember(k, stored)
+            self._remember((api, conversation, call_id, text), stored)
             return stored
 
-    def _remember(self, k: str, value: str | None) -> None:
+    def _remember(self, k: tuple[str, str, str, str], value: str | None) -> None:
         self._lru[k] = value
         self._lru.move_to_end(k)
         while len(self._lru) > LRU_SIZE:

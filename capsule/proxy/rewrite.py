@@ -17,9 +17,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Callable
 
-from capsule.observe.guard import FOOTER_PREFIX
 
-CCR_MARK = "<<ccr:"      # capsule already shrank this block (its footer): never again
+CCR_MARK = "<<ccr:"      # capsule already shrank this block (its footer names the handle): never again
 
 
 @lru_cache(maxsize=1)
@@ -221,19 +220,24 @@ def _call(api: str, cfg: dict, call_id: str, name: str, args: dict, intent: str 
 
 
 def _one(call: Call, text: str, shrink: Shrink, cfg: dict) -> str:
-    if call.owned_elsewhere or CCR_MARK in text or FOOTER_PREFIX in text:
+    """The cheap checks run on every request (a memo hit must stay cheap); the rest in engine_view()."""
+    if call.owned_elsewhere or len(text) < limit("min_block_bytes") or CCR_MARK in text:
         return text
-    if len(text.encode("utf-8", "surrogatepass")) < limit("min_block_bytes"):
-        return text
-    m = re.search(cfg["exit_code_pattern"], text[:4096])
+    return shrink(call, text)
+
+
+def engine_view(call: Call, text: str, observe: Shrink) -> str:
+    """What the engine sees of a block seen for the first time, and its answer mapped back: the exit
+    status read from the result, and a numbered Read as the file's own text, renumbered afterwards."""
+    m = re.search(config()[call.api]["exit_code_pattern"], text[:4096])
     if m:
         call = Call(**{**call.__dict__, "exit_code": int(m.group(1))})
     if call.numbered:
         plain = unnumber(text)
         if plain is not None:
-            out = shrink(call, plain[0])
+            out = observe(call, plain[0])
             return text if out == plain[0] else renumber(plain[0], out, plain[1])
-    return shrink(call, text)
+    return observe(call, text)
 
 
 _NUMBERED = re.compile(r"(\d+)\t")

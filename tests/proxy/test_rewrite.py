@@ -36,7 +36,8 @@ def test_anthropic_result_gets_command_path_and_intent_of_the_preceding_turn():
 def test_bash_result_carries_command_and_exit_code_and_is_left_to_shims_when_they_are_on():
     calls = []
     body = _anthropic("Exit code 2\n" + BIG, tool="Bash", args={"command": "make test", "description": "run tests"})
-    rewrite.rewrite("anthropic", body, lambda c, t: calls.append(c) or t, shims_on=False)
+    rewrite.rewrite("anthropic", body, lambda c, t: rewrite.engine_view(c, t, lambda c2, t2: calls.append(c2) or t2),
+                    shims_on=False)
     assert calls[0].command == "make test" and calls[0].exit_code == 2
     calls.clear()
     assert rewrite.rewrite("anthropic", _anthropic(BIG, tool="Bash", args={"command": "ls"}),
@@ -69,7 +70,8 @@ def test_openai_function_call_output_with_namespace_and_command():
         {"type": "function_call_output", "call_id": "c2", "output": BIG},
     ]}
     calls = []
-    out = json.loads(rewrite.rewrite("openai", body, lambda c, t: calls.append(c) or "S", shims_on=False))
+    out = json.loads(rewrite.rewrite("openai", body, lambda c, t: rewrite.engine_view(
+        c, t, lambda c2, t2: calls.append(c2) or "S"), shims_on=False))
     assert [c.call_id for c in calls] == ["c1"]       # capsule's own MCP tool is left alone
     assert calls[0].command == "ls -la" and calls[0].exit_code == 1 and calls[0].intent == "I will list files."
     assert out["input"][3]["output"] == "S" and out["input"][5]["output"] == BIG
@@ -107,7 +109,8 @@ def test_numbered_read_goes_to_the_engine_as_the_files_text_and_kept_lines_get_t
         return "x = 1\n[3 more lines]\nend\n[full output: capsule ctx expand <<ccr:0123456789abcdef01234567>>]"
 
     body = _anthropic(numbered + "\n" + "\n".join(f"{i}\tpad {i}" for i in range(7, 40)))
-    out = json.loads(rewrite.rewrite("anthropic", body, shrink, shims_on=False))["messages"][2]["content"][0]["content"]
+    out = json.loads(rewrite.rewrite("anthropic", body, lambda c, t: rewrite.engine_view(c, t, shrink),
+                                     shims_on=False))["messages"][2]["content"][0]["content"]
     assert seen[0].startswith("x = 1\n\n\tindented\nx = 1\nend\n\npad 7\n")
     assert out.splitlines()[:3] == ["1\tx = 1", "[3 more lines]", "5\tend"]
     assert rewrite.unnumber("1\ta\n3\tb") is None and rewrite.unnumber("a\tb") is None
