@@ -97,3 +97,17 @@ def run_codex(fake, cwd: Path, home: Path, *args: str) -> None:
                            "--dangerously-bypass-approvals-and-sandbox", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
+def make_workspace(ws):
+    """300 files and a 40-commit git history: outputs capsule shrinks (ls -la, git log --stat)."""
+    ws.mkdir()
+    for i in range(300):
+        (ws / f"file_{i:03d}.txt").write_text("x" * i)
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    for i in range(40):
+        (ws / f"f_{i % 7}.txt").write_text(f"{i}\n")
+        subprocess.run(git + ["add", "-A"], cwd=ws, check=True)
+        subprocess.run(git + ["commit", "-qm", f"change {i}"], cwd=ws, check=True)
+    return ws

@@ -65,3 +65,9 @@ def codex_run(tmp_path_factory):
     finally:
         fake.close()
     return {"home": home, "rollout": rollout, "thread": thread, **stages}
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    """A repo whose ls -la and git log --stat capsule shrinks (tests/measure/clients.make_workspace)."""
+    return clients.make_workspace(tmp_path_factory.mktemp("inv1") / "ws")

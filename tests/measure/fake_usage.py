@@ -80,12 +80,7 @@ class FakeAnthropic:
             n = len(self.log) + 1
             turn = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
             blocks = self.script(body, turn)
-            # Distinct per call, every bucket non-zero and with a 5m/1h split, so a wrong sum shows.
-            c5, c1 = 200 + 11 * n, 30 + 3 * n
-            usage = {"input_tokens": 7 + n, "cache_creation_input_tokens": c5 + c1,
-                     "cache_read_input_tokens": 1000 * n + 13,
-                     "cache_creation": {"ephemeral_5m_input_tokens": c5, "ephemeral_1h_input_tokens": c1},
-                     "output_tokens": 40 + 17 * n}
+            usage = self.usage(body, n)
             msg = {"id": f"msg_{self.run}{n:04d}", "type": "message", "role": "assistant",
                    "model": body.get("model") or self.model, "content": blocks,
                    "stop_reason": "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn",
@@ -95,6 +90,14 @@ class FakeAnthropic:
             self.log.append({"id": msg["id"], "model": msg["model"], "usage": usage, "turn": turn,
                              "blocks": [b["type"] for b in blocks]})
             return msg
+
+    def usage(self, body: dict, n: int) -> dict:
+        """Distinct per call, every bucket non-zero and with a 5m/1h split, so a wrong sum shows."""
+        c5, c1 = 200 + 11 * n, 30 + 3 * n
+        return {"input_tokens": 7 + n, "cache_creation_input_tokens": c5 + c1,
+                "cache_read_input_tokens": 1000 * n + 13,
+                "cache_creation": {"ephemeral_5m_input_tokens": c5, "ephemeral_1h_input_tokens": c1},
+                "output_tokens": 40 + 17 * n}
 
     @staticmethod
     def sse(msg: dict):
@@ -223,3 +226,63 @@ class FakeResponses:
             "[model_providers.fake]", 'name = "fake"', f'base_url = "{self.base_url}"',
             'env_key = "OPENAI_API_KEY"', 'wire_api = "responses"', "supports_websockets = false",
             "request_max_retries = 0", "stream_max_retries = 0", ""])
+
+
+class FakeCachingAnthropic(FakeAnthropic):
+    """Usage the way the prompt cache would really report it for the bytes received: the prompt is the
+    tools, then the system blocks, then every message block (cache_control markers set aside), ~4 bytes a
+    token; a request reads back the longest prefix ending at a breakpoint some earlier request wrote,
+    writes up to its own last breakpoint, and pays the rest as fresh input. A changed byte anywhere in
+    an earlier part of the prompt shows as a collapse of the read share (a bust)."""
+
+    def __init__(self, script, model: str = "claude-sonnet-4-5"):
+        super().__init__(script, model)
+        self.cached: set[str] = set()
+
+    @staticmethod
+    def _segments(body: dict) -> list[tuple[str, bool]]:
+        def strip(block):
+            return {k: v for k, v in block.items() if k != "cache_control"} if isinstance(block, dict) else block
+
+        def marked(block):
+            return isinstance(block, dict) and "cache_control" in block
+
+        segs = [(json.dumps(strip(t), sort_keys=True), marked(t)) for t in body.get("tools") or []]
+        system = body.get("system") or []
+        if isinstance(system, str):
+            system = [{"type": "text", "text": system}]
+        segs += [(json.dumps(strip(b), sort_keys=True), marked(b)) for b in system]
+        for m in body.get("messages", []):
+            content = m.get("content")
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+            segs += [(m.get("role", "") + json.dumps(strip(b), sort_keys=True), marked(b)) for b in blocks]
+        return segs
+
+    def usage(self, body: dict, n: int) -> dict:
+        import hashlib
+
+        segs = self._segments(body)
+        h = hashlib.sha256()
+        sizes, digests, marks = [], [], []
+        total = 0
+        for text, mark in segs:
+            h.update(text.encode())
+            total += len(text.encode())
+            sizes.append(total)
+            digests.append(h.hexdigest())
+            marks.append(mark)
+        tok = lambda nbytes: (nbytes + 3) // 4  # noqa: E731
+        read = 0
+        for i in range(len(segs)):
+            if digests[i] in self.cached:
+                read = sizes[i]
+        last_mark = max((i for i, m in enumerate(marks) if m), default=-1)
+        upto = sizes[last_mark] if last_mark >= 0 else 0
+        for i, m in enumerate(marks):
+            if m:
+                self.cached.add(digests[i])
+        read_t, upto_t, total_t = tok(read), tok(max(upto, read)), tok(total)
+        return {"input_tokens": total_t - upto_t, "cache_creation_input_tokens": upto_t - read_t,
+                "cache_read_input_tokens": read_t,
+                "cache_creation": {"ephemeral_5m_input_tokens": upto_t - read_t, "ephemeral_1h_input_tokens": 0},
+                "output_tokens": 30 + n}

@@ -49,21 +49,6 @@ def script(body, turn):
     return [{"type": "text", "text": "done"}]
 
 
-@pytest.fixture(scope="module")
-def workspace(tmp_path_factory):
-    ws = tmp_path_factory.mktemp("inv1") / "ws"
-    ws.mkdir()
-    for i in range(300):
-        (ws / f"file_{i:03d}.txt").write_text("x" * i)
-    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
-    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
-    for i in range(40):
-        (ws / f"f_{i % 7}.txt").write_text(f"{i}\n")
-        subprocess.run(git + ["add", "-A"], cwd=ws, check=True)
-        subprocess.run(git + ["commit", "-qm", f"change {i}"], cwd=ws, check=True)
-    return ws
-
-
 def run(workspace, tmp_path, with_capsule: bool) -> list[bytes]:
     fake = FakeAnthropic(script)
     env = {**os.environ, "CLAUDE_CONFIG_DIR": str(tmp_path / "cc"), "ANTHROPIC_BASE_URL": fake.url,
