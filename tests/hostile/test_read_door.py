@@ -179,3 +179,26 @@ def test_the_index_build_never_follows_a_swapped_link_nor_waits_on_a_fifo(layout
         pytest.fail("the index build waited on a FIFO")
     assert "error" not in box, box
     assert [h.path for h in index.search("secret outside", 10)] == []
+
+
+def test_the_real_mcp_door_answers_a_fifo_read_with_an_error_at_once(layout, state_dir):
+    """Through `capsule mcp serve` and the official SDK client: an isError answer, then the
+    server still serves the next read."""
+    import asyncio
+
+    from tests.mcp.conftest import Session, text_of
+
+    ws, _ = layout
+    os.mkfifo(ws / "p")
+    session = Session(ws, state_dir)
+
+    async def bounded():
+        return await asyncio.wait_for(session._run([("ctx_read", {"path": "p", "mode": "full"}),
+                                                    ("ctx_read", {"path": "race.txt", "mode": "full"})]), 60)
+
+    try:
+        fifo, plain = asyncio.run(bounded())
+    except (asyncio.TimeoutError, TimeoutError):
+        pytest.fail("ctx_read on a FIFO did not answer")
+    assert fifo.is_error and "not a regular file" in text_of(fifo)
+    assert not plain.is_error and text_of(plain) == "inside\n"
