@@ -18,7 +18,10 @@ HEAD_LINES = 40
 TAIL_LINES = 40
 HIT_CAP = 200            # error-class windows shown at most (the rest are counted)
 HITS_PER_LINE = 3        # windows shown from one line at most
-LINE_CAP = 4096          # bytes of a head/tail line shown; a longer error line is shown as a window
+LINE_CAP = 4096          # bytes of a head/tail line shown at most; a longer error line gets a window
+EDGE_BUDGET = 16 << 10   # bytes shown of the head lines together, and of the tail lines (long lines
+EDGE_LINE_MIN = 512      #   get less each, down to this): the error windows stay within a client cap
+WINDOW_BUDGET = 48 << 10 # bytes of error lines/windows shown at most (further matches are counted)
 WINDOW = 512             # bytes shown each side of an error match in a long line
 CHUNK = 1 << 20
 OVERLAP = 64             # bytes a match may straddle between chunks (the words are shorter)
@@ -69,7 +72,7 @@ def scan(f: BinaryIO) -> Scan:
     f.seek(0, 2)
     s = Scan(f.tell())
     f.seek(0)
-    cap = HIT_CAP + TAIL_LINES * HITS_PER_LINE     # tail hits are dropped at the end
+    cap = HIT_CAP + (HEAD_LINES + TAIL_LINES) * HITS_PER_LINE   # hits the edges show are dropped later
     line_start = 0          # start offset of the line the current chunk begins in
     carry = b""             # the previous chunk's last OVERLAP bytes: matches starting there are ours
     offset = 0              # absolute offset of the current chunk
@@ -100,8 +103,6 @@ def scan(f: BinaryIO) -> Scan:
                 ls = base + last + 1 if last >= 0 else max(
                     [x + 1 for x in s.last_nl if x < base + m.start()] or [line_start])
             start = base + m.start()
-            if line < HEAD_LINES and base + m.end() - ls <= LINE_CAP:
-                continue    # the head shows it
             if s.hits and s.hits[-1].line == line and start < s.hits[-1].end + WINDOW:
                 continue    # inside the previous window
             if len(s.hits) >= cap or per_line.get(line, 0) >= HITS_PER_LINE:
@@ -140,28 +141,31 @@ def summarise(f: BinaryIO) -> tuple[bytes, int, int]:
     """(body without footer, lines not shown at all, bytes of shown lines not shown)."""
     s = scan(f)
     total = s.total_lines
-    tail_from = max(min(HEAD_LINES, total), total - TAIL_LINES)
-    kept_hits = [h for h in s.hits if h.line < tail_from][:HIT_CAP]
-    s.more_hits += sum(1 for h in s.hits if h.line < tail_from) - len(kept_hits)
-    s.hits = kept_hits + [h for h in s.hits if h.line >= tail_from]
     head_n = min(HEAD_LINES, total)
+    tail_from = max(head_n, total - TAIL_LINES)
     tail_ks = list(range(tail_from, total))
     shown: dict[int, list[tuple[int, int]]] = {}    # line -> shown byte ranges
     spans: dict[int, tuple[int, int]] = {}
 
-    def show_line(k: int) -> bytes:
+    def show_line(k: int, cap: int) -> bytes:
         start, end = s.span(k)
         spans[k] = (start, end)
-        n = min(end - start, LINE_CAP)
+        n = min(end - start, cap)
         shown.setdefault(k, []).append((start, start + n))
         data = _read(f, start, n)
-        return data + (b"...[line cut]" if end - start > LINE_CAP else b"") + b"\n"
+        return data + (b"...[line cut]" if end - start > cap else b"") + b"\n"
 
-    head = [(k, 0, show_line(k)) for k in range(head_n)]
-    tail = [(k, 0, show_line(k)) for k in tail_ks]
+    head_cap = max(EDGE_LINE_MIN, min(LINE_CAP, EDGE_BUDGET // max(head_n, 1)))
+    tail_cap = max(EDGE_LINE_MIN, min(LINE_CAP, EDGE_BUDGET // max(len(tail_ks), 1)))
+    head = [(k, 0, show_line(k, head_cap)) for k in range(head_n)]
+    tail = [(k, 0, show_line(k, tail_cap)) for k in tail_ks]
     windows: list[tuple[int, int, bytes]] = []
+    budget, shown_hits = WINDOW_BUDGET, 0
     for h in s.hits:
         if any(a <= h.start and h.end <= b for a, b in shown.get(h.line, [])):
+            continue    # the head or tail part, or an earlier window, shows it
+        if shown_hits >= HIT_CAP or budget <= 0:
+            s.more_hits += 1
             continue
         line_end = h.line_end if h.line_end is not None else s.size
         if line_end - h.line_start <= LINE_CAP:
@@ -173,6 +177,8 @@ def summarise(f: BinaryIO) -> tuple[bytes, int, int]:
         shown.setdefault(h.line, []).append((a, b))
         spans[h.line] = (h.line_start, line_end)
         data = _read(f, a, b - a)
+        budget -= len(data)
+        shown_hits += 1
         if (a, b) == (h.line_start, line_end):
             windows.append((h.line, 1, data + b"\n"))
         else:

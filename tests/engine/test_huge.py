@@ -30,7 +30,7 @@ def test_error_after_17_mib_of_one_line_is_shown_and_the_cut_is_counted(state_di
     assert b"[0 more lines]" not in out
     m = re.search(rb"\[(\d+) bytes not shown from 1 long line\]", out)
     assert m, out[-400:]
-    shown = huge.LINE_CAP + (2 * huge.WINDOW + len(b"ERROR"))
+    shown = min(huge.LINE_CAP, huge.EDGE_BUDGET) + (2 * huge.WINDOW + len(b"ERROR"))
     assert int(m.group(1)) == len(data) - shown
     assert len(out) < 16 * 1024
 
@@ -51,6 +51,15 @@ def test_json_log_error_past_4096_bytes_of_its_line_keeps_its_text(state_dir):
     assert b"[line 2501, bytes " in out
     m = re.search(rb"\[(\d+) more lines\]", out)
     assert m and int(m.group(1)) == 4000 - huge.HEAD_LINES - huge.TAIL_LINES - 1
+    assert len(out) < 64 * 1024     # long head/tail lines share a budget: the error is not pushed out
+
+
+def test_an_error_in_a_long_head_line_past_its_shown_part_gets_a_window():
+    head = [b"h" * 6000 for _ in range(40)]
+    head[2] = b"h" * 1000 + b" FATAL: head trouble " + b"h" * 5000
+    body = b"\n".join(head) + b"\n" + b"filler line ok\n" * ((17 << 20) // 15)
+    text, removed, cut = huge.summarise(io.BytesIO(body))
+    assert b"FATAL: head trouble" in text and b"[line 3, bytes " in text
 
 
 def test_marker_counts_exactly_the_lines_not_shown():
