@@ -197,3 +197,63 @@ def test_output_does_not_wait_on_a_locked_store(state_dir, db):
         assert out == raw                 # nothing archived: nothing may be cut
     else:
         assert b"<<ccr:" in out and len(out) < len(raw)   # the archive took it; only the row is lost
+
+
+SERVER_UNDER_EMFILE = textwrap.dedent("""
+    import resource, socket, sys, threading, time
+    import anyio
+    from capsule.supervisor import server
+
+    server.MAX_WAITING = 100_000            # no shedding by count: the server must meet EMFILE itself
+    resource.setrlimit(resource.RLIMIT_NOFILE, (60, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    path = sys.argv[1]
+    srv = server.EngineServer(path, None)
+    report = {}
+
+    def client():
+        held = []
+        for _ in range(200):
+            try:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            except OSError:
+                break                       # our own descriptors ran out: enough pressure
+            s.settimeout(0.2)
+            try:
+                s.connect(path)
+                held.append(s)
+            except OSError:
+                s.close()
+                break
+        time.sleep(0.5)
+        for s in held[: len(held) // 2]:    # free some of ours so the ping itself can connect
+            s.close()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not report.get("pong"):
+            try:
+                report["pong"] = server.ping(path, 1.0)
+            except OSError:
+                pass
+            time.sleep(0.05)
+        report["held"] = len(held)
+
+    async def main():
+        await srv.listen()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(srv.serve)
+            await anyio.to_thread.run_sync(client)
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)
+    print("pong", report.get("pong"), "shed", srv.shed, "held", report.get("held"))
+""")
+
+
+def test_the_control_socket_sheds_and_keeps_accepting_after_emfile(tmp_path):
+    """The server meets EMFILE on accept itself (count-based shedding off): it sheds waiting
+    connections, backs off and answers the next PING instead of raising."""
+    proc = subprocess.run([sys.executable, "-c", SERVER_UNDER_EMFILE, str(tmp_path / "e.sock")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    words = proc.stdout.split()
+    assert words[:2] == ["pong", "True"], proc.stdout + proc.stderr[-1500:]
+    assert int(words[3]) > 0, "the server never had to shed: no EMFILE was met"
