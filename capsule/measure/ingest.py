@@ -36,8 +36,11 @@ def codex_home(env=None) -> Path:
 def claude_files(root: Path) -> list[Path]:
     """`root` is a Claude config dir (holding projects/) or a projects dir itself."""
     projects = root / "projects" if (root / "projects").is_dir() else root
-    files = set(projects.glob("*/*.jsonl")) | set(projects.glob("*/*/subagents/*.jsonl"))
-    return sorted(files, key=lambda p: (_first_ts(p), str(p)))
+    return sorted(set(projects.glob("*/*.jsonl")) | set(projects.glob("*/*/subagents/*.jsonl")))
+
+
+def _originals_first(paths: list[Path]) -> list[Path]:
+    return sorted(paths, key=lambda p: (_first_ts(p), str(p)))
 
 
 def codex_files(root: Path) -> list[Path]:
@@ -133,13 +136,28 @@ def ingest(store: UsageStore, claude_dirs: list[Path] = (), codex_dirs: list[Pat
             root = Path(root)
             if not root.is_dir():
                 continue
-            for path in lister(root):
-                report.files += 1
+            paths = lister(root)
+            report.files += len(paths)
+            known = store.file_offsets()
+            todo = [p for p in paths if _changed(p, known.get(str(p)))]
+            if agent == "claude":
+                todo = _originals_first(todo)   # only files with new bytes are opened to sort them
+            for path in todo:
                 try:
                     ingest_file(store, agent, path, report)
                 except OSError as exc:  # a file vanishing mid-read is skipped, never fatal
                     report.errors.append(f"{path}: {exc}")
     return report
+
+
+def _changed(path: Path, known: tuple[str, int] | None) -> bool:
+    if known is None:
+        return True
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    return known != (f"{st.st_dev}:{st.st_ino}", st.st_size)
 
 
 def ingest_default(store: UsageStore | None = None, env=None) -> Report:

@@ -243,6 +243,11 @@ class UsageStore:
         cols = ("agent", "session_id", "cwd", "parent", "first_ts", "last_ts", "origin")
         return {(r[0], r[1]): dict(zip(cols, r)) for r in self.conn.execute(f"SELECT {', '.join(cols)} FROM sessions")}
 
+    def file_offsets(self) -> dict[str, tuple[str, int]]:
+        """path -> (identity, offset) of every ingested file whose state is current."""
+        return {r[0]: (r[1], r[2]) for r in self.conn.execute(
+            "SELECT path, identity, offset FROM files WHERE state LIKE '%\"_sessions\"%'")}
+
     def sessions_in(self, roots: tuple[str, ...]) -> set[tuple[str, str]]:
         """(agent, session) pairs held by ingested files under any of `roots` (path prefixes)."""
         out = set()
