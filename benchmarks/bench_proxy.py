@@ -5,9 +5,9 @@
 1. Latency: a local upstream (a separate process) answers canned Messages API responses; the same
    client sends each request directly and through `capsule proxy serve` (another process),
    interleaved, and the table shows median / p95 of both and the median added by the proxy.
-   Cases: a small request, a streamed (SSE) answer, a 40-turn conversation whose tool results the
-   proxy has seen before (memo hits: parse + lookup + re-serialize), and tool results it sees for
-   the first time (engine time included). Target (issue 14): <= 5 ms added plus engine time.
+   Cases: a small request, a streamed (SSE) answer, 40- and 200-turn conversations whose tool
+   results the proxy has seen before (memo hits: parse + lookup + re-serialize), and tool results it
+   sees for the first time (engine time included). Target (issue 14): <= 5 ms added plus engine time.
 2. Tokens: the real Claude Code reads files with its native Read tool in a scripted session (a fake
    model on 127.0.0.1), once directly and once through the proxy; the table shows the tool-result
    tokens (cl100k) the model received per file, plain vs proxied, the input tokens of the whole
@@ -137,11 +137,13 @@ def latency(n: int, state: Path) -> list[dict]:
                 return (time.perf_counter() - t) * 1000
 
             seen = _conversation(40, 1)
+            long = _conversation(200, 2)
             cases = [("small request, JSON answer", lambda i: _small(False)),
                      ("small request, streamed answer (SSE)", lambda i: _small(True)),
                      (f"40 tool results seen before ({len(seen) // 1024} KB body)", lambda i: seen),
+                     (f"200 tool results seen before ({len(long) // 1024} KB body)", lambda i: long),
                      ("4 tool results seen for the first time", lambda i: _conversation(4, 100 + i))]
-            timed(via, seen)                       # warm: the engine loads, the memo fills
+            timed(via, seen), timed(via, long)     # warm: the engine loads, the memo fills
             for _ in range(5):
                 timed(upstream, _small(False)), timed(via, _small(False))
             for name, make in cases:
