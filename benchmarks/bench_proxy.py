@@ -164,6 +164,27 @@ def latency(n: int, state: Path) -> list[dict]:
     return rows
 
 
+def cpu(state: Path) -> list[dict]:
+    """CPU time of the proxy's request path on memo hits (parse, walk, lookups, re-serialize), in this
+    process: wall latency on a shared machine swings with its load, CPU time much less."""
+    from capsule.proxy import rewrite  # noqa: PLC0415
+    from capsule.proxy.app import Proxy, Settings  # noqa: PLC0415
+
+    proxy = Proxy(Settings(state_dir=state, mode="standard"))
+    rows = []
+    for turns in (40, 200, 600):
+        body = _conversation(turns, 7)
+        proxy._rewrite_sync("anthropic", rewrite.parse(body), "cpu")       # first sight: fills the memo
+        times = []
+        for _ in range(30):
+            t = time.process_time()
+            proxy._rewrite_sync("anthropic", rewrite.parse(body), "cpu")
+            times.append((time.process_time() - t) * 1000)
+        rows.append({"turns": turns, "kb": len(body) // 1024, "cpu_ms": statistics.median(times)})
+    proxy.close()
+    return rows
+
+
 def _results(body: dict) -> dict[str, str]:
     out = {}
     for m in body.get("messages", []):
@@ -246,6 +267,12 @@ def main() -> int:
         for r in report["latency"]:
             print(f"{r['case']:<44} {r['direct_ms']:>10.2f} {r['proxy_ms']:>10.2f} {r['added_ms']:>10.2f} "
                   f"{r['proxy_p95_ms']:>10.2f}")
+        (tmp / "cpu-state").mkdir()
+        report["cpu"] = cpu(tmp / "cpu-state")
+        print("\nProxy CPU per request on memo hits (parse + memo lookups + re-serialize), median of 30")
+        print(f"{'conversation':<44} {'body KB':>10} {'CPU ms':>10}")
+        for r in report["cpu"]:
+            print(f"{str(r['turns']) + ' tool results seen before':<44} {r['kb']:>10} {r['cpu_ms']:>10.2f}")
         if not args.skip_session:
             s = report["session"] = session(tmp)
             print("\nClaude Code session, native Read of each file (tool-result tokens the model received, cl100k)")

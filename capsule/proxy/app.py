@@ -95,7 +95,7 @@ class Proxy:
         if len(body) > rewrite.limit("max_body_bytes"):
             return body, None
         try:
-            parsed = json.loads(body)
+            parsed = rewrite.parse(body)
         except ValueError:
             return body, None
         if not isinstance(parsed, dict):

@@ -17,6 +17,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Callable
 
+import orjson
+
 
 CCR_MARK = "<<ccr:"      # capsule already shrank this block (its footer names the handle): never again
 
@@ -58,8 +60,28 @@ def rewrite(api: str, body: Any, shrink: Shrink, *, shims_on: bool) -> bytes | N
     return serialize(body)
 
 
+def parse(raw: bytes) -> Any:
+    """The request body's JSON value. orjson (the whole conversation is parsed and written on every
+    request: ~3x less CPU than json); the standard parser for what orjson refuses (NaN, integers over
+    64 bits, lone surrogates), marked so serialize() writes it back with the same library."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        value = json.loads(raw)
+        return _Std(value) if isinstance(value, dict) else value
+
+
+class _Std(dict):
+    """A body orjson could not read: written back by the json module."""
+
+
 def serialize(body: Any) -> bytes:
     """Compact JSON as the clients write it; one function so equal bodies give equal bytes."""
+    if not isinstance(body, _Std):
+        try:
+            return orjson.dumps(body)
+        except TypeError:   # e.g. a lone surrogate: the json module escapes it
+            pass
     try:
         return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     except UnicodeEncodeError:   # a lone surrogate from the client's JSON: escape it as JSON does
