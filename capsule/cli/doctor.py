@@ -98,7 +98,7 @@ def collect(role_arg: str | None = None) -> dict:
         "subsystems": {k: v.as_dict() for k, v in subsystems.items()},
         "supervisor": running,
         "state": {"dir": str(state), "archive": _store(state / paths.ARCHIVE_DB),
-                  "ledger": _store(state / paths.LEDGER_DB)},
+                  "ledger": _store(state / paths.LEDGER_DB), "usage": _store(state / paths.USAGE_DB)},
         "shims": {"dirs": shim.dirs, "first_on_path": shim.first, "present": bool(shim.dirs)},
         "conflicts": found,
         "mcp_registration": mcp,
@@ -161,7 +161,7 @@ def render(r: dict) -> str:
         lines.append(f"  {name:<10} {'on ' if d['on'] else 'off'}  {d['reason']}")
     on = [k for k, v in r["switches"].items() if v]
     lines.append(f"switches     {', '.join(on) if on else 'none set'}")
-    for key in ("archive", "ledger"):
+    for key in ("archive", "ledger", "usage"):
         s = r["state"][key]
         if s["exists"]:
             rows = ", ".join(f"{t}={n}" for t, n in s.get("rows", {}).items())
