@@ -17,7 +17,10 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Callable
 
-import orjson
+try:
+    import orjson
+except ImportError:   # declared in pyproject; an environment installed before it still works, slower
+    orjson = None
 
 
 CCR_MARK = "<<ccr:"      # capsule already shrank this block (its footer names the handle): never again
@@ -64,11 +67,13 @@ def parse(raw: bytes) -> Any:
     """The request body's JSON value. orjson (the whole conversation is parsed and written on every
     request: ~3x less CPU than json); the standard parser for what orjson refuses (NaN, integers over
     64 bits, lone surrogates), marked so serialize() writes it back with the same library."""
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        value = json.loads(raw)
-        return _Std(value) if isinstance(value, dict) else value
+    if orjson is not None:
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+    value = json.loads(raw)
+    return _Std(value) if isinstance(value, dict) else value
 
 
 class _Std(dict):
@@ -77,7 +82,7 @@ class _Std(dict):
 
 def serialize(body: Any) -> bytes:
     """Compact JSON as the clients write it; one function so equal bodies give equal bytes."""
-    if not isinstance(body, _Std):
+    if orjson is not None and not isinstance(body, _Std):
         try:
             return orjson.dumps(body)
         except TypeError:   # e.g. a lone surrogate: the json module escapes it
