@@ -25,12 +25,17 @@ CREATE TABLE IF NOT EXISTS memo(
 );
 """
 LRU_SIZE = 4096     # blocks kept in memory, keyed by their text itself: a hit costs a dict lookup, no hash
+LRU_CHARS = 64 << 20   # ... and at most this many characters of them (a few huge results must not pin GBs)
 
 
 def key(api: str, conversation: str, call_id: str, text: str) -> str:
     h = blake3(_utf8(f"{api}\0{conversation}\0{call_id}\0"))
     h.update(_utf8(text))
     return h.hexdigest()[:32]
+
+
+def _size(k: tuple[str, str, str, str], value: str | None) -> int:
+    return len(k[3]) + len(value or "")
 
 
 def _utf8(text: str) -> bytes:
@@ -46,6 +51,7 @@ class Memo:
         self._conn = sqlite.connect(self.path)
         self._conn.execute(SCHEMA)
         self._lru: OrderedDict[tuple[str, str, str, str], str | None] = OrderedDict()
+        self._chars = 0
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -81,10 +87,14 @@ class Memo:
             return stored
 
     def _remember(self, k: tuple[str, str, str, str], value: str | None) -> None:
+        if k in self._lru:
+            self._lru.move_to_end(k)
+            return
         self._lru[k] = value
-        self._lru.move_to_end(k)
-        while len(self._lru) > LRU_SIZE:
-            self._lru.popitem(last=False)
+        self._chars += _size(k, value)
+        while self._lru and (len(self._lru) > LRU_SIZE or self._chars > LRU_CHARS):
+            old, old_value = self._lru.popitem(last=False)
+            self._chars -= _size(old, old_value)
 
     def count(self) -> int:
         with self._lock:

@@ -248,7 +248,7 @@ def _call(api: str, cfg: dict, call_id: str, name: str, args: dict, intent: str 
 
 def _one(call: Call, text: str, shrink: Shrink, cfg: dict) -> str:
     """The cheap checks run on every request (a memo hit must stay cheap); the rest in engine_view()."""
-    if call.owned_elsewhere or len(text) < limit("min_block_bytes") or CCR_MARK in text:
+    if call.owned_elsewhere or len(text) < limit("min_block_chars") or CCR_MARK in text:
         return text
     return shrink(call, text)
 

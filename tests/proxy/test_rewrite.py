@@ -126,3 +126,17 @@ def test_bodies_orjson_refuses_are_read_and_written_back_by_the_json_module():
         assert b"NaN" in out and b"123456789012345678901234567890" in out
     plain = rewrite.parse(b'{"a": [1, 2.5, "\\u00fc"]}')
     assert rewrite.serialize(plain) == '{"a":[1,2.5,"ü"]}'.encode()
+
+
+def test_memo_memory_is_bounded_and_values_survive_on_disk(tmp_path, monkeypatch):
+    from capsule.proxy import memo as memo_mod
+
+    monkeypatch.setattr(memo_mod, "LRU_CHARS", 10_000)
+    m = memo_mod.Memo(tmp_path / "proxy.db")
+    for i in range(50):
+        assert m.put("anthropic", "s", f"c{i}", "x" * 1000 + str(i), f"short {i}") == f"short {i}"
+    assert m._chars <= 10_000 and len(m._lru) < 50
+    assert m.get("anthropic", "s", "c0", "x" * 1000 + "0") == "short 0"          # evicted from memory, read from disk
+    assert m.put("anthropic", "s", "c0", "x" * 1000 + "0", "other") == "short 0"  # the first value stays (INV-1)
+    assert m.get("anthropic", "s", "c0", "y") is memo_mod.Memo._MISSING
+    m.close()
