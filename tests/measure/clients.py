@@ -91,9 +91,10 @@ def codex_over_limit(body, done) -> bool:
     return done == 3 and "summary of work" not in json.dumps(body)
 
 
-def run_codex(fake, cwd: Path, home: Path, *args: str) -> None:
+def run_codex(fake, cwd: Path, home: Path, *args: str, features: tuple[str, ...] = ()) -> None:
     env = {**os.environ, "CODEX_HOME": str(home), "OPENAI_API_KEY": "test"}
-    proc = subprocess.run([client("codex"), "exec", "--skip-git-repo-check",
+    flags = [f for feature in features for f in ("--enable", feature)]
+    proc = subprocess.run([client("codex"), "exec", *flags, "--skip-git-repo-check",
                            "--dangerously-bypass-approvals-and-sandbox", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

@@ -128,3 +128,48 @@ def test_codex_appended_lines_add_exactly_their_calls(codex_run, capsule, tmp_pa
         f.write(rest[half:])
     got = usage(capsule, "--codex-dir", str(home))["totals"]
     assert pick(got) == totals_of(codex_run["resumed"], FakeResponses)
+
+
+def test_codex_subagent_calls_join_the_parent_session(capsule, tmp_path):
+    """`spawn_agent` (multi_agent_v2): the subagent's own rollout names the parent's session; its calls
+    count once each, in the parent's session, as a thread of it (USAGE-FORMATS Codex trap 4)."""
+    import json as _json
+
+    from tests.measure import clients
+
+    def fc(i, name, args, ns=None):
+        item = {"type": "function_call", "id": f"fc_{i}", "call_id": f"call_{i}", "name": name,
+                "arguments": _json.dumps(args), "status": "completed"}
+        return {**item, "namespace": ns} if ns else item
+
+    def msg(text):
+        return {"type": "message", "role": "assistant", "id": "m",
+                "content": [{"type": "output_text", "text": text, "annotations": []}]}
+
+    def script(body, done):
+        sub = any(i.get("type") == "agent_message" and "SUBMARK" in _json.dumps(i) for i in body.get("input", []))
+        if sub:
+            return [fc(100, "exec_command", {"cmd": "echo sub"})] if done == 0 else [msg("sub done")]
+        if done == 0:
+            return [fc(0, "spawn_agent", {"task_name": "sub_task", "message": "SUBMARK say hi",
+                                          "fork_turns": "none"}, "collaboration")]
+        if done == 1:   # wait for the subagent's final status, so its calls happen before exec ends
+            return [fc(1, "wait_agent", {"timeout_ms": 20000}, "collaboration")]
+        return [msg("done")]
+
+    fake = FakeResponses(script)
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (tmp_path / "ws").mkdir()
+    (home / "config.toml").write_text(fake.provider_config())
+    try:
+        clients.run_codex(fake, tmp_path / "ws", home, "go", features=("multi_agent_v2",))
+    finally:
+        fake.close()
+    metas = [_json.loads(p.read_bytes().splitlines()[0])["payload"] for p in (home / "sessions").rglob("*.jsonl")]
+    subs = [m for m in metas if m.get("thread_source") == "subagent"]
+    assert len(metas) == 2 and len(subs) == 1 and subs[0]["session_id"] != subs[0]["id"]
+    got = usage(capsule, "--codex-dir", str(home))
+    assert pick(got["totals"]) == totals_of(fake.log, FakeResponses)
+    (session,) = got["sessions"]
+    assert session["session_id"] == subs[0]["session_id"] and session["threads"] == 1
