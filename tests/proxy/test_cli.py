@@ -55,12 +55,9 @@ def test_bad_usage_exits_2_with_the_reason(state_dir, capsule):
     assert r.returncode == 2 and b"JACKIN_CTX_NO_PROXY" in r.stderr
 
 
-def test_doctor_says_why_the_supervisors_proxy_is_not_running():
-    report = {"version": "x", "role": {"name": "r", "agent": "claude"}, "mode": "standard", "supervisor": None,
-              "subsystems": {}, "switches": {}, "state": {"archive": {"exists": False, "path": "a"},
-                                                          "ledger": {"exists": False, "path": "l"}},
-              "shims": {"dirs": [], "first_on_path": False, "present": False}, "conflicts": [],
-              "mcp_registration": {}, "standing_context": {"parts": {}, "tokens": 0, "label": "x", "budget": 1,
-                                                           "over": False},
-              "proxy": {"state": "failed", "reason": "could not start: [Errno 98] Address already in use"}}
+def test_doctor_says_why_the_supervisors_proxy_is_not_running(state_dir):
+    report = doctor.collect()
+    assert report["proxy"] == {"state": "not running"}
+    # What the supervisor's STATUS carries when its proxy could not start (supervisor/core.py).
+    report["proxy"] = {"state": "failed", "reason": "could not start: [Errno 98] Address already in use"}
     assert "proxy        failed: could not start: [Errno 98] Address already in use" in doctor.render(report)
