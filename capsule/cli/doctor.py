@@ -162,7 +162,9 @@ def render(r: dict) -> str:
     on = [k for k, v in r["switches"].items() if v]
     lines.append(f"switches     {', '.join(on) if on else 'none set'}")
     for key in ("archive", "ledger", "usage"):
-        s = r["state"][key]
+        s = r["state"].get(key)
+        if s is None:   # a report from an older capsule (or a hand-made one) has no usage store
+            continue
         if s["exists"]:
             rows = ", ".join(f"{t}={n}" for t, n in s.get("rows", {}).items())
             lines.append(f"{key:<12} {s['bytes']:,} bytes  integrity {s.get('integrity')}  {rows}")
