@@ -17,6 +17,7 @@ import subprocess
 import pytest
 
 from capsule.measure.usage import UsageStore
+from capsule.proxy import rewrite
 from recording import ANTHROPIC_USAGE, OPENAI_USAGE, ScriptedMessages, ScriptedResponses
 
 KEY = "sk-test-PROXY-SECRET-4f9a1c"
@@ -122,6 +123,10 @@ def test_claude_code_session_through_the_proxy(workspace, tmp_path, state_dir, p
         report = results["toolu_01"]
         assert "ValueError: record 321 has a negative amount" in report and "<<ccr:" in report
         _assert_prefixes(bodies, "messages")
+        # The request before any rewrite is the client's own bytes; writing it back gives those very
+        # bytes, so the first rewritten request changes no earlier byte of the conversation.
+        first = fake.conversation()[0]
+        assert rewrite.serialize(rewrite.parse(first)) == first
         for b in bodies[1:]:
             assert json.dumps(b["tools"]) == json.dumps(bodies[0]["tools"])
             assert json.dumps(b.get("system")) == json.dumps(bodies[0].get("system"))
@@ -186,6 +191,8 @@ def test_codex_session_through_the_proxy(workspace, tmp_path, state_dir, proxy_f
             assert line in log_out
         assert "ValueError: record 321 has a negative amount" in outputs["call_01"]
         _assert_prefixes(bodies, "input")
+        first = fake.conversation()[0]
+        assert rewrite.serialize(rewrite.parse(first)) == first
         rows = _usage(state_dir)
         assert len(rows) == len(fake.raw) >= 4
         cached = OPENAI_USAGE["input_tokens_details"]["cached_tokens"]
