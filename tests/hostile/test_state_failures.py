@@ -126,3 +126,11 @@ def test_index_commands_on_a_read_only_state_dir_say_so(state_dir, tmp_path):
     finally:
         os.chmod(state_dir, 0o755)
     _clean_failure(proc, "JACKIN_CTX_STATE_DIR")
+
+
+def test_a_read_only_state_dir_lets_the_whole_raw_output_through_silently(state_dir, stored):
+    raw = "".join(f"{i}\n" for i in range(1, 3001)).encode()
+    proc = _capsule(state_dir, "ctx", "run", "--", "seq", "1", "3000", read_only=True)
+    assert proc.returncode == 0
+    assert proc.stdout == raw              # nothing can be archived, so nothing is cut
+    assert proc.stderr == b"", proc.stderr.decode()[:1500]
