@@ -169,3 +169,22 @@ def test_memo_survives_a_restart_and_no_credential_is_written(proxy_for, state_d
     for f in state_dir.rglob("*"):
         if f.is_file():
             assert KEY.encode() not in f.read_bytes(), f
+
+
+def test_gzip_answer_is_forwarded_compressed_and_its_usage_still_read(proxy_for, canned, state_dir):
+    import gzip
+
+    answer = {"id": "msg_gz", "type": "message", "model": "claude-x", "content": [],
+              "usage": {"input_tokens": 7, "cache_read_input_tokens": 70, "output_tokens": 3,
+                        "cache_creation_input_tokens": 9,
+                        "cache_creation": {"ephemeral_5m_input_tokens": 4, "ephemeral_1h_input_tokens": 5}}}
+    packed = gzip.compress(json.dumps(answer).encode())
+    up = canned(200, [("content-type", "application/json"), ("content-encoding", "gzip")], [packed])
+    proxy = proxy_for(anthropic=up.url)
+    with httpx2.Client() as client:
+        r = client.post(proxy.url + "/v1/messages", content=json.dumps(_body("x")).encode(),
+                        headers={"x-api-key": KEY, "accept-encoding": "gzip"})
+        assert r.json() == answer and r.headers["content-encoding"] == "gzip"
+    row = usage_rows(state_dir)[-1]
+    assert (row["call_id"], row["input_tokens"], row["cache_read_input_tokens"], row["cache_creation_5m"],
+            row["cache_creation_1h"], row["output_tokens"]) == ("msg_gz", 7, 70, 4, 5, 3)
