@@ -60,6 +60,11 @@ class Engine:
         self.languages = tuple(languages)   # the role's grammars; empty means every grammar
         self._archive: Archive | None = None
         self._ledger: Ledger | None = None
+        # defer: record() jobs wait for drain(), which a caller runs after the output is written
+        # (the supervisor after its reply, `ctx run`/`ctx pipe` after their write), so counting the
+        # raw input's tokens and the ledger write are off the agent's path. Same figures either way.
+        self.defer = False
+        self._pending: list = []
 
     @property
     def archive(self) -> Archive:
@@ -99,8 +104,21 @@ class Engine:
         except Exception as exc:  # noqa: BLE001 - the engine fails open
             log.warning("pipeline failed: %r; raw output passed through", exc)
             return Outcome(raw, None, None)
+        if self.defer:
+            self._pending.append(lambda: self._record(em, command, stream, mode, exit_code, scope, duration_ms,
+                                                      len(raw), intent))
+            return Outcome(em.data, None, em.handle)
         emission_id = self._record(em, command, stream, mode, exit_code, scope, duration_ms, len(raw), intent)
         return Outcome(em.data, emission_id, em.handle)
+
+    def drain(self) -> None:
+        """Count and record what observe() deferred; never raises (a lost row costs no output)."""
+        while self._pending:
+            job = self._pending.pop(0)
+            try:
+                job()
+            except Exception as exc:  # noqa: BLE001
+                log.warning("deferred record failed: %r", exc)
 
     def _fit(self, em: pipeline.Emission, raw: bytes, command: str | None, limit: Limit,
              budget: int) -> pipeline.Emission:
@@ -213,6 +231,7 @@ class Engine:
             return None
 
     def close(self) -> None:
+        self.drain()
         for store in (self._archive, self._ledger):
             if store is not None:
                 store.close()

@@ -14,11 +14,7 @@ from pathlib import Path
 
 from capsule import __version__, paths
 from capsule.cli.main import UserError
-from capsule.policy import conflicts, modes, switches
-from capsule.policy.manifest import DEFAULT_ROLE, ManifestError, load_role
-from capsule.prompt import budget
-from capsule.supervisor import plan as planning
-from capsule.supervisor import server
+from capsule.policy import switches
 
 
 def register(sub) -> None:
@@ -54,6 +50,14 @@ def _store(path: Path) -> dict:
 
 
 def collect(role_arg: str | None = None) -> dict:
+    # Imported here, not at the top: every `capsule ctx run` builds the parser that registers this
+    # module, and these (anyio, the shims, the role manifest) are ~40 ms of its cold start.
+    from capsule.policy import conflicts, modes  # noqa: PLC0415
+    from capsule.policy.manifest import DEFAULT_ROLE, ManifestError, load_role  # noqa: PLC0415
+    from capsule.prompt import budget  # noqa: PLC0415
+    from capsule.supervisor import plan as planning  # noqa: PLC0415
+    from capsule.supervisor import server  # noqa: PLC0415
+
     sock = paths.socket_path()
     running = server.status(sock) if sock.exists() else None
     name = role_arg or os.environ.get(switches.ROLE) or (running or {}).get("role_path")

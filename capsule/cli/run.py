@@ -118,6 +118,7 @@ def run_and_observe(argv: list[str], intent: str | None = None) -> int:
     duration_ms = (time.perf_counter() - start) * 1000
     for spool, hasher, stream, out in zip(spools, hashers, ("stdout", "stderr"), (sys.stdout, sys.stderr)):
         _emit(spool, hasher.hexdigest()[:24], stream, out.buffer, command, status, duration_ms, intent)
+    _drain()
     return status
 
 
@@ -163,7 +164,14 @@ def _engine():
         from capsule.engine import Engine
 
         _ENGINE = Engine()
+        _ENGINE.defer = True    # rows are recorded by _drain(), after the output is written
     return _ENGINE
+
+
+def _drain() -> None:
+    """Count and record what the engine deferred, once the agent has its output."""
+    if _ENGINE is not None:
+        _ENGINE.drain()
 
 
 def _has_terminal() -> bool:
@@ -251,4 +259,5 @@ def cmd_pipe(args) -> int:
         emitted = data
     out.write(emitted)
     out.flush()
+    _drain()
     return 0

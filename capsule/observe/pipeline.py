@@ -26,57 +26,126 @@ from capsule.store.archive import handle_of
 log = logging.getLogger("capsule.pipeline")
 
 
+PENDING = -1     # a stage report's token figure not yet counted (Emission.settle fills it in)
+
+
 @dataclass
 class Emission:
+    """What the agent sees, and the figures the ledger records about it.
+
+    Counting the raw input's tokens is most of the cost of a large observe, and the agent does
+    not need it: the guard decides on a cheap lower bound (tokens.at_least) and the exact count
+    is made when a figure is first read (settle), after the data has been emitted."""
+
     data: bytes                  # what the agent sees
-    raw_tokens: int
-    emitted_tokens: int
+    known_raw_tokens: int | None  # None until settle() counts raw_text
+    known_emitted_tokens: int | None  # None: raw was emitted, so it is the raw count
     family: str
     transform_id: str
     handle: str | None = None    # set when the emission is lossy
     applied: bool = True         # False in measure-only mode: data is raw
-    would_emit_tokens: int | None = None
+    known_would_emit: int | None = None   # None: the raw count
     removals: list[Removal] = field(default_factory=list)
     reports: list[StageReport] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     elapsed_ms: float = 0.0
+    raw_text: str | None = field(default=None, repr=False)
+    transformed_text: str | None = field(default=None, repr=False)
 
     @property
     def lossy(self) -> bool:
         return self.handle is not None
+
+    def settle(self) -> None:
+        """Count what was deferred (exact, the same figures as counting up front)."""
+        if self.known_raw_tokens is None:
+            self.known_raw_tokens = tokens.count(self.raw_text or "")
+        elif self.raw_text is None and self.transformed_text is None:
+            return
+        out = None
+        if self.transformed_text is not None:
+            same = self.transformed_text == self.raw_text
+            out = self.known_raw_tokens if same else tokens.count(self.transformed_text)
+        for r in self.reports:
+            if r.tokens_before == PENDING:
+                r.tokens_before = self.known_raw_tokens
+            if r.tokens_after == PENDING:
+                r.tokens_after = self.known_raw_tokens if out is None or r.name != "transform" else out
+        self.raw_text = self.transformed_text = None
+
+    @property
+    def raw_tokens(self) -> int:
+        self.settle()
+        return self.known_raw_tokens
+
+    @property
+    def emitted_tokens(self) -> int:
+        return self.raw_tokens if self.known_emitted_tokens is None else self.known_emitted_tokens
+
+    @emitted_tokens.setter
+    def emitted_tokens(self, n: int) -> None:
+        self.known_emitted_tokens = n
+
+    @property
+    def would_emit_tokens(self) -> int:
+        return self.raw_tokens if self.known_would_emit is None else self.known_would_emit
+
+    @would_emit_tokens.setter
+    def would_emit_tokens(self, n: int) -> None:
+        self.known_would_emit = n
 
 
 def process(raw: bytes, ctx: Context, archive=None, classification: Classification | None = None,
             measure_only: bool = False) -> Emission:
     start = time.perf_counter()
     text = raw.decode("utf-8", "surrogateescape")
-    raw_tokens = tokens.count(text)
+    # The exact raw count is deferred (Emission.settle); decisions use this floor, and the exact
+    # count only when the floor cannot decide (small outputs, or an emission close to raw).
+    floor = tokens.at_least(text)
+    exact: list[int] = [floor] if len(text) < tokens.EXACT_BELOW else []
+
+    def raw_count() -> int:
+        if not exact:
+            exact.append(tokens.count(text))
+        return exact[0]
+
+    def known() -> int:
+        return exact[0] if exact else PENDING
+
     reports: list[StageReport] = []
+    transformed: list[str] = []      # the transform's own output, counted for its stage report
 
     cls = classification or classify(ctx.command, raw[:1024])
     ctx = replace(ctx, family=cls.family if ctx.family == "unknown" else ctx.family,
                   filter_id=ctx.filter_id or cls.filter_id)
-    reports.append(StageReport("classify", raw_tokens, raw_tokens, f"{cls.family} -> {cls.transform_id} ({cls.reason})"))
+    reports.append(StageReport("classify", PENDING, PENDING, f"{cls.family} -> {cls.transform_id} ({cls.reason})"))
+
+    def emission(data: bytes, emitted: int | None, transform_id: str, **kw) -> Emission:
+        em = Emission(data, exact[0] if exact else None, emitted, ctx.family, transform_id, reports=reports,
+                      raw_text=None if exact else text, transformed_text=transformed[0] if transformed else None,
+                      **kw)
+        if exact:
+            em.settle()
+        em.elapsed_ms = (time.perf_counter() - start) * 1000
+        return em
 
     def passthrough(reason: str, transform_id: str = "passthrough", warn: str | None = None) -> Emission:
-        reports.append(StageReport("guard", raw_tokens, raw_tokens, reason))
-        em = Emission(raw, raw_tokens, raw_tokens, ctx.family, transform_id, reports=reports,
-                      applied=not measure_only, would_emit_tokens=raw_tokens)
+        reports.append(StageReport("guard", PENDING, PENDING, reason))
+        em = emission(raw, None, transform_id, applied=not measure_only)
         if warn:
             em.warnings.append(warn)
             log.warning(warn)
-        em.elapsed_ms = (time.perf_counter() - start) * 1000
         return em
 
     if ctx.mode == "off" or cls.passthrough:
         return passthrough(f"passthrough: {'mode off' if ctx.mode == 'off' else cls.reason}")
-    if guard.is_small(text, raw_tokens, cls.transform_id):
+    if guard.is_small(text, floor if floor > guard.SMALL_TOKENS else raw_count(), cls.transform_id):
         return passthrough("small output: untouched")
 
     if ctx.mode == "aggressive" and not gate.worth_aggressive(text):
         # The Kolmogorov gate: incompressible content gains nothing from aggressive modes.
         ctx = replace(ctx, mode="standard")
-        reports.append(StageReport("gate", raw_tokens, raw_tokens, "incompressible: aggressive -> standard"))
+        reports.append(StageReport("gate", PENDING, PENDING, "incompressible: aggressive -> standard"))
 
     # TRANSFORM, isolated: any exception means raw output and a logged warning.
     tid = cls.transform_id
@@ -88,7 +157,8 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
         return passthrough(f"transform {tid} failed: raw", tid,
                            warn=f"transform {tid} failed: {exc!r}; raw output passed through")
     out_text = result.text
-    reports.append(StageReport("transform", raw_tokens, tokens.count(out_text), result.transform_id, result.removals))
+    transformed.append(out_text)
+    reports.append(StageReport("transform", PENDING, PENDING, result.transform_id, result.removals))
 
     if out_text == text:
         return passthrough("transform changed nothing", result.transform_id)
@@ -98,7 +168,7 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
     # (A delegating transform, such as a file read that outlines, is judged as what it ran.)
     exempt = tid in EXEMPT_TRANSFORMS or result.transform_id in EXEMPT_TRANSFORMS
     lost = [] if result.lossless or exempt else missing(text, out_text, ctx.exit_code)
-    reports.append(StageReport("policy", raw_tokens, raw_tokens,
+    reports.append(StageReport("policy", PENDING, PENDING,
                                f"verbatim-class lines lost: {len(lost)}" if lost else "every verbatim-class line kept"))
     if lost:
         return passthrough(f"verbatim line lost ({lost[0][:80]!r}): raw", result.transform_id,
@@ -116,25 +186,23 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
     handle = handle_of(raw)
     footer_text = guard.with_footer(out_text, handle)
     emitted_tokens = tokens.count(footer_text)
-    if emitted_tokens >= raw_tokens:
-        return passthrough(f"never worse: {emitted_tokens} >= {raw_tokens} tokens: raw", result.transform_id)
-    if not guard.worth_it(raw_tokens, emitted_tokens):
-        return passthrough(f"not worth it: saves {raw_tokens - emitted_tokens} of {raw_tokens} tokens: raw",
-                           result.transform_id)
+    # Never worse and worth it grow with the raw count: holding on the floor, they hold exactly.
+    if emitted_tokens >= floor or not guard.worth_it(floor, emitted_tokens):
+        if emitted_tokens >= raw_count():
+            return passthrough(f"never worse: {emitted_tokens} >= {raw_count()} tokens: raw", result.transform_id)
+        if not guard.worth_it(raw_count(), emitted_tokens):
+            return passthrough(f"not worth it: saves {raw_count() - emitted_tokens} of {raw_count()} tokens: raw",
+                               result.transform_id)
 
     if measure_only:
-        reports.append(StageReport("guard", raw_tokens, emitted_tokens, "measure only: raw emitted"))
-        em = Emission(raw, raw_tokens, raw_tokens, ctx.family, result.transform_id, applied=False,
-                      would_emit_tokens=emitted_tokens, removals=result.removals, reports=reports)
-        em.elapsed_ms = (time.perf_counter() - start) * 1000
-        return em
+        reports.append(StageReport("guard", PENDING, emitted_tokens, "measure only: raw emitted"))
+        return emission(raw, None, result.transform_id, applied=False, known_would_emit=emitted_tokens,
+                        removals=result.removals)
 
     if archive is not None:
         archive.put(raw, ctx.command)
     data = footer_text.encode("utf-8", "surrogateescape")
-    reports.append(StageReport("guard", raw_tokens, emitted_tokens, "ok"))
+    reports.append(StageReport("guard", PENDING, emitted_tokens, "ok"))
     reports.append(StageReport("archive", emitted_tokens, emitted_tokens, handle or "no archive"))
-    em = Emission(data, raw_tokens, emitted_tokens, ctx.family, result.transform_id, handle=handle,
-                  would_emit_tokens=emitted_tokens, removals=result.removals, reports=reports)
-    em.elapsed_ms = (time.perf_counter() - start) * 1000
-    return em
+    return emission(data, emitted_tokens, result.transform_id, handle=handle, known_would_emit=emitted_tokens,
+                    removals=result.removals)

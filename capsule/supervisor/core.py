@@ -154,6 +154,7 @@ class Supervisor:
 
         def warm():
             engine = Engine(self.state_dir, mode=self.mode, languages=self.role.context.languages)
+            engine.defer = True     # the server records after its reply is written (server.py)
             from capsule.observe.filters import engine as filter_engine  # noqa: PLC0415
 
             # Role filter files are named relative to the manifest; their pins come from it.

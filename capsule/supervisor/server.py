@@ -123,6 +123,10 @@ class EngineServer:
                 await stream.send(reply)
             except Exception:  # noqa: BLE001 - the shim gave up (timeout); nothing to do
                 pass
+        if self.engine is not None and getattr(self.engine, "_pending", None):
+            # Token counts and ledger rows of what was just answered: after the reply, off the shim's path.
+            async with self.lock:
+                await anyio.to_thread.run_sync(self.engine.drain)
 
     async def _answer(self, buf: BufferedByteReceiveStream, key: int | None = None) -> bytes:
         head = await buf.receive_until(b"\n", MAX_HEADER)
