@@ -239,11 +239,24 @@ def _call(api: str, cfg: dict, call_id: str, name: str, args: dict, intent: str 
         command = spec.get("command_prefix", "") + shlex.quote(args[spec["command_from"]])
     if "path" in spec and isinstance(args.get(spec["path"]), str):
         path = args[spec["path"]]
+        if "window" in spec and command is None:
+            command = _read_command(path, args, spec["window"])
     if not intent and isinstance(args.get("description"), str):
         intent = args["description"]
     if intent:
         intent = intent[-limit("max_intent_chars"):]
     return Call(api, call_id, name, command, path, intent or None, None, owned, bool(spec.get("numbered")))
+
+
+def _read_command(path: str, args: dict, window: dict) -> str:
+    """A file-read tool call as the shell read it stands for: bounded -> sed -n, whole -> cat."""
+    offset, limit = args.get(window["offset"]), args.get(window["limit"])
+    offset = offset if isinstance(offset, int) and not isinstance(offset, bool) and offset > 0 else None
+    limit = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
+    if offset is None and limit is None:
+        return f"cat {shlex.quote(path)}"
+    first = offset or 1
+    return f"sed -n '{first},{first + (limit or int(window['page'])) - 1}p' {shlex.quote(path)}"
 
 
 def _one(call: Call, text: str, shrink: Shrink, cfg: dict) -> str:

@@ -140,3 +140,48 @@ def test_memo_memory_is_bounded_and_values_survive_on_disk(tmp_path, monkeypatch
     assert m.put("anthropic", "s", "c0", "x" * 1000 + "0", "other") == "short 0"  # the first value stays (INV-1)
     assert m.get("anthropic", "s", "c0", "y") is memo_mod.Memo._MISSING
     m.close()
+
+
+def _source(n: int) -> str:
+    out = []
+    for i in range(n // 5):
+        out += [f"def step_{i}(value):", f"    total = value * {i}", f"    if total > {i * 7}:",
+                f"        return total - {i}", "    return total"]
+    return "\n".join(out) + "\n"
+
+
+def _numbered(text: str, start: int = 1) -> str:
+    return "\n".join(f"{start + i}\t{ln}" for i, ln in enumerate(text.split("\n")[:-1]))
+
+
+def test_a_read_tool_call_is_given_to_the_engine_as_the_shell_read_it_stands_for():
+    calls = []
+    keep = lambda c, t: calls.append(c) or t  # noqa: E731
+    rewrite.rewrite("anthropic", _anthropic(BIG, args={"file_path": "/w/a b.py", "offset": 100, "limit": 50}), keep,
+                    shims_on=False)
+    rewrite.rewrite("anthropic", _anthropic(BIG, args={"file_path": "/w/a.py", "offset": 10}), keep, shims_on=False)
+    rewrite.rewrite("anthropic", _anthropic(BIG, args={"file_path": "/w/a.py"}), keep, shims_on=False)
+    assert [c.command for c in calls] == ["sed -n '100,149p' '/w/a b.py'", "sed -n '10,2009p' /w/a.py", "cat /w/a.py"]
+
+
+def test_reads_through_the_proxy_follow_the_read_rules_of_the_real_engine(tmp_path):
+    """A bounded Read passes whole (the agent edits those very lines); a whole-file Read of long source
+    becomes an outline with line numbers, so the next Read can be exact."""
+    from capsule.engine import Engine
+
+    engine = Engine(state_dir=tmp_path / "state")
+
+    def observe(call, text):
+        return engine.observe(text.encode(), command=call.command, path=call.path, intent=call.intent,
+                              stream="stdout").data.decode()
+
+    source = _source(1500)
+    window = "".join(ln + "\n" for ln in source.split("\n")[399:799])
+    body = _anthropic(_numbered(window, 400), args={"file_path": "/w/steps.py", "offset": 400, "limit": 400})
+    out = rewrite.rewrite("anthropic", body, lambda c, t: rewrite.engine_view(c, t, observe), shims_on=False)
+    assert out is None    # unchanged: every line of the bounded view reaches the model
+    whole = _anthropic(_numbered(source), args={"file_path": "/w/steps.py"})
+    shown = json.loads(rewrite.rewrite("anthropic", whole, lambda c, t: rewrite.engine_view(c, t, observe),
+                                       shims_on=False))["messages"][2]["content"][0]["content"]
+    assert len(shown) < len(_numbered(source)) / 3
+    assert "def step_250(value):" in shown and "<<ccr:" in shown
