@@ -175,7 +175,7 @@ class Proxy:
                 if tap is not None:
                     tap.feed(chunk)
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            if tap is not None:   # recorded before the response ends: a finished request has its row
+            if tap is not None:   # recorded before the stream's end (a Content-Length client may stop reading sooner)
                 await anyio.to_thread.run_sync(self._record, tap)
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:

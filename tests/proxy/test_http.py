@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 
 import httpx2
 import pytest
@@ -27,7 +28,20 @@ def _body(result: str, session: str = "sess-1") -> dict:
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_a", "content": result}]}]}
 
 
-def usage_rows(state_dir) -> list[dict]:
+def usage_rows(state_dir, at_least: int = 1, wait_s: float = 10.0) -> list[dict]:
+    """The usage rows, waiting for `at_least` of them: a response with a Content-Length is complete
+    for the client at its last byte, which can come before the proxy has written the row."""
+    deadline = time.monotonic() + wait_s
+    rows = _usage_rows(state_dir)
+    while len(rows) < at_least and time.monotonic() < deadline:
+        time.sleep(0.05)
+        rows = _usage_rows(state_dir)
+    return rows
+
+
+def _usage_rows(state_dir) -> list[dict]:
+    if not (state_dir / "usage.db").exists():
+        return []
     store = UsageStore(state_dir / "usage.db")
     try:
         names = ["agent", "call_id", "session_id", "model", "input_tokens", "cache_read_input_tokens",
