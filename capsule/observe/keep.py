@@ -34,6 +34,8 @@ OUTLIER_FACTOR = 10.0    # a number this many times the field's median (and far 
 CONTINUATION_MAX = 6     # indented lines after an error header that still belong to it
 
 _HUNK = re.compile(r"^@@+ -\d+(?:,\d+)? .*@@")
+_COMMIT = re.compile(r"^commit [0-9a-f]{7,64}(?: \(.*\))?$")
+_COMMIT_HEADER = re.compile(r"^[A-Z][A-Za-z]*:\s")      # Author:, Date:, Merge:, CommitDate: …
 _SHAPE = re.compile(r"[A-Za-z]+|\d+")
 _DIGITS = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{7,}\b|\d+")
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
@@ -79,9 +81,10 @@ def _analyse(text: str, failing: bool) -> tuple[frozenset[int], frozenset[int]]:
 
 
 def quoted(lines: list[str]) -> set[int]:
-    """Lines the tool quotes rather than reports: the bodies of unified-diff hunks. A changed
-    line that says `raise ValueError` is code under review, not an error the run hit; the diff
-    filter's own rules (every changed line up to its budget) decide about it."""
+    """Lines the tool quotes rather than reports: the bodies of unified-diff hunks and the messages
+    of git commits. A changed line that says `raise ValueError`, or a commit message saying "fix the
+    panic on empty input", is text under review, not an error the run hit; the tool's own filter
+    (every changed line up to its budget, each commit's subject) decides about it."""
     out: set[int] = set()
     inside = False
     for i, ln in enumerate(lines):
@@ -91,6 +94,25 @@ def quoted(lines: list[str]) -> set[int]:
             out.add(i)
         else:
             inside = False
+    return out | commit_messages(lines)
+
+
+def commit_messages(lines: list[str]) -> set[int]:
+    """The message lines of git's commit blocks: after `commit SHA` and its `Name: value` header
+    lines, the 4-space-indented (and blank) lines up to the next line that is neither."""
+    out: set[int] = set()
+    i, n = 0, len(lines)
+    while i < n:
+        if not _COMMIT.match(lines[i]):
+            i += 1
+            continue
+        i += 1
+        while i < n and _COMMIT_HEADER.match(lines[i]):
+            i += 1
+        while i < n and (lines[i].startswith("    ") or not lines[i].strip()):
+            if lines[i].strip():
+                out.add(i)
+            i += 1
     return out
 
 
