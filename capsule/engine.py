@@ -33,6 +33,14 @@ log = logging.getLogger("capsule.engine")
 STORE_BUDGET_MS = 1000     # the longest the agent's output waits on another writer's lock
 
 LARGE_BYTES = 16 << 20      # above this a payload is never loaded whole into memory (observe/huge.py)
+# A line longer than this takes the same path: one BPE piece of many MB costs seconds and hundreds of
+# MB to tokenise (issue 11: a 15 MB line without spaces took 52 s and 900 MB), and no line budget
+# can show it anyway; huge.py shows its head, tail and error windows.
+LONG_LINE_BYTES = 1 << 20
+
+
+def has_long_line(raw: bytes) -> bool:
+    return len(raw) > LONG_LINE_BYTES and max(map(len, raw.split(b"\n"))) > LONG_LINE_BYTES
 
 
 def default_scope() -> str:
@@ -165,12 +173,17 @@ class Engine:
         return out, err
 
     def observe_file(self, f: BinaryIO, size: int, digest: str, *, command: str | None, stream: str,
-                     exit_code: int | None, scope: str | None = None, duration_ms: float | None = None) -> Outcome:
-        """A spooled payload: small ones go through observe(); large ones stream (bounded memory)."""
+                     exit_code: int | None, scope: str | None = None, duration_ms: float | None = None,
+                     intent: str | None = None) -> Outcome:
+        """A spooled payload: small ones go through observe(); large ones, and any with a line over
+        LONG_LINE_BYTES, stream (bounded memory). An empty Outcome.data: the caller streams the spool."""
         if size <= LARGE_BYTES:
             f.seek(0)
-            return self.observe(f.read(), command=command, stream=stream, exit_code=exit_code,
-                                scope=scope, duration_ms=duration_ms)
+            raw = f.read()
+            if not has_long_line(raw):
+                return self.observe(raw, command=command, stream=stream, exit_code=exit_code,
+                                    scope=scope, duration_ms=duration_ms, intent=intent)
+            del raw
         sw = switches.Switches.read()
         if sw.disable:
             return Outcome(b"", None, None)  # caller streams the spool itself

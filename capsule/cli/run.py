@@ -129,18 +129,10 @@ def _emit(spool, digest, stream, out, command, status, duration_ms, intent) -> N
     data = None
     try:
         from capsule import logs
-        from capsule.engine import LARGE_BYTES
 
         logs.configure()
-        engine = _engine()
-        if size <= LARGE_BYTES:
-            spool.seek(0)
-            raw = spool.read()
-            data = engine.observe(raw, command=command, stream=stream, exit_code=status,
-                                  duration_ms=duration_ms, intent=intent).data
-        else:
-            data = engine.observe_file(spool, size, digest, command=command, stream=stream,
-                                       exit_code=status, duration_ms=duration_ms).data or None
+        data = _engine().observe_file(spool, size, digest, command=command, stream=stream, exit_code=status,
+                                      duration_ms=duration_ms, intent=intent).data or None
     except Exception as exc:  # noqa: BLE001 - whatever happened, the agent gets the raw output
         logging.getLogger("capsule.run").warning("engine failed on %s of %r: %r; raw output passed through",
                                                  stream, command, exc)
@@ -240,24 +232,20 @@ def check_intent(intent: str | None) -> None:
 
 
 def cmd_pipe(args) -> int:
-    check_intent(args.intent)
-    data = sys.stdin.buffer.read()
-    out = sys.stdout.buffer
-    if not data:
-        return 0
-    if switches.is_on(switches.DISABLE):
-        out.write(data)
-        return 0
-    try:
-        from capsule import logs
+    """Standard input through the engine, spooled like a command's output (bounded memory: a large
+    input takes the streaming path, and raw input is copied through, never held whole)."""
+    import blake3
 
-        logs.configure()
-        emitted = _engine().observe(data, command=args.cmd, stream="content" if not args.cmd else "stdout",
-                                    intent=args.intent).data
-    except Exception as exc:  # noqa: BLE001
-        logging.getLogger("capsule.run").warning("engine failed on piped input: %r; raw passed through", exc)
-        emitted = data
-    out.write(emitted)
-    out.flush()
+    check_intent(args.intent)
+    out = sys.stdout.buffer
+    if switches.is_on(switches.DISABLE):
+        while chunk := sys.stdin.buffer.read1(1 << 16):
+            out.write(chunk)
+        return 0
+    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY)
+    hasher = blake3.blake3()
+    _copy(sys.stdin.buffer, spool, hasher)
+    _emit(spool, hasher.hexdigest()[:24], "content" if not args.cmd else "stdout", out, args.cmd, None, None,
+          args.intent)
     _drain()
     return 0
