@@ -28,7 +28,7 @@ def register(subparsers) -> None:
     s.add_argument("--anthropic-upstream", default=None, help="Anthropic API base (default https://api.anthropic.com)")
     s.add_argument("--openai-upstream", default=None, help="OpenAI API base incl. /v1 (default https://api.openai.com/v1)")
     s.add_argument("--shims", action="store_true",
-                   help="capsule's shims are on for this agent: leave shell-tool results to them (INV-8)")
+                   help="capsule's shims are on for this agent: leave shell-tool results to them (one rewrite path per command)")
     s.set_defaults(func=_serve)
 
 
