@@ -37,7 +37,7 @@ def _snapshot(root: Path) -> dict[str, str]:
                                                       for p in CLIENT_OWN + (".git",))]
         for name in filenames:
             rel = os.path.normpath(os.path.join(rel_dir, name))
-            if any(rel.startswith(p) for p in CLIENT_OWN) or rel.startswith(".codex/") and rel.endswith(".sqlite"):
+            if any(rel.startswith(p) for p in CLIENT_OWN) or rel.startswith(".codex/") and rel.endswith((".sqlite", ".sqlite-wal", ".sqlite-shm", ".sqlite-journal")):
                 continue
             path = Path(dirpath) / name
             if rel == ".claude.json":   # Claude Code rewrites its own counters: compare what capsule could add
