@@ -2,7 +2,9 @@
 
 The corpora under benchmarks/corpus were made by running real tools (make_corpus.py); these tests
 check their layout and that each benchmark script runs end to end on a small input, as a subprocess
-(the way a user runs it), without ../shared.
+(the way a user runs it), without ../shared. bench_agents, bench_session_cost and bench_usage make
+their inputs by driving the real clients at run time (no corpus); their own e2e tests cover them,
+and the guard below keeps every benchmark off hard-coded external corpus paths.
 """
 
 from __future__ import annotations
@@ -26,6 +28,14 @@ def run(script: str, *args: str, timeout: int = 240) -> subprocess.CompletedProc
     env = {k: v for k, v in os.environ.items() if not k.startswith("JACKIN_CTX_")}
     return subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True, text=True,
                           timeout=timeout, cwd="/", env=env)
+
+
+def test_no_benchmark_hard_codes_an_external_corpus():
+    """Only corpora.py knows where ../shared/corpus is; a benchmark never needs it to run."""
+    offenders = [p.name for p in BENCH.glob("*.py")
+                 if p.name != "corpora.py" and ("/work/shared" in p.read_text() or '"shared"' in p.read_text()
+                                                and "corpora" not in p.read_text())]
+    assert not offenders, offenders
 
 
 def cases(folder: Path) -> list[Path]:
