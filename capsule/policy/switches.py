@@ -33,6 +33,7 @@ AGENT_MODEL = "JACKIN_CTX_AGENT_MODEL"  # the agent client's model, set by the s
 # when the call's shell starts; a shim transforms only output written to exactly those.
 AGENT_OUT = "JACKIN_CTX_AGENT_OUT"
 CHAIN_ENV = "JACKIN_CTX_CHAIN_ENV"  # the user's own CLAUDE_ENV_FILE / BASH_ENV, sourced by ours first
+STREAM_AFTER = "JACKIN_CTX_STREAM_AFTER"  # seconds a shim holds a running call's output before streaming it raw
 IN_SHIM = "JACKIN_CTX_IN_SHIM"  # set for the real command a shim runs: nested shims pass through
 FAULT_INJECT = "JACKIN_CTX_FAULT_INJECT"  # test-only: name of a transform forced to raise
 USAGE_INTERVAL = "JACKIN_CTX_USAGE_INTERVAL"  # seconds between the supervisor's transcript ingestion passes

@@ -24,6 +24,7 @@ TOOLS_FILE = Path(__file__).with_name("tools.txt")
 NESTED = switches.IN_SHIM
 TIMEOUT_S = 2.0                     # engine round trip; slower than this and raw output passes
 MAX_BYTES = 32 << 20                # larger outputs pass raw (the engine has a streaming path instead)
+STREAM_AFTER_S = 20.0               # a call still running then streams raw; $JACKIN_CTX_STREAM_AFTER overrides
 MARKER = "# capsule-shim:"          # how doctor recognises a capsule shim
 
 
@@ -70,6 +71,8 @@ def render(shim_dir: Path, python: str | None = None, socket: str | None = None)
         "@ENV_NESTED@": repr(NESTED),
         "@ENV_FORWARD@": repr(limits.env_names()),
         "@ENV_OUT@": repr(switches.AGENT_OUT),
+        "@ENV_STREAM_AFTER@": repr(switches.STREAM_AFTER),
+        "@STREAM_AFTER_S@": repr(STREAM_AFTER_S),
         "@RAW_ARGS@": repr({k: v for k, v in tool_table().items() if v}),
     }
     text = TEMPLATE.read_text(encoding="utf-8")

@@ -22,7 +22,9 @@ TALK = textwrap.dedent("""\
     exit $code
 """)
 DIE = "#!/bin/sh\necho before\nkill -$1 $$\n"
-TOOLS = ["talk", "die"]
+# `slow` says it is ready, then keeps running (a dev server, a long build) before more output.
+SLOW = "#!/bin/sh\necho ready on port 8000\nsleep ${1:-3}\ni=1; while [ $i -le 3000 ]; do echo \"line $i\"; i=$((i+1)); done\nexit 3\n"
+TOOLS = ["talk", "die", "slow"]
 
 
 class Env:
@@ -55,7 +57,7 @@ def shimenv(tmp_path_factory):
     root = tmp_path_factory.mktemp("shims")
     real = root / "real"
     real.mkdir()
-    for name, body in (("talk", TALK), ("die", DIE)):
+    for name, body in (("talk", TALK), ("die", DIE), ("slow", SLOW)):
         (real / name).write_text(body)
         (real / name).chmod(0o755)
     shim_dir = root / "shims"

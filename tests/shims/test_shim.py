@@ -183,3 +183,29 @@ def test_final_output_through_wrappers_is_still_handed_over(shimenv, tmp_path):
     got = shimenv.shell("timeout 20 talk 3000; echo 1 | xargs talk; true", cwd=tmp_path, **AGENT)
     assert got.stdout.count(b"capsule ctx expand '<<ccr:") == 1  # 3000 lines shrink; 1 line stays
     assert shimenv.served() == before + 2
+
+
+def test_a_long_running_call_streams_raw_once_it_outlasts_the_wait(shimenv):
+    """A dev server or a long build must not look dead: after JACKIN_CTX_STREAM_AFTER seconds the
+    shim writes what it holds and streams the rest raw, and the exit status is still the command's."""
+    import time
+
+    env_file = shimenv.shim_dir / shims.ENV_FILE
+    proc = subprocess.Popen(["bash", "-c", f". {env_file}\nexec slow 4", "agent-call"],
+                            env=shimenv.env(**AGENT, JACKIN_CTX_STREAM_AFTER="0.5"),
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        # the tool-call view here is the pipe we read: capsule-env.sh recorded it
+        first = proc.stdout.readline()
+        assert first == b"ready on port 8000\n" and proc.poll() is None   # seen while it still runs
+        rest = proc.stdout.read()
+        assert proc.wait(30) == 3
+    finally:
+        proc.kill()
+    assert rest == b"".join(b"line %d\n" % i for i in range(1, 3001))   # raw: nothing held back or cut
+
+
+def test_a_quick_call_is_still_compressed_with_the_stream_wait_set(shimenv):
+    got = shimenv.run("slow", "0", **AGENT, JACKIN_CTX_STREAM_AFTER="20")
+    assert got.returncode == 3
+    assert b"capsule ctx expand '<<ccr:" in got.stdout and got.stdout.startswith(b"ready on port 8000\n")

@@ -20,6 +20,8 @@ ENV_MARKER = @ENV_MARKER@
 ENV_NESTED = @ENV_NESTED@
 ENV_FORWARD = @ENV_FORWARD@  # the client's markers and caps the engine reads (capsule.agents.limits)
 ENV_OUT = @ENV_OUT@
+ENV_STREAM_AFTER = @ENV_STREAM_AFTER@
+STREAM_AFTER_S = @STREAM_AFTER_S@  # a call still running then streams raw (servers, long builds)
 RAW_ARGS = @RAW_ARGS@  # tools.txt `raw:` tokens: calls whose output must stream pass raw
 FALSE = ("", "0", "false", "no", "off")
 SIGNALS = (1, 2, 3, 10, 12, 15, 28)  # HUP INT QUIT USR1 USR2 TERM WINCH
@@ -117,6 +119,29 @@ def write_all(fd, data):
         view = view[n:]
 
 
+class Slow(Exception):
+    """The command outlasted the wait: stop holding its output."""
+
+
+def stream_after(env):
+    try:
+        return float(env.get(ENV_STREAM_AFTER) or STREAM_AFTER_S)
+    except ValueError:
+        return STREAM_AFTER_S
+
+
+def pump(src, dst, pos):
+    """Copy what the command wrote to src since pos; returns the new position."""
+    end = os.fstat(src).st_size
+    while pos < end:
+        b = os.pread(src, min(1 << 20, end - pos), pos)
+        if not b:
+            break
+        write_all(dst, b)
+        pos += len(b)
+    return pos
+
+
 def ask_engine(path, command, out, err, code, duration_ms, scope, meta=b""):
     s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
@@ -193,18 +218,50 @@ def main():
             _signal.signal(sig, forward)
         except (OSError, ValueError):
             pass
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-            break
-        except InterruptedError:
-            continue
+    # Hold the output while the command runs, but not forever: a call still running after the
+    # wait (a dev server, a long build) shows what it has and streams the rest raw.
+    def on_alarm(signum, frame):
+        raise Slow()
+    status = None
+    streaming = False
+    after = stream_after(env)
+    if after > 0:
+        _signal.signal(_signal.SIGALRM, on_alarm)
+        _signal.setitimer(_signal.ITIMER_REAL, after)
+    try:
+        while status is None:
+            try:
+                status = os.waitpid(pid, 0)[1]
+            except InterruptedError:
+                continue
+    except Slow:
+        streaming = True
+    if after > 0:
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        _signal.signal(_signal.SIGALRM, _signal.SIG_DFL)
+    if streaming:
+        pos = [0, 0]
+        while True:
+            pos[0] = pump(out_fd, 1, pos[0])
+            pos[1] = pump(err_fd, 2, pos[1])
+            if status is not None:
+                break
+            try:
+                wpid, st = os.waitpid(pid, os.WNOHANG)
+            except InterruptedError:
+                continue
+            if wpid:
+                status = st          # one more pump: what it wrote just before exiting
+            else:
+                time.sleep(0.05)
     duration_ms = (time.monotonic() - started) * 1000.0
     if os.WIFSIGNALED(status):
         code = 128 + os.WTERMSIG(status)
     else:
         code = os.waitstatus_to_exitcode(status)
-    if os.fstat(out_fd).st_size + os.fstat(err_fd).st_size > MAX_BYTES:
+    if streaming:
+        pass             # already written raw, as it came
+    elif os.fstat(out_fd).st_size + os.fstat(err_fd).st_size > MAX_BYTES:
         copy_raw(out_fd, 1)  # too big to hand over whole: raw, streamed in chunks (bounded memory)
         copy_raw(err_fd, 2)
     else:
