@@ -109,9 +109,6 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
             exact.append(tokens.count(text))
         return exact[0]
 
-    def known() -> int:
-        return exact[0] if exact else PENDING
-
     reports: list[StageReport] = []
     transformed: list[str] = []      # the transform's own output, counted for its stage report
 
@@ -122,10 +119,8 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
 
     def emission(data: bytes, emitted: int | None, transform_id: str, **kw) -> Emission:
         em = Emission(data, exact[0] if exact else None, emitted, ctx.family, transform_id, reports=reports,
-                      raw_text=None if exact else text, transformed_text=transformed[0] if transformed else None,
+                      raw_text=text, transformed_text=transformed[0] if transformed else None,
                       **kw)
-        if exact:
-            em.settle()
         em.elapsed_ms = (time.perf_counter() - start) * 1000
         return em
 

@@ -27,8 +27,27 @@ _VERBATIM = re.compile(
 _BENIGN = re.compile(r"(?i)\b(0 (errors?|failed|failures|warnings?)|no (errors|issues|problems|warnings) found|errors?: 0\b|failed: 0\b)")
 
 
+# Every alternative of _VERBATIM needs one of these (lower-case) or one of the line starts below.
+# An ASCII line with neither cannot match, and lower() is exact case folding on ASCII; a non-ASCII
+# line always gets the full regex (its case folding differs: Kelvin sign, dotted I, long s).
+_NEEDLES = ("err", "fatal", "fail", "panic", "exception", "traceback", "warn", "assert", "segmentation",
+            "core dumped", "abort", "denied", "refused", "rejected", "conflict", "cannot", "can't", "unable",
+            "not found", "no such", "vulnerab", "cve-", "unauthori", "forbidden", "time", "killed", "oom",
+            "fehler", "fehlgeschlagen", "fallo", "expected", "received", "left:", "right:")
+_STARTS = ("E", "-", "+", ">")
+
+
+def _may_match(line: str) -> bool:
+    if not line.isascii() or line.startswith("FAIL") or line.lstrip()[:1] in _STARTS:
+        return True
+    low = line.lower()
+    return any(n in low for n in _NEEDLES)
+
+
 def is_verbatim(line: str) -> bool:
     if not line.strip():
+        return False
+    if not _may_match(line):     # most lines of a long log: a few substring tests, not the regex
         return False
     if _BENIGN.search(line) and not re.search(r"(?i)\b[1-9]\d* (errors?|failed|failures)\b", line):
         return False

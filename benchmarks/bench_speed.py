@@ -1,0 +1,168 @@
+"""Issue 11's speed rows, each next to the raw command in the same run.
+
+1. warm engine, one 4,000-line log of ~107k tokens: CPU ms of `observe` on the agent's path, and of
+   the deferred count+record after it (an in-process twin of the supervisor's engine), next to `cat`;
+2. cold embedded `capsule ctx run -- git log --stat -n 40` next to `git log --stat -n 40`;
+3. one 64 MiB single-line input through `capsule ctx pipe` next to `cat` of the same file
+   (wall, CPU and peak RSS).
+CPU ms = user+sys (of the child processes, or of this process for the in-process row): robust on a
+busy machine; wall ms shown too. Medians.
+
+    python benchmarks/bench_speed.py [-n 15] [--tree PATH]   # --tree: measure another checkout's capsule
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MB = 1 << 20
+
+
+def make_log(lines: int = 4000, seed: int = 7) -> bytes:
+    """A service log: timestamps, levels, workers, requests; a few warnings and one error."""
+    r = random.Random(seed)
+    out = []
+    for i in range(lines):
+        level = "WARN " if r.random() < 0.01 else ("DEBUG" if r.random() < 0.3 else "INFO ")
+        out.append(f"2026-03-01T12:{i // 60 % 60:02d}:{i % 60:02d}Z {level} worker-{r.randrange(8)} "
+                   f"{r.choice(['GET', 'POST', 'PUT'])} /items/{r.randrange(10 ** 5)} "
+                   f"{r.choice([200, 200, 201, 204, 304])} took={r.randrange(500)}ms")
+    out.insert(lines // 2, "2026-03-01T12:33:20.000Z ERROR worker-3 POST /api/v2/items failed: connection refused")
+    return ("\n".join(out) + "\n").encode()
+
+
+def run_child(argv, env, stdin_path=None, cwd=ROOT) -> tuple[float, float, int]:
+    """(wall ms, CPU ms user+sys, peak RSS KB) of one child run, its output discarded. The peak comes
+    from GNU time, which forks from a small process: a child forked from this one starts with our
+    (tokenizer-sized) high-water mark, whatever it uses itself."""
+    stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
+    with tempfile.NamedTemporaryFile("r") as peak:
+        gnu_time = ["/usr/bin/time", "-f", "%M", "-o", peak.name] if os.path.exists("/usr/bin/time") else []
+        try:
+            t0 = time.perf_counter()
+            proc = subprocess.Popen([*gnu_time, *argv], stdin=stdin, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+            _, _, ru = os.wait4(proc.pid, 0)
+            wall = (time.perf_counter() - t0) * 1000
+            proc.returncode = 0
+        finally:
+            if stdin_path:
+                stdin.close()
+        rss = int(peak.read().split()[-1]) if gnu_time else ru.ru_maxrss
+    return wall, (ru.ru_utime + ru.ru_stime) * 1000, rss
+
+
+def med(rows, i) -> float:
+    return statistics.median(r[i] for r in rows)
+
+
+def warm_observe(n: int, tmp: Path, env: dict) -> list[str]:
+    from capsule.engine import Engine  # noqa: PLC0415
+    from capsule.measure import tokens  # noqa: PLC0415
+
+    raw = make_log()
+    log_path = tmp / "app.log"
+    log_path.write_bytes(raw)
+    n_tokens = tokens.count_bytes(raw)
+    command = "journalctl -u api --no-pager"
+    engine = Engine(tmp / "warm", mode="standard")
+    deferred = hasattr(engine, "drain")
+    if deferred:
+        engine.defer = True
+    agent, after, wall = [], [], []
+    for i in range(n + 3):
+        c0, t0 = time.process_time(), time.perf_counter()
+        out = engine.observe(raw, command=command, exit_code=0)
+        c1, t1 = time.process_time(), time.perf_counter()
+        if deferred:
+            engine.drain()
+        c2 = time.process_time()
+        if i >= 3:     # the first calls load filters and open stores
+            agent.append((c1 - c0) * 1000), after.append((c2 - c1) * 1000), wall.append((t1 - t0) * 1000)
+    cat = [run_child(["cat", str(log_path)], env) for _ in range(n)]
+    a = statistics.median(agent)
+    return [
+        f"warm observe, {len(raw.splitlines())}-line log of {n_tokens} tokens ({len(raw) // 1024} KiB) as `{command}`, "
+        f"emitted {len(out.data) // 1024} KiB:",
+        f"  observe (agent waits)  CPU {a:8.1f} ms  wall {statistics.median(wall):8.1f} ms  "
+        f"= {a * 50_000 / n_tokens:.1f} ms per 50k tokens (target <= 30 ms for the whole log)",
+        f"  count+record after     CPU {statistics.median(after):8.1f} ms  (off the agent's path"
+        f"{'' if deferred else ': this tree records inline'})",
+        f"  cat of the same file   CPU {med(cat, 1):8.1f} ms  wall {med(cat, 0):8.1f} ms",
+    ]
+
+
+def cold_run(n: int, env: dict, capsule: list[str]) -> list[str]:
+    git = ["git", "log", "--stat", "-n", "40"]
+    ours = [*capsule, "ctx", "run", "--", *git]
+    for _ in range(2):
+        run_child(git, env), run_child(ours, env)
+    raw, wrapped = [], []
+    for _ in range(n):       # interleaved: machine noise hits both alike
+        raw.append(run_child(git, env))
+        wrapped.append(run_child(ours, env))
+    return [
+        "cold embedded run (a fresh interpreter each time):",
+        f"  {'git log --stat -n 40':<40} CPU {med(raw, 1):8.1f} ms  wall {med(raw, 0):8.1f} ms",
+        f"  {'capsule ctx run -- git log --stat -n 40':<40} CPU {med(wrapped, 1):8.1f} ms  wall {med(wrapped, 0):8.1f} ms"
+        f"  ({med(wrapped, 1) / med(raw, 1):.1f}x raw CPU; +{med(wrapped, 1) - med(raw, 1):.0f} ms; target <= 150 ms)",
+    ]
+
+
+def one_line(runs: int, tmp: Path, env: dict, capsule: list[str]) -> list[str]:
+    path = tmp / "line64.txt"
+    r = random.Random(3)
+    alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    block = bytes(r.choice(alphabet) for _ in range(MB))
+    with open(path, "wb") as f:
+        for _ in range(64):
+            f.write(block)
+        f.write(b"\n")
+    cat = [run_child(["cat", str(path)], env) for _ in range(runs)]
+    pipe = [run_child([*capsule, "ctx", "pipe"], env, stdin_path=path) for _ in range(runs)]
+    return [
+        f"one 64 MiB line (no spaces), {runs} runs:",
+        f"  {'cat FILE':<28} wall {med(cat, 0):8.0f} ms  CPU {med(cat, 1):8.0f} ms  peak RSS {med(cat, 2) / 1024:7.1f} MB",
+        f"  {'capsule ctx pipe < FILE':<28} wall {med(pipe, 0):8.0f} ms  CPU {med(pipe, 1):8.0f} ms  "
+        f"peak RSS {med(pipe, 2) / 1024:7.1f} MB  ({med(pipe, 0) / max(med(cat, 0), 0.001):.0f}x cat wall)",
+    ]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-n", type=int, default=15, help="runs per row (default 15)")
+    ap.add_argument("--big-runs", type=int, default=3, help="runs of the 64 MiB row (default 3; 0 skips it)")
+    ap.add_argument("--tree", help="a capsule checkout to measure instead of the installed one")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="capsule-speed-") as t:
+        tmp = Path(t)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("JACKIN_CTX_")}
+        env["JACKIN_CTX_STATE_DIR"] = str(tmp / "state")
+        os.environ["JACKIN_CTX_STATE_DIR"] = str(tmp / "state")
+        if args.tree:
+            sys.path.insert(0, str(Path(args.tree).resolve()))
+            env["PYTHONPATH"] = str(Path(args.tree).resolve())
+        capsule = [sys.executable, "-m", "capsule"]
+        lines = warm_observe(args.n, tmp, env)
+        lines += cold_run(args.n, env, capsule)
+        if args.big_runs:
+            lines += one_line(args.big_runs, tmp, env, capsule)
+    import capsule as pkg  # noqa: PLC0415
+
+    print(f"capsule from {Path(pkg.__file__).parent.parent}; CPU = user+sys; medians")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
