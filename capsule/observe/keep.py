@@ -35,6 +35,7 @@ CONTINUATION_MAX = 6     # indented lines after an error header that still belon
 
 _HUNK = re.compile(r"^@@+ -\d+(?:,\d+)? .*@@")
 _COMMIT = re.compile(r"^commit [0-9a-f]{7,64}(?: \(.*\))?$")
+_DIFFSTAT = re.compile(r"^ \S.*? +\| +(?:\d+ ?[+-]*|Bin\b.*)$")   # ` path/to/file | 12 ++--`: a file name
 _COMMIT_HEADER = re.compile(r"^[A-Z][A-Za-z]*:\s")      # Author:, Date:, Merge:, CommitDate: …
 _SHAPE = re.compile(r"[A-Za-z]+|\d+")
 _DIGITS = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{7,}\b|\d+")
@@ -81,8 +82,8 @@ def _analyse(text: str, failing: bool) -> tuple[frozenset[int], frozenset[int]]:
 
 
 def quoted(lines: list[str]) -> set[int]:
-    """Lines the tool quotes rather than reports: the bodies of unified-diff hunks and the messages
-    of git commits. A changed line that says `raise ValueError`, or a commit message saying "fix the
+    """Lines the tool quotes rather than reports: the bodies of unified-diff hunks, the messages
+    of git commits and diffstat file lines. A changed line that says `raise ValueError`, or a commit message saying "fix the
     panic on empty input", is text under review, not an error the run hit; the tool's own filter
     (every changed line up to its budget, each commit's subject) decides about it."""
     out: set[int] = set()
@@ -94,7 +95,7 @@ def quoted(lines: list[str]) -> set[int]:
             out.add(i)
         else:
             inside = False
-    return out | commit_messages(lines)
+    return out | commit_messages(lines) | {i for i, ln in enumerate(lines) if _DIFFSTAT.match(ln)}
 
 
 def commit_messages(lines: list[str]) -> set[int]:

@@ -3,7 +3,7 @@
 
 Not responsible for git status or remote progress (TOML filters in data/git.toml).
 Invariant: every changed line (+/-) up to the diff budget, every file header, every hunk
-header and every commit hash survives; a diff cut for length carries the single
+header, every commit hash and each commit's `N files changed` total survives; a diff cut for length carries the single
 `[N more lines]` marker at the cut.
 """
 
@@ -18,7 +18,9 @@ _COMMIT = re.compile(r"^(\W*\s*)?commit ([0-9a-f]{7,40})(.*)$")
 _HEADER_FIELD = re.compile(r"^(\W*\s*)?(Author|Date|Merge|Commit|AuthorDate|CommitDate):\s+(.*)$")
 _FILE_META = re.compile(r"^(index [0-9a-f,]+\.\.|similarity index|dissimilarity index|old mode|new mode|deleted file mode|new file mode)")
 _ONE_FILE_STAT = re.compile(r"^ 1 file changed, ")
+_STAT_LINE = re.compile(r"^ \S.*? +\| +(?:\d+ ?[+-]*|Bin\b.*)$")
 MAX_DIFF_LINES = 600
+MAX_STAT_FILES = 25   # a commit's --stat beyond this many files: its `N files changed` line says the rest
 FULL_HASHES = 3     # the newest commits of a plain log keep their full hash
 ABBREV = 12
 CONTEXT = 1
@@ -42,11 +44,13 @@ class GitFilter(StreamFilter):
         self.emitted_diff = 0
         self.cut = False
         self.commits = 0
+        self.stat_files = 0
 
     # --- commits ------------------------------------------------------------------------
     def _start_commit(self, m: re.Match) -> None:
         self._end_commit()
         self.commits += 1
+        self.stat_files = 0
         self.commit = {"line": self.lineno, "head": f"{m.group(1) or ''}commit {m.group(2)}{m.group(3)}",
                        "hash": m.group(2),
                        "author": "", "date": "", "subject": None, "lines": [], "graph": m.group(1) or ""}
@@ -166,6 +170,11 @@ class GitFilter(StreamFilter):
         if self.commits >= 2 and _ONE_FILE_STAT.match(line):
             self.drop(line, "per-commit shortstat of a one-file commit")
             return
+        if not self.in_diff and _STAT_LINE.match(line):
+            self.stat_files += 1
+            if self.stat_files > MAX_STAT_FILES:
+                self.drop(line, f"--stat files beyond {MAX_STAT_FILES} in one commit (its total line stays)")
+                return
         if self.cut:
             self.keep_if(line, False, f"diff beyond {MAX_DIFF_LINES} lines")
         else:
