@@ -128,3 +128,18 @@ def test_inline_cases_keep_every_error_line(name, case):
 
     out, _, _ = run_filter(FILTERS[name], case.input, case.exit_code, case.command)
     assert missing_verbatim(case.input, out) == []
+
+
+def test_a_filter_loaded_alone_is_the_filter_of_the_whole_set(monkeypatch):
+    """get_filter parses only the file that defines the filter (cold `ctx run`): same spec either way."""
+    from capsule.observe.filters import engine as filter_engine
+
+    whole = filter_engine.builtin_filters()
+    for name, spec in whole.items():
+        monkeypatch.setattr(filter_engine, "_builtin", None)
+        monkeypatch.setattr(filter_engine, "_parsed_files", {})
+        monkeypatch.setattr(filter_engine, "_file_bytes", {})
+        assert filter_engine.get_filter(name) == spec, name
+        assert filter_engine._builtin is None            # found without parsing every file
+    monkeypatch.setattr(filter_engine, "_builtin", None)
+    assert filter_engine.get_filter("no_such_filter") is None

@@ -99,11 +99,36 @@ def refresh_extra(cwd: str | None = None) -> dict[str, FilterSpec]:
     return table
 
 
+_parsed_files: dict[str, dict[str, FilterSpec]] = {}   # built-in files parsed one at a time (get_filter)
+_file_bytes: dict[str, bytes] = {}
+
+
+def _builtin_filter(name: str) -> FilterSpec | None:
+    """One built-in filter, parsing only the file whose `[filters.NAME]` header names it: a cold
+    `ctx run` needs one filter, not the ~450 regexes of all of them (builtin_filters() checks the
+    set as a whole, names defined twice included). Any other spelling of the header: the full parse."""
+    if _builtin is not None:
+        return _builtin.get(name)
+    header = f"[filters.{name}]".encode()
+    if not _file_bytes:
+        data = resources.files("capsule.observe.filters") / "data"
+        _file_bytes.update((e.name, e.read_bytes()) for e in sorted(data.iterdir(), key=lambda e: e.name)
+                           if e.name.endswith(".toml"))
+    for file, raw in _file_bytes.items():
+        if file not in _parsed_files:
+            if not (raw.startswith(header) or b"\n" + header in raw):
+                continue
+            _parsed_files[file] = parse_file(raw, f"filters/data/{file}")
+        if name in _parsed_files[file]:
+            return _parsed_files[file][name]
+    return builtin_filters().get(name)
+
+
 def get_filter(filter_id: str) -> FilterSpec | None:
     """A built-in filter by name, or a trusted project/role filter by its NAME@SHA12 id."""
     if "@" in filter_id:
         return _loaded.get(filter_id)
-    return builtin_filters().get(filter_id)
+    return _builtin_filter(filter_id)
 
 
 def match_extra(command: str, active: dict[str, FilterSpec]) -> str | None:
