@@ -160,6 +160,7 @@ def test_the_agents_session_is_the_ledger_scope(shimenv):
 
     shimenv.run("talk", "40", **AGENT, CLAUDE_CODE_SESSION_ID="sess-42")
     shimenv.run("talk", "41", CODEX_THREAD_ID="thread-7")
+    shimenv.served()   # STATUS answers once the rows deferred past each reply are written
     ledger = apsw.Connection(str(shimenv.socket.parent / "ledger.db"))
     scopes = [r[0] for r in ledger.execute("select scope from emissions order by id desc limit 2")]
     assert scopes == ["thread-7", "sess-42"]
