@@ -153,6 +153,13 @@ def main() -> int:
             sys.path.insert(0, str(Path(args.tree).resolve()))
             env["PYTHONPATH"] = str(Path(args.tree).resolve())
         capsule = [sys.executable, "-m", "capsule"]
+        # Bytecode as an install writes it (pip compiles on install): with PYTHONDONTWRITEBYTECODE set,
+        # an edited module would otherwise be compiled again on every cold start.
+        import importlib.util  # noqa: PLC0415
+
+        spec = importlib.util.find_spec("capsule")
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(spec.origin).parent)], env=env, check=False,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)   # (two templates are not Python)
         lines = warm_observe(args.n, tmp, env)
         lines += cold_run(args.n, env, capsule)
         if args.big_runs:

@@ -98,3 +98,9 @@ def test_when_the_floor_cannot_decide_the_exact_count_does(state_dir):
         assert em.data == raw and em.emitted_tokens == em.raw_tokens == tokens.count(text)
     finally:
         registry.register("default", "capsule.observe.transforms.basic:default_text")
+
+
+def test_the_longest_token_constant_is_the_encodings():
+    enc = tokens._load()
+    assert enc is not None, "the offline cl100k encoding must load in tests"
+    assert max(len(k) for k in enc._mergeable_ranks) == tokens.LONGEST_TOKEN_BYTES
