@@ -2,7 +2,7 @@
 
 The corpora under benchmarks/corpus were made by running real tools (make_corpus.py); these tests
 check their layout and that each benchmark script runs end to end on a small input, as a subprocess
-(the way a user runs it), without ../shared. bench_agents, bench_session_cost and bench_usage make
+(the way a user runs it), without ../shared. bench_speed makes its own inputs and is run tiny below; bench_agents, bench_session_cost and bench_usage make
 their inputs by driving the real clients at run time (no corpus); their own e2e tests cover them,
 and the guard below keeps every benchmark off hard-coded external corpus paths.
 """
@@ -159,3 +159,9 @@ def test_bench_proxy_session_files_exist_in_a_clone():
     done = subprocess.run([sys.executable, "-c", code], cwd=BENCH, capture_output=True, text=True, env=env,
                           timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_bench_speed_runs_on_a_tiny_input():
+    done = run("bench_speed.py", "-n", "1", "--big-runs", "0")
+    assert "cold embedded run" in done.stdout, done.stderr
+    assert done.returncode in (0, 1), done.stderr          # 1 = a speed target missed on a loaded machine
