@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -347,6 +348,9 @@ class FakeCodexModel(_Server):
             "request_max_retries = 0", "stream_max_retries = 0", ""])
 
 
+_RUN_NOISE = re.compile(r"(?m)^(?:Chunk ID|Wall time): .*\n")
+
+
 # ---- one session ----------------------------------------------------------------------------------
 @dataclass
 class Session:
@@ -367,7 +371,9 @@ class Session:
         return any(text in json.dumps(b, ensure_ascii=False) for b in self.requests)
 
     def tokens(self) -> list[int]:
-        return [count(r) for r in self.results]
+        """Tokens of each tool result, without the client's per-call timing lines (Codex's
+        `Chunk ID:` / `Wall time:`), which differ between any two runs of the same command."""
+        return [count(_RUN_NOISE.sub("", r)) for r in self.results]
 
     def missing(self, i: int) -> list[str]:
         return [f for f in self.facts[i] if f not in self.results[i]]
