@@ -74,15 +74,20 @@ def _flat(row: dict) -> str:
     return json.dumps(row, ensure_ascii=False, sort_keys=True, default=str).lower()
 
 
+def _mark(why: dict[int, list[str]], i: int, reason: str) -> None:
+    """Record one reason to keep item i (each reason once, in the order found)."""
+    reasons = why.setdefault(i, [])
+    if reason not in reasons:
+        reasons.append(reason)
+
+
 def anomalies(rows: list[dict], intent: str | None = None) -> dict[int, list[str]]:
     """Index -> reasons for every row that must survive sampling."""
     n = len(rows)
     why: dict[int, list[str]] = {}
 
     def mark(i: int, reason: str) -> None:
-        why.setdefault(i, [])
-        if reason not in why[i]:
-            why[i].append(reason)
+        _mark(why, i, reason)
 
     keys: list[str] = []
     for r in rows:
@@ -206,9 +211,7 @@ def value_anomalies(values: list, keys: list[str] | None = None,
     why: dict[int, list[str]] = {}
 
     def mark(i: int, reason: str) -> None:
-        why.setdefault(i, [])
-        if reason not in why[i]:
-            why[i].append(reason)
+        _mark(why, i, reason)
 
     def mark_capped(idx: list[int], reason: str) -> None:
         for i in idx[:RARE_CAP]:
