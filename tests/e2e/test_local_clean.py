@@ -93,6 +93,27 @@ def test_codex_session_is_configured_by_overrides_and_leaves_no_trace(tmp_path):
     assert _doctor_outside(home, ws) == []
 
 
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _running(root: int, cmdline: str) -> bool:
+    """Whether a descendant of `root` runs `cmdline` now (the tool call is in flight, not finished)."""
+    todo = _children(root)
+    while todo:
+        pid = todo.pop()
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").strip() == cmdline.encode():
+                return True
+        except OSError:
+            continue
+        todo += _children(pid)
+    return False
+
+
 def test_sigkill_of_the_session_leaves_no_trace_and_the_next_start_cleans_state(tmp_path):
     home, ws, head = _user(tmp_path)
     before = _snapshot(home), _snapshot(ws)
@@ -107,12 +128,11 @@ def test_sigkill_of_the_session_leaves_no_trace_and_the_next_start_cleans_state(
     agent = None
     try:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not any(
-                "sleep 60" in json.dumps(b) for b in fake.requests):
+        while time.monotonic() < deadline and not _running(proc.pid, "sleep 60"):
             time.sleep(0.2)
-        assert any("sleep 60" in json.dumps(b) for b in fake.requests), "the session never reached its tool call"
+        assert _running(proc.pid, "sleep 60"), "the session never reached its tool call"
         assert (sessions / str(proc.pid) / "settings.json").is_file()
-        agent = int(Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()[0])
+        agent = _children(proc.pid)[0]
     finally:
         os.kill(proc.pid, signal.SIGKILL)          # the supervisor: no cleanup of its own can run
         proc.wait()
