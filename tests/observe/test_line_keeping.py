@@ -84,6 +84,19 @@ def test_a_404_among_2xx_access_log_lines(engine):
     assert line[0] in out.splitlines()
 
 
+def test_an_access_log_read_folds_its_request_template(engine):
+    """`cat access.log` is data, not source: sniffed as a log, its 2xx requests (three
+    paths) fold into one counted template whose first and last lines stay, the 404 exact."""
+    out, raw, _ = seen(engine, "access_log_404")
+    assert len(out) < len(raw) // 20
+    assert lines_of(raw, r'" 404 ')[0] in out.splitlines()
+    ok = lines_of(raw, r'" 200 -$')
+    first, last = raw.decode().splitlines()[0], raw.decode().splitlines()[-1]
+    assert first == ok[0] and last == ok[-1]
+    assert f"{first}  [×{len(ok)} like this; first and last shown]" in out.splitlines()
+    assert last in out.splitlines()
+
+
 def test_a_long_diff_of_code_that_raises_is_shrunk_and_keeps_its_structure(engine):
     out, raw, _ = seen(engine, "git_diff_errors_in_code")
     text = raw.decode()

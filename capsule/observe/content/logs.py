@@ -32,11 +32,23 @@ _MASKS = [
 ]
 
 
+# An HTTP request as access logs write it (Common/Combined Log Format, nginx, python's
+# http.server): the target is the variable part; the method, protocol and status are the kind
+# of request, so a 404 or a POST never shares a template with the 200 GETs around it.
+_REQUEST = re.compile(r'"([A-Z]{3,7}) \S+ (HTTP/[\d.]+)" (\d{3})\b')
+_HOLE = "\x00"
+
+
 def template(line: str) -> str:
     """The line with its variable parts masked."""
     t = line.strip()
+    req = _REQUEST.search(t)
+    if req:
+        t = t[:req.start()] + _HOLE + t[req.end():]
     for pat, repl in _MASKS:
         t = pat.sub(repl, t)
+    if req:
+        t = t.replace(_HOLE, f'"{req.group(1)} <target> {req.group(2)}" {req.group(3)}', 1)
     return t
 
 

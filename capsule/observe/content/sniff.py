@@ -13,7 +13,9 @@ import re
 
 _TS = re.compile(r"^\s*(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\[?\d{2}:\d{2}:\d{2}|"
                  r"\w{3} [ \d]\d \d{2}:\d{2}:\d{2}|\d{2}\.\d{2}\.\d{4} \d{2}:\d{2}|"
-                 r"\[?(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL)\]?[\s:])")
+                 r"\[?(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL)\]?[\s:]|"
+                 # an access log (Common Log Format, python's http.server): host ident user [date]
+                 r"\S+ \S+ \S+ \[\d{1,2}/\w{3}/\d{4}[: ]\d{2}:\d{2}:\d{2}(?: [+-]\d{4})?\] )")
 # A file shown with its line numbers (`cat -n`, `nl`, an agent's Read tool: `  12→code`), and an
 # editor's window (SWE-agent's `open`/`goto`: `[File: path (N lines total)]`): reads, not data.
 _NUMBERED = re.compile(r"^ *\d+(?:\t|→)")

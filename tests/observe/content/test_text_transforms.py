@@ -59,6 +59,22 @@ def test_log_template_masks_variables():
     assert a == b
 
 
+def test_access_log_request_lines_share_a_template_per_method_and_status():
+    # python -m http.server / Common Log Format: the request target is the variable part
+    a = logs.template('127.0.0.1 - - [01/Dec/2026 04:47:02] "GET /README.md HTTP/1.1" 200 -')
+    b = logs.template('127.0.0.1 - - [01/Dec/2026 04:47:03] "GET /docs/_static/x.svg?v=2 HTTP/1.1" 200 -')
+    c = logs.template('10.1.2.3 - bob [10/Oct/2000:13:55:36 -0700] "GET /a.gif HTTP/1.0" 200 2326')
+    assert a == b
+    assert logs.template('127.0.0.1 - - [01/Dec/2026 04:47:02] "GET /README.md HTTP/1.1" 404 -') != a
+    assert c != a and '"GET <target> HTTP/1.0" 200' in c
+
+
+def test_sniff_names_an_access_log_a_log():
+    from capsule.observe.content.sniff import sniff
+    head = "".join(f'127.0.0.1 - - [01/Dec/2026 04:47:0{i}] "GET /f{i}.md HTTP/1.1" 200 -\n' for i in range(6))
+    assert sniff(head.encode())[:2] == ("logs", "logs")
+
+
 # ---- tabular
 
 
