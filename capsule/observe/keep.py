@@ -82,7 +82,8 @@ def _analyse(text: str, failing: bool) -> tuple[frozenset[int], frozenset[int]]:
 
 
 def quoted(lines: list[str]) -> set[int]:
-    """Lines the tool quotes rather than reports: the bodies of unified-diff hunks, the messages
+    """Lines the tool quotes rather than reports: unified-diff hunks (their headers' function
+    context and their bodies), the messages
     of git commits and diffstat file lines. A changed line that says `raise ValueError`, or a commit message saying "fix the
     panic on empty input", is text under review, not an error the run hit; the tool's own filter
     (every changed line up to its budget, each commit's subject) decides about it."""
@@ -91,6 +92,7 @@ def quoted(lines: list[str]) -> set[int]:
     for i, ln in enumerate(lines):
         if _HUNK.match(ln):
             inside = True
+            out.add(i)      # `@@ -46,6 +49,82 @@ def _warn(warning: Warning)`: the function context is quoted code
         elif inside and (ln[:1] in (" ", "+", "-", "\\") or not ln):
             out.add(i)
         else:

@@ -1,10 +1,10 @@
 """Streaming filters for git's long outputs: log (one line per commit), diff/show/log -p
-(headers and changed lines with one line of context), and blame (repeated attributions).
+(commit headers here, each file's patch in git_diff.py), and blame (repeated attributions).
 
-Not responsible for git status or remote progress (TOML filters in data/git.toml).
-Invariant: every changed line (+/-) up to the diff budget, every file header, every hunk
-header, every commit hash and each commit's `N files changed` total survives; a diff cut for length carries the single
-`[N more lines]` marker at the cut.
+Not responsible for git status or remote progress (TOML filters in data/git.toml), nor for which
+hunks of a large diff are shown (git_diff.py decides, on the budgets of the filter's `options`).
+Invariant: every file header, every commit hash and each commit's `N files changed` total
+survives; a line the keep rules pin is never dropped; every dropped line is a Removal.
 """
 
 from __future__ import annotations
@@ -12,18 +12,18 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
+from capsule.observe.filters.git_diff import KEEP_META, FileDiff, Hunk, cost, note, start_hunk, waterfill
 from capsule.observe.filters.streaming import StreamFilter
+from capsule.observe.verbatim import is_verbatim
 
 _COMMIT = re.compile(r"^(\W*\s*)?commit ([0-9a-f]{7,40})(.*)$")
 _HEADER_FIELD = re.compile(r"^(\W*\s*)?(Author|Date|Merge|Commit|AuthorDate|CommitDate):\s+(.*)$")
-_FILE_META = re.compile(r"^(index [0-9a-f,]+\.\.|similarity index|dissimilarity index|old mode|new mode|deleted file mode|new file mode)")
+_FILE_META = re.compile(r"^(index [0-9a-f,]+\.\.|similarity index|dissimilarity index|old mode|new mode|deleted file mode|new file mode|rename (from|to) |copy (from|to) |Binary files |GIT binary patch)")
 _ONE_FILE_STAT = re.compile(r"^ 1 file changed, ")
 _STAT_LINE = re.compile(r"^ \S.*? +\| +(?:\d+ ?[+-]*|Bin\b.*)$")
-MAX_DIFF_LINES = 600
 MAX_STAT_FILES = 25   # a commit's --stat beyond this many files: its `N files changed` line says the rest
 FULL_HASHES = 3     # the newest commits of a plain log keep their full hash
 ABBREV = 12
-CONTEXT = 1
 
 
 def _short_date(value: str) -> str:
@@ -33,16 +33,20 @@ def _short_date(value: str) -> str:
         return value.strip()
 
 
+class _Slot(str):
+    """A place in the output that one file's patch fills at the end (when the budget is known)."""
+
+    index: int
+
+
 class GitFilter(StreamFilter):
     """git log / show / diff, with or without patches."""
 
     def __init__(self) -> None:
         super().__init__()
         self.commit: dict | None = None     # pending commit header
-        self.hunk: list[tuple[int, str]] = []
-        self.in_diff = False
-        self.emitted_diff = 0
-        self.cut = False
+        self.files: list[FileDiff] = []
+        self.file: FileDiff | None = None   # the file whose patch lines are being read
         self.commits = 0
         self.stat_files = 0
 
@@ -82,39 +86,36 @@ class GitFilter(StreamFilter):
         return not any(w in ("-p", "-u", "--patch", "--full-diff") or w.startswith("--format") or
                        w.startswith("--pretty") for w in words)
 
-    # --- hunks --------------------------------------------------------------------------
-    def _flush_hunk(self) -> None:
-        if not self.hunk:
-            return
-        changed = [i for i, (_, t) in enumerate(self.hunk) if t[:1] in "+-" or t.startswith("\\")]
-        near = set()
-        for i in changed:
-            near.update(range(i - CONTEXT, i + CONTEXT + 1))
-        for i, (no, text) in enumerate(self.hunk):
-            self._diff_line(no, text, i in near or text[:1] in "+-")
-        self.hunk = []
-
-    def _diff_line(self, no: int, text: str, keep: bool) -> None:
-        if self.cut and keep:
-            if text.startswith(("diff ", "--- ", "+++ ", "@@")):
-                self.emit(text)     # beyond the budget the diff keeps its structure: files, hunk ranges
-                return
-            self.drop(text, f"diff beyond {MAX_DIFF_LINES} lines", no)
-            return
-        if keep:
-            self.emit(text)
-            self.emitted_diff += 1
-            if self.emitted_diff >= MAX_DIFF_LINES:
-                self.cut = True
-                self.cut_here()
-        else:
-            self.drop(text, "unchanged context line", no)
+    # --- patches ------------------------------------------------------------------------
+    def _patch_line(self, line: str) -> bool:
+        """Take the line into the current file's patch when it belongs there."""
+        f = self.file
+        if f is None:
+            return False
+        h = f.hunks[-1] if f.hunks else None
+        if h is not None:
+            if line.startswith("\\"):
+                h.add(self.lineno, line)
+                return True
+            if h.open() and (line[:1] in (" ", "+", "-") or line == ""):
+                # unknown line counts (combined diffs): a ---/+++ line is a header, as git prints it
+                if h.old_left >= 0 or not line.startswith(("--- ", "+++ ")):
+                    h.add(self.lineno, line)
+                    return True
+        if line.startswith("@@"):
+            f.hunks.append(start_hunk(self.lineno, line))
+            return True
+        if not f.hunks and (_FILE_META.match(line) or line.startswith(("--- ", "+++ "))):
+            f.head.append((self.lineno, line))
+            return True
+        self.file = None
+        return False
 
     def feed_line(self, line: str) -> None:
+        if self._patch_line(line):
+            return
         m = _COMMIT.match(line)
         if m and not line.startswith((" ", "+", "-")):
-            self._flush_hunk()
-            self.in_diff = False
             self._start_commit(m)
             return
         if self.commit is not None:
@@ -142,53 +143,127 @@ class GitFilter(StreamFilter):
                 self.commit["lines"].append((self.lineno, line))
                 return
             self._end_commit()
-        if line.startswith("diff ") or line.startswith("--- ") or line.startswith("+++ "):
-            self._flush_hunk()
-            self.in_diff = True
-            self._diff_line(self.lineno, line, True)
+        if line.startswith("diff "):
+            self.file = FileDiff(self.commits, [(self.lineno, line)])
+            slot = _Slot("")
+            slot.index = len(self.files)
+            self.files.append(self.file)
+            self.out.append(slot)
             return
-        if self.in_diff and _FILE_META.match(line):
-            self._flush_hunk()
-            self.keep_if(line, line.startswith(("deleted file", "new file", "similarity", "rename")), "index line")
-            return
-        if self.in_diff and line.startswith("@@"):
-            self._flush_hunk()
-            self._diff_line(self.lineno, line, True)
-            return
-        if self.in_diff and line[:1] in (" ", "+", "-", "\\") or (self.in_diff and line == ""):
-            if line == "":
-                self.hunk.append((self.lineno, " "))
-                self.hunk[-1] = (self.lineno, line)
-            else:
-                self.hunk.append((self.lineno, line))
-            return
-        self._flush_hunk()
-        self.in_diff = line.startswith(("rename ", "copy ", "Binary files"))
         if not line.strip():
             self.drop(line, "blank line")
             return
         if self.commits >= 2 and _ONE_FILE_STAT.match(line):
             self.drop(line, "per-commit shortstat of a one-file commit")
             return
-        if not self.in_diff and _STAT_LINE.match(line):
+        if _STAT_LINE.match(line):
             self.stat_files += 1
             if self.stat_files > MAX_STAT_FILES:
                 self.drop(line, f"--stat files beyond {MAX_STAT_FILES} in one commit (its total line stays)")
                 return
-        if self.cut:
-            self.keep_if(line, False, f"diff beyond {MAX_DIFF_LINES} lines")
-        else:
-            self.emit(line)
+        self.emit(line)
 
     def flush(self) -> None:
-        self._flush_hunk()
         self._end_commit()
+        if not self.files:
+            return
+        context = int(self.options["context"])
+        needs = [sum(self._hunk_cost(h, context) for h in f.hunks) for f in self.files]
+        full = sum(needs) <= int(self.options["full_tokens"])
+        if full:
+            shares = needs
+        else:   # commits share the budget fairly, then each commit's files share its part
+            commits = list(dict.fromkeys(f.commit for f in self.files))
+            per_commit = waterfill(int(self.options["budget_tokens"]),
+                                   [sum(n for f, n in zip(self.files, needs) if f.commit == c) for c in commits])
+            shares = [0] * len(self.files)
+            for c, part in zip(commits, per_commit):
+                idx = [i for i, f in enumerate(self.files) if f.commit == c]
+                for i, share in zip(idx, waterfill(part, [needs[i] for i in idx])):
+                    shares[i] = share
+        held, self.out = self.out, []
+        for item in held:
+            if isinstance(item, _Slot):
+                self._render(self.files[item.index], shares[item.index], context)
+            else:
+                self.out.append(item)
+        if not full:
+            self.cut_here()     # the one `[N more lines]` marker ends a diff cut to its budget
+
+    @staticmethod
+    def _hunk_cost(h: Hunk, context: int) -> int:
+        return cost(h.head[1]) + sum(cost(t) for (_, t), near in zip(h.lines, h.near(context)) if near)
+
+    def _render(self, f: FileDiff, share: int, context: int) -> None:
+        """One file's patch within its share: hunks in order, the last one that does not fit shown
+        in part; conflict regions and pinned lines whatever the share."""
+        plan: list[int] = []     # per hunk: lines of it to show (-1 every needed line)
+        left, stopped = share, False
+        for h in f.hunks:
+            c = self._hunk_cost(h, context)
+            if not stopped and c <= left:
+                plan.append(-1)
+                left -= c
+                continue
+            if not stopped and left > cost(h.head[1]):
+                left -= cost(h.head[1])
+                n = 0
+                for (_, t), near in zip(h.lines, h.near(context)):
+                    if near:
+                        if cost(t) > left:
+                            break
+                        left -= cost(t)
+                    n += 1
+                plan.append(n)
+            else:
+                plan.append(0)
+            stopped = True
+        whole = sum(1 for p in plan if p == -1)
+        shown = any(p != 0 for p in plan)
+        stated = whole == len(f.hunks)
+        for no, text in f.head:
+            if not stated and text.startswith(("--- ", "+++ ")):
+                self.emit(note(*f.counts(), len(f.hunks), whole, any(p > 0 for p in plan)))
+                stated = True
+            if text.startswith("diff ") or text.startswith(KEEP_META):
+                self.emit(text)
+            elif text.startswith("index "):
+                self.drop(text, "index line", no)
+            elif text.startswith(("--- ", "+++ ")) and not shown:
+                self.drop(text, "file name line of a file with no hunk shown", no)
+            else:
+                self.emit(text)
+        if not stated:
+            self.emit(note(*f.counts(), len(f.hunks), whole, any(p > 0 for p in plan)))
+        for h, p in zip(f.hunks, plan):
+            self._render_hunk(h, p, context)
+
+    def _render_hunk(self, h: Hunk, plan: int, context: int) -> None:
+        forced = h.conflict()
+        near = h.near(context)
+        if plan == 0 and not any(forced) and not any(no in self.pinned for no, _ in h.lines):
+            self.drop(h.head[1], "hunk beyond the diff budget", h.head[0])
+            for no, text in h.lines:
+                self.drop(text, "hunk beyond the diff budget", no)
+            return
+        self.emit(h.head[1])
+        for i, ((no, text), need) in enumerate(zip(h.lines, near)):
+            if forced[i]:
+                self.emit(text)          # a conflict region is what the reader has to resolve
+            elif plan != -1 and i >= plan:
+                self.drop(text, "rest of a hunk beyond the diff budget", no)
+            elif need:
+                self.emit(text)
+            else:
+                self.drop(text, "unchanged context line", no)
 
 
 class GitBlameFilter(StreamFilter):
-    """Consecutive lines from the same commit: the attribution is printed once."""
+    """Consecutive lines from the same commit (and path): the attribution is printed once, then
+    each line as `N) text` with its number and text exact. A line that reads like an error (code
+    raising one) or that the keep rules pin keeps its whole attribution, so it is found as printed."""
 
-    _BLAME = re.compile(r"^(\^?[0-9a-f]{7,40}) (\(.*?\s(\d+)\)) ?(.*)$")
+    _BLAME = re.compile(r"^(\^?[0-9a-f]{7,40}(?: [^(\s]\S*)?) +(\(.*?\s(\d+)\)) ?(.*)$")
 
     def __init__(self) -> None:
         super().__init__()
@@ -201,7 +276,7 @@ class GitBlameFilter(StreamFilter):
             self.last = None
             return
         commit, lineno, code = m.group(1), m.group(3), m.group(4)
-        if commit == self.last:
+        if commit == self.last and not is_verbatim(line) and self.lineno not in self.pinned:
             self.emit(f"{lineno:>4}) {code}")
         else:
             self.emit(line)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 ALLOWED_KEYS = {
     "description", "match", "strip_ansi", "replace", "strip_lines", "keep_lines", "protect",
     "collapse_repeats", "collapse_blocks", "head", "tail", "max_lines", "on_empty",
-    "summary", "delegate", "streaming", "tests", "family",
+    "summary", "delegate", "streaming", "tests", "family", "options",
 }
 SUMMARY_KEYS = {"when", "unless", "text", "exit_codes"}
 TEST_KEYS = {"name", "input", "expected", "exit_code", "command"}
@@ -63,6 +63,7 @@ class FilterSpec:
     summary: Summary | None = None
     delegate: tuple[tuple[re.Pattern, str], ...] = ()
     streaming: str | None = None
+    options: tuple[tuple[str, int | float | str | bool], ...] = ()   # a streaming class's settings
     tests: tuple[FilterTest, ...] = field(default_factory=tuple)
 
 
@@ -142,6 +143,11 @@ def parse_filter(name: str, table: dict, source: str, linear: bool = False) -> F
             exit_code=t.get("exit_code", 0), command=t.get("command"),
         ))
     on_empty = table.get("on_empty")
+    options = table.get("options", {})
+    if not isinstance(options, dict) or not all(isinstance(v, (int, float, str, bool)) for v in options.values()):
+        raise FilterError(f"{where}.options: expected a table of numbers, strings or booleans")
+    if options and not table.get("streaming"):
+        raise FilterError(f"{where}.options: only a streaming filter reads options")
     return FilterSpec(
         name=name,
         source=source,
@@ -162,6 +168,7 @@ def parse_filter(name: str, table: dict, source: str, linear: bool = False) -> F
         summary=summary,
         delegate=tuple(delegate),
         streaming=table.get("streaming"),
+        options=tuple(sorted(options.items())),
         tests=tuple(tests),
     )
 

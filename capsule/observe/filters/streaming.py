@@ -19,6 +19,7 @@ class StreamFilter:
     """Base class. Subclasses override feed_line / flush / on_exit and call emit / drop."""
 
     command: str | None = None     # the command line, when known (set by the engine)
+    options: dict = {}             # the filter's `options` table from its TOML file (set by the engine)
 
     def __init__(self) -> None:
         self.out: list[str] = []
