@@ -18,12 +18,11 @@ from capsule.observe.content import json_reduce, json_text, toon
 from capsule.observe.content.json_anomaly import (_ERROR_KEY, Sampled, _schema, anomalies,  # noqa: F401
                                                   sample, value_anomalies)
 from capsule.observe.content.json_reduce import (AGGRESSIVE_MIN_ROWS, LONG_STRING, LONG_STRING_KEEP,  # noqa: F401
-                                                 LOSSY_MIN_ROWS, lossy, lossy_forms)
+                                                 LOSSY_MIN_ROWS, VERBATIM_LINE_MAX, lossy, lossy_forms)
 from capsule.observe.types import Context, Removal, TransformResult
 
 TRANSFORM_ID = "json"
 LINE_KEEPING_SLACK = 1.25   # prefer the line-keeping lossless form within this factor of the best
-VERBATIM_LINE_MAX = 1000     # longer lines are documents, not error reports
 BIG_TEXT = 2 << 20           # from this many characters a small enough sampled form is taken
 BIG_SHARE = 0.05             # ...when it is under this share of the raw (tokens ~ chars / 4)
 

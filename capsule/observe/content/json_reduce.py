@@ -14,8 +14,10 @@ from collections import Counter
 
 from capsule.observe.content import json_text, toon
 from capsule.observe.content.json_anomaly import (HEAD_ROWS, TAIL_ROWS, _ERROR_KEY, _holds_error,
-                                                  _intent_terms, _shape, sample, value_anomalies)
+                                                  _intent_terms, _is_error_value, _shape, sample,
+                                                  value_anomalies)
 from capsule.observe.types import Removal, TransformResult
+from capsule.observe.verbatim import is_verbatim
 
 TRANSFORM_ID = "json"
 LOSSY_MIN_ROWS = 30          # arrays of records shorter than this are never sampled
@@ -29,6 +31,14 @@ DEEP_LEVEL = 6               # in a large document, containers this deep are sum
 DEEP_MIN_CHARS = 20000       # ...when the document has at least this many characters
 SAMPLE_MIN_CHARS = 6000      # long arrays / wide maps are sampled in documents this big (minified):
                              # a config file an agent reads to edit (package.json) stays whole
+RECORDS_MIN = 3              # an array of this many objects is a set of records (pip inspect's
+                             # `installed`): in a DEEP_MIN_CHARS document their bulky members shrink:
+RECORD_TEXT = 120            # a text body (a string with a line break) over this many characters...
+RECORD_TEXT_KEEP = 80        # ...keeps its head; a description or README is not what a listing is read for
+RECORD_ITEMS = 6             # a list of scalars with more items keeps its first RECORD_HEAD and last
+RECORD_HEAD = 3              # item (plus any item holding error text or an intent term)
+VERBATIM_LINE_MAX = 1000     # a longer line is a document, not an error report (shorter ones with an
+                             # error word the pipeline's verbatim check wants kept: never cut)
 MIN_GAP = 3                  # fewer consecutive items than this are kept rather than elided
 SUMMARY_MAX = 8              # collections named on the '# sampled:' line (the rest counted)
 ELIDED = "…"                 # starts every elision written in place of what went
@@ -92,10 +102,27 @@ class _Reducer:
         self.collections = size >= SAMPLE_MIN_CHARS or min_rows < LOSSY_MIN_ROWS
         self.removals: list[Removal] = []
         self.summaries: list[str] = []
+        self.records = 0                       # > 0 while inside the records of a record array
+        self.texts_cut = self.lists_cut = 0
 
     def walk(self, v, path: str, key: str = "", depth: int = 0):
         if self.deep and depth >= DEEP_LEVEL and isinstance(v, (dict, list)) and v and self._plain(v):
             return self.summarise(v, path)
+        if self.deep and _is_object_array(v) and len(v) >= RECORDS_MIN:
+            self.records += 1
+            try:
+                if len(v) >= self.min_rows:
+                    return self.rows(v, path, depth)
+                return [self.walk(x, f"{path}[{i}]", "", depth + 1) for i, x in enumerate(v)]
+            finally:
+                self.records -= 1
+        if self.records and not _ERROR_KEY.search(key):
+            if isinstance(v, list) and len(v) > RECORD_ITEMS and not any(isinstance(x, (dict, list)) for x in v):
+                return self.clip(v, path)
+            if isinstance(v, str) and "\n" in v.strip() and len(v) > RECORD_TEXT and not _reports(v) \
+                    and not self._named(v):
+                self.texts_cut += 1
+                return self.cut(v, path, RECORD_TEXT, RECORD_TEXT_KEEP)
         if _is_object_array(v) and len(v) >= self.min_rows:
             return self.rows(v, path, depth)
         if self.collections and isinstance(v, list) and len(v) >= self.min_items:
@@ -107,7 +134,8 @@ class _Reducer:
             return self.obj(v, path, depth)
         if isinstance(v, list):
             return [self.walk(x, f"{path}[{i}]", "", depth + 1) for i, x in enumerate(v)]
-        if self.deep and isinstance(v, str) and len(v) > LONG_STRING and not _ERROR_KEY.search(key):
+        if self.deep and isinstance(v, str) and len(v) > LONG_STRING and not _ERROR_KEY.search(key) \
+                and not _reports(v):
             return self.cut(v, path)
         return v
 
@@ -130,11 +158,37 @@ class _Reducer:
         pairs = [(k, self.walk(x, f"{path}.{k}" if path else k, k, depth + 1)) for k, x in json_text.items(v)]
         return json_text.Pairs(pairs) if isinstance(v, json_text.Pairs) else dict(pairs)
 
-    def cut(self, s: str, path: str) -> str:
-        keep = s[:LONG_STRING_KEEP]
-        self.removals.append(Removal(f"{path or '(root)'}: string over {LONG_STRING} chars cut to "
-                                     f"{LONG_STRING_KEEP}", 0, preview=s[:120]))
+    def cut(self, s: str, path: str, over: int = LONG_STRING, head: int = LONG_STRING_KEEP) -> str:
+        keep = s[:head]
+        self.removals.append(Removal(f"{path or '(root)'}: string over {over} chars cut to "
+                                     f"{head}", 0, preview=s[:120]))
         return f"{keep}{ELIDED}[+{len(s) - len(keep)} chars]"
+
+    def _named(self, v) -> bool:
+        return isinstance(v, str) and any(t in v.lower() for t in self.terms)
+
+    def clip(self, v: list, path: str) -> list:
+        """A long list of scalars inside a record: its head, its last item and every item that
+        holds error text or an intent term; each gap one string naming the indices that went."""
+        keep = set(range(RECORD_HEAD)) | {len(v) - 1} | \
+            {i for i, x in enumerate(v) if _is_error_value(x) or self._named(x)}
+        keep |= {i + 1 for i in keep if i + 2 in keep}      # a one-item gap costs more than the item
+        out: list = []
+        prev = -1
+        for i in sorted(keep) + [len(v)]:
+            if i - prev > 1:
+                a, b = prev + 1, i - 1
+                self.removals.append(Removal(f"{path}[{a}..{b}]: {b - a + 1} items of a record's list elided "
+                                             f"(no error text; {_kinds(v[a:b + 1])})", count=b - a + 1,
+                                             preview=json_text.dumps(v[a])[:120]))
+                out.append(f"{ELIDED}{b - a + 1} items [{a}..{b}] elided")
+            if i < len(v):
+                out.append(v[i])
+            prev = i
+        if len(out) < len(v):
+            self.lists_cut += 1
+            return out
+        return v
 
     def rows(self, v: list, path: str, depth: int = 0):
         s = sample(v, self.intent)
@@ -211,6 +265,13 @@ class _Reducer:
         return out
 
 
+def _reports(s: str) -> bool:
+    """A string whose JSON line the verbatim check holds to (short enough to be a report and
+    with an error word): cutting it would lose an error line."""
+    line = json_text.dumps(s)
+    return len(line) <= VERBATIM_LINE_MAX and is_verbatim(line)
+
+
 def reduce(value, intent: str | None, min_rows: int = LOSSY_MIN_ROWS):
     """(reduced value, removals, summaries) with every large collection sampled; None when
     nothing was removed. The reduced value holds the same kinds of values as the input."""
@@ -221,9 +282,12 @@ def reduce(value, intent: str | None, min_rows: int = LOSSY_MIN_ROWS):
     summaries = r.summaries[:SUMMARY_MAX]
     if len(r.summaries) > SUMMARY_MAX:
         summaries.append(f"{len(r.summaries) - SUMMARY_MAX} more collections sampled")
-    cut = sum(1 for x in r.removals if x.count == 0)
+    cut = sum(1 for x in r.removals if x.count == 0) - r.texts_cut
     if cut:
         summaries.append(f"{cut} long strings cut to {LONG_STRING_KEEP} characters")
+    if r.texts_cut or r.lists_cut:
+        summaries.append(f"in records: {r.texts_cut} text values cut to {RECORD_TEXT_KEEP} characters, "
+                         f"{r.lists_cut} lists cut to their first {RECORD_HEAD} and last item")
     return reduced, r.removals, summaries
 
 

@@ -129,3 +129,37 @@ def test_a_document_over_two_megabytes_takes_a_small_sampled_form_directly():
     result = json_crusher.crush(text, Context())
     assert not result.lossless and "quota exceeded for user12345" in result.text
     assert count(result.text) < 0.01 * count(text)
+
+
+# ---- records with long metadata (issue 10: pip inspect). Fixture: `pip inspect` (pip 23.2.1)
+# of a venv holding iniconfig, pluggy and packaging, this host.
+PIP_INSPECT = (Path(__file__).parent / "samples" / "pip_inspect.json").read_text()
+
+
+def test_pip_inspect_keeps_every_record_identity_and_summarises_bulky_members():
+    doc = json.loads(PIP_INSPECT)
+    result = json_crusher.crush(PIP_INSPECT, Context())
+    assert not result.lossless
+    assert count(result.text) < 0.3 * count(PIP_INSPECT)
+    for rec in doc["installed"]:
+        md = rec["metadata"]
+        # identity and every short scalar, as the `"key": value` lines a reader quotes
+        for line in (f'"name": "{md["name"]}",', f'"version": "{md["version"]}",',
+                     f'"metadata_location": "{rec["metadata_location"]}",', f'"requested": {json.dumps(rec["requested"])}'):
+            assert line in result.text, line
+    # the marker line says what was summarised, and each removal names its path
+    head = result.text.split("\n", 1)[0]
+    assert head.startswith("# sampled:") and "text values cut" in head and "lists cut" in head
+    assert all(r.reason.startswith("installed[") for r in result.removals)
+    body = json.loads(_body(result.text))           # still valid JSON
+    assert [r["metadata"]["name"] for r in body["installed"]] == [r["metadata"]["name"] for r in doc["installed"]]
+
+
+def test_record_members_holding_error_text_or_the_intent_are_not_cut():
+    doc = json.loads(PIP_INSPECT)
+    pkg = doc["installed"][1]["metadata"]
+    pkg["classifier"].insert(6, "Topic :: Software Development :: Bug Tracking")
+    pkg["description"] = "line one\n" * 20 + "Traceback (most recent call last):\n  boom\n"
+    result = json_crusher.crush(json.dumps(doc, indent=2), Context(intent="which package has bug tracking"))
+    assert "Topic :: Software Development :: Bug Tracking" in result.text
+    assert json.dumps(pkg["description"]) in result.text
