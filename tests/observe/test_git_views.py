@@ -189,3 +189,6 @@ def test_blame_states_each_commit_once_and_keeps_every_line(tmp_path):
         n, code = m.group(1), m.group(2)
         assert any(o.endswith(f"{n}) {code}".strip()) for o in out_lines), ln
     assert guard.count_markers(out) == 0                    # nothing was dropped
+    # each commit's author and date once (the line that reads like an error is kept as printed)
+    attributions = [o for o in out_lines if "(Ada Lovelace 2026-01-01" in o]
+    assert len(attributions) == 3 and any("raise ValueError" in o for o in attributions)

@@ -259,15 +259,17 @@ class GitFilter(StreamFilter):
 
 
 class GitBlameFilter(StreamFilter):
-    """Consecutive lines from the same commit (and path): the attribution is printed once, then
-    each line as `N) text` with its number and text exact. A line that reads like an error (code
-    raising one) or that the keep rules pin keeps its whole attribution, so it is found as printed."""
+    """A commit's attribution (author, date) is printed once, at its first line: later runs of its
+    lines start with the commit alone, the rest of a run with the line number alone; every line's
+    number and text stay exact. A line that reads like an error (code raising one) or that the
+    keep rules pin keeps its whole attribution, so it is found as printed."""
 
     _BLAME = re.compile(r"^(\^?[0-9a-f]{7,40}(?: [^(\s]\S*)?) +(\(.*?\s(\d+)\)) ?(.*)$")
 
     def __init__(self) -> None:
         super().__init__()
         self.last = None
+        self.seen: set[str] = set()
 
     def feed_line(self, line: str) -> None:
         m = self._BLAME.match(line)
@@ -276,8 +278,11 @@ class GitBlameFilter(StreamFilter):
             self.last = None
             return
         commit, lineno, code = m.group(1), m.group(3), m.group(4)
-        if commit == self.last and not is_verbatim(line) and self.lineno not in self.pinned:
+        if is_verbatim(line) or self.lineno in self.pinned or commit not in self.seen:
+            self.emit(line)
+        elif commit == self.last:
             self.emit(f"{lineno:>4}) {code}")
         else:
-            self.emit(line)
+            self.emit(f"{commit} {lineno:>4}) {code}")
+        self.seen.add(commit)
         self.last = commit
