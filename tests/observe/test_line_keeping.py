@@ -138,6 +138,27 @@ def test_a_numbered_whole_file_read_is_outlined_with_its_own_numbers(engine):
     assert all(f"{no}: {text}" in piped for no, text in defs)
 
 
+def test_a_big_module_outline_folds_signatures_and_imports(engine):
+    """`cat` of a real 1,000-line module: every declaration line with its number stays, a
+    multi-line signature keeps its first and last line (the parameters named between), a run
+    of imports becomes one line naming the modules; the outline is far smaller than the code."""
+    out, raw, _ = seen(engine, "cat_packaging_tags")
+    src = raw.decode().splitlines()
+    rows = [ln for ln in out.splitlines() if re.match(r"^\d+: ", ln)]
+    for no, line in enumerate(src, 1):
+        if re.match(r"^\s*(?:async )?(?:def|class) ", line):
+            assert f"{no}: {line}" in rows, line
+    no = next(i for i, ln in enumerate(src, 1) if ln.startswith("def cpython_tags("))
+    end = next(i for i in range(no, no + 20) if src[i - 1].startswith(")"))
+    assert f"{end}: {src[end - 1]}" in rows                       # `) -> Iterator[Tag]:`
+    assert not any(r.startswith(f"{no + 1}: ") for r in rows)     # a parameter line went...
+    assert any(ln.strip().startswith("…") and "python_version" in ln for ln in out.splitlines())  # ...named
+    imports = [i for i, ln in enumerate(src, 1) if re.match(r"^(?:from \S+ )?import ", ln)]
+    assert len(imports) >= 10 and sum(1 for r in rows if re.match(r"^\d+: (?:from \S+ )?import ", r)) <= 2
+    assert "sysconfig" in out and "importlib" in out               # each module still named
+    assert len(out) < len(raw.decode()) // 6
+
+
 def test_an_editor_window_passes_whole(engine):
     # SWE-agent's `open`/`goto` window: a header, the lines above/below counted, numbered lines
     body = "".join(f"{i}:    value_{i} = compute({i})\n" for i in range(200, 300))

@@ -109,18 +109,17 @@ def _outline(source: str, ctx: Context, path: str | None, family: str) -> Transf
     tree = tree_sitter.Parser(language).parse(source.encode("utf-8", "surrogateescape"))
     lines = source.split("\n")
     total = len(lines) - (1 if lines and lines[-1] == "" else 0)
-    rows = _declaration_rows(tree.root_node, outline.KINDS[lang], lines)
+    rows, heads, imports = _declaration_rows(tree.root_node, outline.KINDS[lang], lines)
     rows = sorted(r for r in rows if r < total)
     if not rows or len(rows) >= total:
         return None
-    out = [f"{r + 1}: {lines[r]}" for r in rows]
+    out, shown = _render(rows, heads, imports, lines)
     target = path or "FILE"
-    out.append(f"[structure: {len(rows)} of {total} lines shown with their numbers; "
+    out.append(f"[structure: {len(shown)} of {total} lines shown with their numbers; "
                f"read a range whole: sed -n 'A,Bp' {target}]")
     removals, run = [], []
-    kept = set(rows)
     for r in list(range(total)) + [total]:
-        if r < total and r not in kept:
+        if r < total and r not in shown:
             run.append(r)
             continue
         if run:
@@ -132,10 +131,93 @@ def _outline(source: str, ctx: Context, path: str | None, family: str) -> Transf
                            notes=[f"{lang} structure, every depth"])
 
 
-def _declaration_rows(root, kinds, lines: list[str]) -> set[int]:
+_COMMENT = ("#", "//", "/*", "* ", "--")
+IMPORT_RUN = 4     # this many imports in a row (nothing else kept between) become one line naming them
+
+
+def _render(rows: list[int], heads: dict, imports: dict, lines: list[str]) -> tuple[list[str], set[int]]:
+    """`N: line` for each kept row, except: a run of IMPORT_RUN+ imports is one `A-B: imports:`
+    line naming each module; a signature of 3+ lines keeps its first and last line with the
+    parameters named between (each only when shorter than the lines it replaces)."""
+    out: list[str] = []
+    shown: set[int] = set()
+    i = 0
+    while i < len(rows):
+        r = rows[i]
+        j = i
+        while j + 1 < len(rows) and rows[j + 1] in imports and r in imports:
+            j += 1
+        if j - i + 1 >= IMPORT_RUN:
+            names = _import_list([imports[x] for x in rows[i:j + 1]])
+            line = f"{r + 1}-{rows[j] + 1}: imports: {names}"
+            if len(line) < sum(len(lines[x]) + 6 for x in rows[i:j + 1]):
+                out.append(line)
+                shown.update(rows[i:j + 1])
+                i = j + 1
+                continue
+        head = heads.get(r)
+        if head is not None and head[0] - r >= 2:
+            end, params = head
+            middle = [x for x in rows[i + 1:] if x < end]
+            indent = lines[r][:len(lines[r]) - len(lines[r].lstrip())]
+            span = f"{r + 2}-{end}" if end - r > 2 else f"{r + 2}"
+            line = f"{indent}    …{span}: " + (", ".join(params) if params else f"{end - r - 1} lines")
+            if len(line) < sum(len(lines[x]) + 6 for x in middle):
+                out.append(f"{r + 1}: {lines[r]}")
+                out.append(line)
+                out.append(f"{end + 1}: {lines[end]}")
+                shown.update({r, end})
+                i += len(middle) + 2
+                continue
+        out.append(f"{r + 1}: {lines[r]}")
+        shown.add(r)
+        i += 1
+    return out, shown
+
+
+def _param_names(node) -> list[str]:
+    """The names a declaration's parameter list declares (`reverse: bool = False` -> reverse)."""
+    params = node.child_by_field_name("parameters")
+    if params is None:
+        return []
+    names = []
+    for c in params.named_children:
+        if c.type == "comment":
+            continue
+        text = " ".join(c.text.decode("utf-8", "replace").split())
+        names.append(re.split(r"\s*[:=]", text, maxsplit=1)[0][:40])
+    return names
+
+
+def _import_names(node) -> tuple[str, str | None]:
+    """`from a.b import (c, d)` -> (a.b, c, d), `import x as y` -> (x as y, None); other languages'
+    import statements as written, on one line."""
+    text = " ".join(node.text.decode("utf-8", "replace").replace("(", " ").replace(")", " ").split())
+    m = re.match(r"^from (\S+) import (.+)$", text)
+    if m:
+        return m.group(1), m.group(2).rstrip(",").strip()
+    return (text[len("import "):] if text.startswith("import ") else text), None
+
+
+def _import_list(items: list[tuple[str, str | None]]) -> str:
+    """One entry per module, in order: names imported from the same module one after another merge."""
+    merged: list[list] = []
+    for mod, names in items:
+        if names is not None and merged and merged[-1][0] == mod and merged[-1][1] is not None:
+            merged[-1][1] += ", " + names
+        else:
+            merged.append([mod, names])
+    return ", ".join(mod if names is None else f"{mod} ({names})" for mod, names in merged)
+
+
+def _declaration_rows(root, kinds, lines: list[str]) -> tuple[set[int], dict, dict]:
+    """(kept rows, {first row of a multi-line head: (its last row, parameter names)},
+    {row of a top-level import: what it imports})."""
     from capsule.observe.content.outline import _assigns, _body, _split
 
     rows: set[int] = set()
+    heads: dict[int, tuple[int, list[str]]] = {}
+    imports: dict[int, str] = {}
     stack = [(root, 0)]
     while stack:
         node, depth = stack.pop()
@@ -146,7 +228,11 @@ def _declaration_rows(root, kinds, lines: list[str]) -> set[int]:
             head_end = start
             if body is not None and body.start_point.row > start:
                 head_end = _split(node, body, lines)[0]
+                while head_end > start and lines[head_end].lstrip().startswith(_COMMENT):
+                    head_end -= 1      # comments above the first statement are body, not head
             rows.update(range(start, head_end + 1))
+            if head_end > start:
+                heads[start] = (head_end, _param_names(node))
         elif t in kinds.wrapper:
             inner = [c for c in node.named_children if c.type in kinds.function or
                      c.type in kinds.container or c.type in kinds.typedecl]
@@ -157,8 +243,10 @@ def _declaration_rows(root, kinds, lines: list[str]) -> set[int]:
                 pass
             else:
                 rows.add(node.start_point.row)
+                if "import" in t or t == "use_declaration":
+                    imports[node.start_point.row] = _import_names(node)
         stack.extend((c, depth + 1) for c in node.named_children)
-    return rows
+    return rows, heads, imports
 
 
 def path_of(command: str | None) -> str | None:
