@@ -71,14 +71,22 @@ def extra(text: str, exit_code: int | None) -> frozenset[int]:
     return _analyse(text, exit_code not in (0, None))[1]
 
 
-@lru_cache(maxsize=2)
-def _analyse(text: str, failing: bool) -> tuple[frozenset[int], frozenset[int]]:
+def quoted_lines(text: str, exit_code: int | None) -> frozenset[int]:
+    """0-based indices of the lines the tool quotes (source, diffs, messages): a word there is
+    not the run's error, so filters may drop them like any other context line."""
+    return _analyse(text, exit_code not in (0, None))[2]
+
+
+@lru_cache(maxsize=4)
+def _analyse(text: str, failing: bool) -> tuple[frozenset[int], frozenset[int], frozenset[int]]:
     lines = split(text)
     content = quoted(lines)
+    frames = code_frames(lines)
+    content |= frames
     verbatim = [i not in content and is_verbatim(ln) for i, ln in enumerate(lines)]
     more = error_blocks(lines, verbatim) | anomalies(lines, failing)
-    more = {i for i in more if not verbatim[i]}
-    return frozenset(more | {i for i, v in enumerate(verbatim) if v}), frozenset(more)
+    more = {i for i in more if not verbatim[i] and i not in frames}
+    return frozenset(more | {i for i, v in enumerate(verbatim) if v}), frozenset(more), frozenset(content)
 
 
 def quoted(lines: list[str]) -> set[int]:
@@ -98,6 +106,54 @@ def quoted(lines: list[str]) -> set[int]:
         else:
             inside = False
     return out | commit_messages(lines) | {i for i, ln in enumerate(lines) if _DIFFSTAT.match(ln)}
+
+
+# A compiler's or linter's code frame (rustc, cargo, clippy, ruff's full format): after a
+# `--> path:line:col` location (or a `help:` that opens a suggestion), gutter lines `  |` carry the
+# tool's own labels, numbered lines `12 | code` (and a suggested fix's `12 + code` / `   - code`)
+# quote the source.
+_ARROW = re.compile(r"^\s*(?:-->|:::)\s*\S+:\d+")
+_GUTTER = re.compile(r"^\s*\d*\s*[|│](?:\s|$)")
+_NUMBERED = re.compile(r"^\s*\d+\s*[|│+-](?:\s|$)")
+_REMOVED = re.compile(r"^\s+-(?:\s|$)")
+_ELIDED = re.compile(r"^(?:-{20,}|\s*\.\.\.)\s*$")
+_SUGGESTS = re.compile(r"^\s*(?:=\s*)?help:")
+# pytest's FAILURES / ERRORS sections: inside a test's block (after its `____ name ____` header,
+# outside `---- Captured ... ----` output), 4-space-indented lines are the test's source and
+# `name = value` lines its arguments; the `E` lines, `>` line and `path:N:` locations are the report.
+_PT_BANNER = re.compile(r"^={3,} (.*?) ={3,}$")
+_PT_TEST = re.compile(r"^_{3,} .* _{3,}$")
+_PT_SUB = re.compile(r"^-{3,} (.*?) -{3,}$")
+_PT_SOURCE = re.compile(r"^    (?!\s*File \")|^[A-Za-z_]\w* = \S")
+
+
+def code_frames(lines: list[str]) -> set[int]:
+    """The source lines a diagnostic quotes: numbered lines of a code frame, and the test
+    source pytest prints around a failure (see the patterns above)."""
+    out: set[int] = set()
+    frame = False
+    section = block = False
+    n = len(lines)
+    for i, ln in enumerate(lines):
+        if _ARROW.match(ln) or (_SUGGESTS.match(ln) and i + 1 < n and _GUTTER.match(lines[i + 1])):
+            frame = True
+            continue
+        if frame and (_GUTTER.match(ln) or _NUMBERED.match(ln) or _REMOVED.match(ln) or _ELIDED.match(ln)):
+            if not _GUTTER.match(ln) or _NUMBERED.match(ln):
+                out.add(i)
+            continue
+        frame = False
+        banner = _PT_BANNER.match(ln)
+        if banner:
+            section = banner.group(1).strip() in ("FAILURES", "ERRORS")
+            block = False
+        elif section and _PT_TEST.match(ln):
+            block = True
+        elif section and _PT_SUB.match(ln):
+            block = "Captured" not in ln
+        elif block and _PT_SOURCE.match(ln):
+            out.add(i)
+    return out
 
 
 def commit_messages(lines: list[str]) -> set[int]:

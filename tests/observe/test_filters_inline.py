@@ -124,10 +124,10 @@ def test_a_failed_run_is_never_emptied():
 
 @pytest.mark.parametrize("name,case", CASES, ids=[f"{n}:{t.name}" for n, t in CASES])
 def test_inline_cases_keep_every_error_line(name, case):
-    from capsule.observe.verbatim import missing_verbatim
+    from capsule.observe.keep import missing     # the pipeline's guard: source a tool quotes is not an error line
 
     out, _, _ = run_filter(FILTERS[name], case.input, case.exit_code, case.command)
-    assert missing_verbatim(case.input, out) == []
+    assert missing(case.input, out, case.exit_code) == []
 
 
 def test_a_filter_loaded_alone_is_the_filter_of_the_whole_set(monkeypatch):

@@ -66,7 +66,7 @@ class PytestFilter(StreamFilter):
                 self.keep_if(line, bool(stripped) and self.captured > 0, "captured output beyond 5 lines")
                 return
             header = _HEADER_PAD.match(line)
-            if header and not is_verbatim(line):
+            if header and not is_verbatim(line) and self.lineno not in self.pinned:
                 self.emit(f"___ {header.group(1)} ___")   # the test name without the padding
                 return
             if _LIBRARY_FRAME.match(line):
@@ -75,8 +75,8 @@ class PytestFilter(StreamFilter):
             if line.startswith(">"):
                 seen = line in self.sources
                 self.sources.add(line)
-                if seen:
-                    self.keep_if(line, False, "source line shown in an earlier block")
+                if seen:    # the same text is on screen already (the guard judges lines by text)
+                    self.drop(line, "source line shown in an earlier block")
                     return
             keep = bool(_TEST_HEADER.match(stripped) or _LOCATION.match(line) or _KEEP_IN_BLOCK.match(line))
             if _INTROSPECTION.match(line):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 ALLOWED_KEYS = {
     "description", "match", "strip_ansi", "replace", "strip_lines", "keep_lines", "protect",
-    "collapse_repeats", "collapse_blocks", "head", "tail", "max_lines", "on_empty",
+    "dedupe_lines", "collapse_repeats", "collapse_blocks", "head", "tail", "max_lines", "on_empty",
     "summary", "delegate", "streaming", "tests", "family", "options",
 }
 SUMMARY_KEYS = {"when", "unless", "text", "exit_codes"}
@@ -54,6 +54,7 @@ class FilterSpec:
     strip_lines: tuple[re.Pattern, ...] = ()
     keep_lines: tuple[re.Pattern, ...] = ()
     protect: tuple[re.Pattern, ...] = ()
+    dedupe_lines: tuple[re.Pattern, ...] = ()
     collapse_repeats: bool = False
     collapse_blocks: int = 0
     head: int = 0
@@ -159,6 +160,7 @@ def parse_filter(name: str, table: dict, source: str, linear: bool = False) -> F
         strip_lines=_regexes(table.get("strip_lines", []), f"{where}.strip_lines", linear),
         keep_lines=_regexes(table.get("keep_lines", []), f"{where}.keep_lines", linear),
         protect=_regexes(table.get("protect", []), f"{where}.protect", linear),
+        dedupe_lines=_regexes(table.get("dedupe_lines", []), f"{where}.dedupe_lines", linear),
         collapse_repeats=bool(table.get("collapse_repeats", False)),
         collapse_blocks=_int(table, "collapse_blocks", where),
         head=_int(table, "head", where),

@@ -1,11 +1,13 @@
 """Run one TOML filter's stages over a text, in the fixed order of the DSL.
 
 Order: strip ANSI → replace → short-circuit summary (guarded by `unless`, the exit code and
-the verbatim class) → strip/keep lines → collapse repeats → head/tail → max lines → on_empty.
+the verbatim class) → strip/keep lines → dedupe lines shown above → collapse repeats → head/tail → max lines → on_empty.
 Not responsible for choosing the filter or loading it (engine.py).
 Invariant: a verbatim-class line (error, failure, warning; observe/verbatim.py), a line the
 whole-text rules pin (observe/keep.py: error blocks, anomalies, rare lines of a failing run) or a
-line matching the filter's `protect` is never dropped by any stage; every dropped original line
+line matching the filter's `protect` is never dropped by any stage (a word in a line the tool
+quotes, such as source in a code frame, does not make it verbatim-class; `dedupe_lines` drops
+only a line whose exact text is already kept); every dropped original line
 is accounted for in a Removal; a truncation carries exactly one `[N more lines]` marker;
 a failed run is never emptied (its last lines stay when nothing else would).
 """
@@ -31,6 +33,7 @@ class Line:
     text: str
     count: int = 1   # original lines this emitted line stands for (collapse)
     pinned: bool = False   # observe/keep.py says this original line must survive
+    quoted: bool = False   # the tool quotes it (source, diff): its words are not the run's errors
 
 
 def split_lines(text: str) -> tuple[list[str], bool]:
@@ -65,7 +68,8 @@ class Run:
 
 
 def _protected(spec: FilterSpec, line: Line) -> bool:
-    return line.pinned or is_verbatim(line.text) or any(p.search(line.text) for p in spec.protect)
+    return (line.pinned or (not line.quoted and is_verbatim(line.text))
+            or any(p.search(line.text) for p in spec.protect))
 
 
 def pin(lines: list[Line], text: str, exit_code: int | None) -> None:
@@ -73,6 +77,9 @@ def pin(lines: list[Line], text: str, exit_code: int | None) -> None:
     for i in keep.extra(text, exit_code):
         if i < len(lines):
             lines[i].pinned = True
+    for i in keep.quoted_lines(text, exit_code):
+        if i < len(lines):
+            lines[i].quoted = True
 
 
 def summary_text(spec: FilterSpec, clean: str, exit_code: int | None, lines: list[Line]) -> str | None:
@@ -140,6 +147,8 @@ def run_stages(spec: FilterSpec, text: str, exit_code: int | None,
                 run.drop(line, reason)
         lines = kept
 
+    if spec.dedupe_lines:
+        lines = _dedupe(spec, lines, run)
     if spec.collapse_repeats:
         lines = _collapse_repeats(lines, run)
     if spec.collapse_blocks:
@@ -168,6 +177,21 @@ def run_stages(spec: FilterSpec, text: str, exit_code: int | None,
     elif not emitted and not lines and text.strip() == "" and trailing:
         emitted = text
     return emitted, run.removals, cut_at is not None and bool(run.dropped)
+
+
+def _dedupe(spec: FilterSpec, lines: list[Line], run: Run) -> list[Line]:
+    """A line matching `dedupe_lines` whose text (stripped) an earlier kept line already shows
+    goes, protected or not: the text is on screen once (the guard judges lines by their text)."""
+    seen: set[str] = set()
+    out: list[Line] = []
+    for line in lines:
+        key = line.text.strip()
+        if key and key in seen and any(p.search(line.text) for p in spec.dedupe_lines):
+            run.drop(line, "repeated line shown above")
+            continue
+        seen.add(key)
+        out.append(line)
+    return out
 
 
 def _collapse_repeats(lines: list[Line], run: Run) -> list[Line]:

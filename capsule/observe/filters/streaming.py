@@ -28,6 +28,7 @@ class StreamFilter:
         self._cut_at: int | None = None
         self._cut_reason = ""
         self.pinned: frozenset[int] = frozenset()   # line numbers observe/keep.py adds to the verbatim class
+        self.quoted: frozenset[int] = frozenset()   # line numbers the tool quotes (source): their words are not errors
 
     # --- protocol ---------------------------------------------------------------------
     def feed_line(self, line: str) -> None:
@@ -55,8 +56,8 @@ class StreamFilter:
         self._run.drop(Line(no, text), reason)
 
     def keep_if(self, text: str, keep: bool, reason: str) -> None:
-        """Emit when `keep` or when the line is verbatim-class; otherwise drop with reason."""
-        if keep or is_verbatim(text) or self.lineno in self.pinned:
+        """Emit when `keep` or when the line is verbatim-class (and not quoted source); otherwise drop."""
+        if keep or self.lineno in self.pinned or (is_verbatim(text) and self.lineno not in self.quoted):
             self.emit(text)
         else:
             self.drop(text, reason)
@@ -76,6 +77,7 @@ def run_stream(flt: StreamFilter, text: str, exit_code: int | None) -> tuple[str
     trailing = text.endswith("\n")
     body = text[:-1] if trailing else text
     flt.pinned = frozenset(i + 1 for i in keep.extra(text, exit_code))
+    flt.quoted = frozenset(i + 1 for i in keep.quoted_lines(text, exit_code))
     if body:
         for raw in body.split("\n"):
             flt.lineno += 1

@@ -1,0 +1,80 @@
+"""Test runners and linters (issue 10): source a diagnostic quotes is not the run's error, a lint
+repeated at many sites shows its help text once, and every finding, location and failure stays.
+Fixtures: tests/observe/fixtures/testruns/make_fixtures.sh (real pytest, ruff and cargo runs)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from capsule.engine import Engine
+from capsule.observe import keep
+
+FIX = Path(__file__).parent / "fixtures" / "testruns"
+
+
+def _case(name: str) -> tuple[str, str, int]:
+    return ((FIX / f"{name}.out").read_text(), (FIX / f"{name}.cmd").read_text().strip(),
+            int((FIX / f"{name}.exit").read_text()))
+
+
+@pytest.fixture()
+def observe(tmp_path):
+    engine = Engine(state_dir=tmp_path / "state")
+
+    def run(name: str) -> tuple[str, str]:
+        raw, cmd, code = _case(name)
+        out = engine.observe(raw.encode(), command=cmd, stream="stdout", exit_code=code).data.decode()
+        return raw, out
+    return run
+
+
+def _lines(text: str) -> list[str]:
+    return [ln.strip() for ln in text.split("\n")]
+
+
+def test_code_frame_source_is_quoted_and_the_labels_are_not():
+    raw, _, _ = _case("ruff_full_errors_in_code")
+    lines = keep.split(raw)
+    quoted = {lines[i] for i in keep.quoted_lines(raw, 1)}
+    assert '10 |         raise ValueError("bad bytes: expected utf8")' in quoted
+    assert "  - import os" in quoted                                   # the suggested fix's removed line
+    assert not any(ln.lstrip().startswith(("-->", "B904", "F401", "help:")) for ln in quoted)
+    assert not any(re.fullmatch(r"\s*\|[\s^]*", ln) for ln in quoted)   # caret / gutter lines: the tool's
+
+
+def test_ruff_full_keeps_every_diagnostic_and_drops_source_that_names_errors(observe):
+    raw, out = observe("ruff_full_errors_in_code")
+    kept = _lines(out)
+    for ln in raw.split("\n"):
+        if re.match(r"^[A-Z]+\d+ ", ln) or ln.lstrip().startswith("--> ") or ln.startswith("Found "):
+            assert ln.strip() in kept, ln
+    assert 'raise ValueError("bad bytes: expected utf8")' not in out      # quoted source, not the run's error
+    assert "<<ccr:" in out and len(out) < len(raw) // 2
+
+
+def test_cargo_lint_at_many_sites_keeps_each_site_and_its_help_once(observe):
+    raw, out = observe("cargo_check_repeated_lint")
+    sites = re.findall(r"^\s*--> (\S+)$", raw, re.M)
+    assert len(sites) >= 8
+    for site in sites:
+        assert f"--> {site}" in out
+    headers = [ln for ln in raw.split("\n") if ln.startswith("warning:")]
+    assert sum(1 for ln in out.split("\n") if ln.startswith("warning:")) == len(headers)
+    note = "= note: see <https://doc.rust-lang.org/nightly/rustc/check-cfg/cargo-specifics.html>"
+    assert raw.count(note) >= 8 and out.count(note) == 1
+    assert "Checking gauge" not in out and "<<ccr:" in out
+
+
+def test_pytest_many_failures_keep_ids_errors_and_locations_not_the_repeated_source(observe):
+    raw, out = observe("pytest_many_failures")
+    kept = _lines(out)
+    for ln in raw.split("\n"):
+        if ln.startswith(("FAILED ", "E ")) or re.match(r"^\S+\.py:\d+: \w+", ln):
+            assert ln.strip() in kept, ln
+    assert re.search(r"^=+ 16 failed, 15 passed", out, re.M)
+    docstring = '"""The price is exactly what the expected column says, or an error is reported."""'
+    assert raw.count(docstring) == 15 and docstring not in out       # test source, shown by every failure
+    assert len(out) < len(raw) // 2
