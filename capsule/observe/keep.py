@@ -71,9 +71,10 @@ def extra(text: str, exit_code: int | None) -> frozenset[int]:
     return _analyse(text, exit_code not in (0, None))[1]
 
 
-def quoted_lines(text: str, exit_code: int | None) -> frozenset[int]:
-    """0-based indices of the lines the tool quotes (source, diffs, messages): a word there is
-    not the run's error, so filters may drop them like any other context line."""
+def quoted_source(text: str, exit_code: int | None) -> frozenset[int]:
+    """0-based indices of the source lines a diagnostic quotes (code frames, pytest's failure
+    excerpts; code_frames): a word there is not the run's error, so a filter's line rules may
+    drop them like any other context line."""
     return _analyse(text, exit_code not in (0, None))[2]
 
 
@@ -86,7 +87,7 @@ def _analyse(text: str, failing: bool) -> tuple[frozenset[int], frozenset[int], 
     verbatim = [i not in content and is_verbatim(ln) for i, ln in enumerate(lines)]
     more = error_blocks(lines, verbatim) | anomalies(lines, failing)
     more = {i for i in more if not verbatim[i] and i not in frames}
-    return frozenset(more | {i for i, v in enumerate(verbatim) if v}), frozenset(more), frozenset(content)
+    return frozenset(more | {i for i, v in enumerate(verbatim) if v}), frozenset(more), frozenset(frames)
 
 
 def quoted(lines: list[str]) -> set[int]:

@@ -38,7 +38,7 @@ def _lines(text: str) -> list[str]:
 def test_code_frame_source_is_quoted_and_the_labels_are_not():
     raw, _, _ = _case("ruff_full_errors_in_code")
     lines = keep.split(raw)
-    quoted = {lines[i] for i in keep.quoted_lines(raw, 1)}
+    quoted = {lines[i] for i in keep.quoted_source(raw, 1)}
     assert '10 |         raise ValueError("bad bytes: expected utf8")' in quoted
     assert "  - import os" in quoted                                   # the suggested fix's removed line
     assert not any(ln.lstrip().startswith(("-->", "B904", "F401", "help:")) for ln in quoted)

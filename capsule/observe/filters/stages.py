@@ -77,7 +77,7 @@ def pin(lines: list[Line], text: str, exit_code: int | None) -> None:
     for i in keep.extra(text, exit_code):
         if i < len(lines):
             lines[i].pinned = True
-    for i in keep.quoted_lines(text, exit_code):
+    for i in keep.quoted_source(text, exit_code):
         if i < len(lines):
             lines[i].quoted = True
 

@@ -77,7 +77,7 @@ def run_stream(flt: StreamFilter, text: str, exit_code: int | None) -> tuple[str
     trailing = text.endswith("\n")
     body = text[:-1] if trailing else text
     flt.pinned = frozenset(i + 1 for i in keep.extra(text, exit_code))
-    flt.quoted = frozenset(i + 1 for i in keep.quoted_lines(text, exit_code))
+    flt.quoted = frozenset(i + 1 for i in keep.quoted_source(text, exit_code))
     if body:
         for raw in body.split("\n"):
             flt.lineno += 1
