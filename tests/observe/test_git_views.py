@@ -44,6 +44,7 @@ def repo(tmp_path_factory):
     git("commit", "-q", "-m", "start")
     # one huge change to big.py (every 7th line) and a small one to each other file
     (root / "big.py").write_text("class ParseError(Exception):\n" + "".join(
+        f"    value_{i} = compute({i}, 'refund rounding goes half-even here')\n" if i == 2900 else
         f"    value_{i} = compute({i}, 'rewritten text for line {i} with more words')\n" if i % 20 == 0 else
         f"    value_{i} = compute({i}, 'original text for line {i}')\n" for i in range(3000)))
     for name in SMALL_FILES:
@@ -59,10 +60,10 @@ def repo(tmp_path_factory):
     return git
 
 
-def _observe(tmp_path, raw: bytes, command: str, exit_code: int = 0):
+def _observe(tmp_path, raw: bytes, command: str, exit_code: int = 0, intent: str | None = None):
     engine = Engine(tmp_path / "state", mode="standard", scope="test")
-    out = engine.observe(raw, command=command, exit_code=exit_code)
-    again = engine.observe(raw, command=command, exit_code=exit_code)
+    out = engine.observe(raw, command=command, exit_code=exit_code, intent=intent)
+    again = engine.observe(raw, command=command, exit_code=exit_code, intent=intent)
     assert again.data == out.data, "the view is deterministic"
     return out.data.decode()
 
@@ -105,6 +106,20 @@ def test_large_diff_keeps_every_file_with_counts_and_a_fair_share(repo, tmp_path
     # one marker, last before the runnable footer
     assert guard.count_markers(out) == 1
     assert guard.MARKER_RE.match(lines[-3]) and guard.FOOTER_RE.search(lines[-2])
+
+
+def test_the_intent_picks_the_hunks_of_a_large_diff(repo, tmp_path):
+    raw = repo("diff", "HEAD~2", "HEAD~1")
+    late = "+    value_2900 = compute(2900, 'refund rounding goes half-even here')"
+    assert late in raw.decode().split("\n")
+    plain = _observe(tmp_path, raw, "git diff HEAD~2 HEAD~1").split("\n")
+    assert late not in plain                                   # far beyond the budget in order ...
+    seeking = _observe(tmp_path, raw, "git diff HEAD~2 HEAD~1", intent="where is the refund rounding changed?")
+    lines = seeking.split("\n")
+    assert late in lines                                       # ... first when the agent asks for it
+    assert "-    value_2900 = compute(2900, 'original text for line 2900')" in lines
+    assert "+    return 5 + gamma_bonus()" in lines              # the other files keep their share
+    assert tokens.count(seeking) < tokens.count(raw.decode()) / 4
 
 
 def test_small_diff_keeps_every_changed_line(repo, tmp_path):

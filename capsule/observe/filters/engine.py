@@ -159,6 +159,7 @@ def run_filter(spec: FilterSpec, text: str, exit_code: int | None, command: str 
         flt = _streaming_class(spec)()
         flt.command = command
         flt.options = dict(spec.options)
+        flt.intent = intent
         out, removals, _ = run_stream(flt, text, exit_code)
     else:
         out, removals, _ = run_stages(spec, text, exit_code, intent)

@@ -35,6 +35,8 @@ class Hunk:
     lines: list[tuple[int, str]] = field(default_factory=list)
     old_left: int = -1               # lines still expected (unified diffs; -1: unknown, combined)
     new_left: int = -1
+    _near: tuple[int, list[bool]] | None = field(default=None, repr=False)
+    _cost: tuple[int, int] | None = field(default=None, repr=False)
 
     def open(self) -> bool:
         """Does the next line (if it has a diff prefix) still belong to this hunk?"""
@@ -58,17 +60,37 @@ class Hunk:
         return "+" if "+" in prefix else "-" if "-" in prefix else ""
 
     def near(self, context: int) -> list[bool]:
-        """Which lines a reader needs: the changed ones and `context` lines around each."""
+        """Which lines a reader needs: the changed ones and `context` lines around each (computed
+        once: the lines are complete when a view asks)."""
+        if self._near is not None and self._near[0] == context:
+            return self._near[1]
         flags = [self.changed(t) != "" for _, t in self.lines]
-        out = list(flags)
+        out = [False] * len(flags)
+        last = -context - 1
         for i, f in enumerate(flags):
             if f:
-                for j in range(max(0, i - context), min(len(flags), i + context + 1)):
-                    out[j] = True
+                last = i
+            out[i] = i - last <= context
+        last = len(flags) + context
+        for i in range(len(flags) - 1, -1, -1):
+            if flags[i]:
+                last = i
+            out[i] = out[i] or last - i <= context
+        self._near = (context, out)
         return out
+
+    def cost(self, context: int) -> int:
+        """Tokens of the hunk as a view shows it whole: its header and the lines near a change."""
+        if self._cost is None or self._cost[0] != context:
+            total = cost(self.head[1]) + sum(cost(t) for (_, t), near in zip(self.lines, self.near(context)) if near)
+            self._cost = (context, total)
+        return self._cost[1]
 
     def conflict(self) -> list[bool]:
         """Lines of a conflict region (from `<<<<<<<` to `>>>>>>>`, markers included)."""
+        p = self.parents
+        if not any(t[p:p + 7] in ("<<<<<<<", "=======", ">>>>>>>", "|||||||") for _, t in self.lines):
+            return [False] * len(self.lines)
         out, inside = [], False
         for _, t in self.lines:
             body = t[self.parents:]
@@ -123,10 +145,8 @@ def waterfill(budget: int, needs: list[int]) -> list[int]:
 def note(adds: int, dels: int, hunks: int, whole: int, part: bool) -> str:
     """The line that stands for a file's hidden hunks (never shaped like the `[N more lines]` marker)."""
     n = f"{hunks} hunk{'s' if hunks != 1 else ''}"
-    if whole == 0 and not part:
-        shown = "not shown"
-    elif whole == 0:
-        shown = "the first shown in part"
+    if whole == 0:
+        shown = "1 shown in part" if part else "none shown"
     else:
-        shown = ("the first" if whole == 1 else f"the first {whole}") + " shown" + (", the next in part" if part else "")
+        shown = f"{whole} shown" + (", 1 in part" if part else "")
     return f"[+{adds} -{dels} lines in {n}; {shown}]"

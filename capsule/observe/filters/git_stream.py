@@ -170,11 +170,17 @@ class GitFilter(StreamFilter):
         context = int(self.options["context"])
         needs = [sum(self._hunk_cost(h, context) for h in f.hunks) for f in self.files]
         full = sum(needs) <= int(self.options["full_tokens"])
+        picked: set[tuple[int, int]] = set()
         if full:
             shares = needs
-        else:   # commits share the budget fairly, then each commit's files share its part
+        else:   # the intent's hunks first, then commits share the rest fairly, then each commit's files
+            budget = int(self.options["budget_tokens"])
+            picked = self._intent_picks(context, int(budget * float(self.options["intent_share"])))
+            budget -= sum(self._hunk_cost(self.files[i].hunks[j], context) for i, j in picked)
+            needs = [sum(self._hunk_cost(h, context) for j, h in enumerate(f.hunks) if (i, j) not in picked)
+                     for i, f in enumerate(self.files)]
             commits = list(dict.fromkeys(f.commit for f in self.files))
-            per_commit = waterfill(int(self.options["budget_tokens"]),
+            per_commit = waterfill(budget,
                                    [sum(n for f, n in zip(self.files, needs) if f.commit == c) for c in commits])
             shares = [0] * len(self.files)
             for c, part in zip(commits, per_commit):
@@ -184,7 +190,8 @@ class GitFilter(StreamFilter):
         held, self.out = self.out, []
         for item in held:
             if isinstance(item, _Slot):
-                self._render(self.files[item.index], shares[item.index], context)
+                i = item.index
+                self._render(self.files[i], shares[i], context, {j for f, j in picked if f == i})
             else:
                 self.out.append(item)
         if not full:
@@ -192,14 +199,36 @@ class GitFilter(StreamFilter):
 
     @staticmethod
     def _hunk_cost(h: Hunk, context: int) -> int:
-        return cost(h.head[1]) + sum(cost(t) for (_, t), near in zip(h.lines, h.near(context)) if near)
+        return h.cost(context)
 
-    def _render(self, f: FileDiff, share: int, context: int) -> None:
-        """One file's patch within its share: hunks in order, the last one that does not fit shown
-        in part; conflict regions and pinned lines whatever the share."""
+    def _intent_picks(self, context: int, share: int) -> set[tuple[int, int]]:
+        """(file, hunk) indices of the hunks that speak most to the intent, within `share` tokens:
+        when a diff must be cut, what the agent is after decides first."""
+        if not self.intent or share <= 0:
+            return set()
+        from capsule.observe.content.reflex import relevance
+
+        where = [(i, j) for i, f in enumerate(self.files) for j, _ in enumerate(f.hunks)]
+        texts = [" ".join([h.head[1]] + [t for _, t in h.lines]) for f in self.files for h in f.hunks]
+        scores = relevance(texts, self.intent)
+        out: set[tuple[int, int]] = set()
+        for k in sorted((k for k, sc in enumerate(scores) if sc > 0), key=lambda k: (-scores[k], k)):
+            i, j = where[k]
+            c = self._hunk_cost(self.files[i].hunks[j], context)
+            if c <= share:
+                out.add((i, j))
+                share -= c
+        return out
+
+    def _render(self, f: FileDiff, share: int, context: int, picked: set[int]) -> None:
+        """One file's patch within its share: the hunks the intent picked, then hunks in order, the
+        last one that does not fit shown in part; conflict regions and pinned lines whatever the share."""
         plan: list[int] = []     # per hunk: lines of it to show (-1 every needed line)
         left, stopped = share, False
-        for h in f.hunks:
+        for j, h in enumerate(f.hunks):
+            if j in picked:
+                plan.append(-1)
+                continue
             c = self._hunk_cost(h, context)
             if not stopped and c <= left:
                 plan.append(-1)
@@ -241,10 +270,9 @@ class GitFilter(StreamFilter):
     def _render_hunk(self, h: Hunk, plan: int, context: int) -> None:
         forced = h.conflict()
         near = h.near(context)
-        if plan == 0 and not any(forced) and not any(no in self.pinned for no, _ in h.lines):
-            self.drop(h.head[1], "hunk beyond the diff budget", h.head[0])
-            for no, text in h.lines:
-                self.drop(text, "hunk beyond the diff budget", no)
+        if plan == 0 and not any(forced) and not any(no in self.pinned for no, _ in [h.head, *h.lines]):
+            last = h.lines[-1][0] if h.lines else h.head[0]     # a hunk's lines are consecutive
+            self.drop_block(h.head[0], last, h.head[1], "hunk beyond the diff budget")
             return
         self.emit(h.head[1])
         for i, ((no, text), need) in enumerate(zip(h.lines, near)):

@@ -20,6 +20,7 @@ class StreamFilter:
 
     command: str | None = None     # the command line, when known (set by the engine)
     options: dict = {}             # the filter's `options` table from its TOML file (set by the engine)
+    intent: str | None = None      # what the agent is after, when known (set by the engine)
 
     def __init__(self) -> None:
         self.out: list[str] = []
@@ -54,6 +55,13 @@ class StreamFilter:
             self.emit(text)      # a protected line is never dropped, whatever the filter thinks
             return
         self._run.drop(Line(no, text), reason)
+
+    def drop_block(self, first: int, last: int, text: str, reason: str) -> None:
+        """Drop the original lines first..last (the caller made sure none is pinned) as one removal."""
+        self._run.drop(Line(first, text), reason)
+        if last > first:
+            r = self._run.removals[-1]
+            self._run.removals[-1] = type(r)(r.reason, r.count + last - first, r.start, last, r.preview)
 
     def keep_if(self, text: str, keep: bool, reason: str) -> None:
         """Emit when `keep` or when the line is verbatim-class (and not quoted source); otherwise drop."""
