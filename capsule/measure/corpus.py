@@ -66,7 +66,11 @@ def run_case(engine, case: dict, use_intent: bool = False) -> CaseResult:
     raw_tokens = tokens.count_bytes(case["output"])
     emitted = outcome.data.decode("utf-8", "surrogateescape")
     emitted_tokens = tokens.count(emitted)
-    hay = norm(emitted)
+    # A grouped search view states a file's path once above its `N:text` hits: a must-keep
+    # `path:N:text` line counts as kept when the view says exactly that (search_stream.ungroup).
+    from capsule.observe.filters.search_stream import ungroup
+
+    hay = norm(emitted) + "\n" + "\n".join(norm(line) for line in ungroup(emitted))
     missing = [l for l in case["must_keep"] if norm(l) not in hay]
     row = engine.ledger.get(outcome.emission_id) if outcome.emission_id else None
     return CaseResult(case["case"], case["family"], raw_tokens, emitted_tokens, len(case["must_keep"]),

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from capsule.engine import Engine
+from capsule.observe.filters.search_stream import ungroup
 from capsule.observe.guard import MARKER_RE
 from capsule.observe.filters.engine import apply
 from capsule.observe.types import Context
@@ -173,10 +174,10 @@ def test_an_editor_window_passes_whole(engine):
 def test_grep_keeps_the_line_the_intent_asks_for(engine):
     out, raw, _ = seen(engine, "grep_todo_refund", intent="find where the refund rounding bug is")
     refund = lines_of(raw, "refund rounding")
-    assert len(refund) == 1 and refund[0] in out.splitlines()
+    assert len(refund) == 1 and refund[0] in ungroup(out)     # hits are grouped under their file's path
     markers = [ln for ln in out.splitlines() if MARKER_RE.match(ln)]
     assert len(markers) == 1
-    kept = [ln for ln in out.splitlines() if ln in set(raw.decode().splitlines())]
+    kept = [ln for ln in ungroup(out) if ln in set(raw.decode().splitlines())]
     assert len(kept) + int(MARKER_RE.match(markers[0]).group(1)) == len(raw.decode().splitlines())
 
 
@@ -198,9 +199,9 @@ def test_property_intent_picks_its_line_within_the_same_budget(n, at, stem):
     plain = apply(text, Context(command="grep -rn TODO src", filter_id="grep", exit_code=0))
     aimed = apply(text, Context(command="grep -rn TODO src", filter_id="grep", exit_code=0,
                                 intent=f"why is {word} wrong"))
-    assert lines[where] in aimed.text.splitlines()
-    out = [ln for ln in aimed.text.splitlines() if not MARKER_RE.match(ln)]
-    assert len(out) == len([ln for ln in plain.text.splitlines() if not MARKER_RE.match(ln)])
+    assert lines[where] in ungroup(aimed.text)
+    out = [ln for ln in ungroup(aimed.text) if ln in lines]
+    assert len(out) == len([ln for ln in ungroup(plain.text) if ln in lines])
     assert len(out) + aimed.removed_lines == n
 
 

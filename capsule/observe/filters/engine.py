@@ -157,7 +157,7 @@ def run_filter(spec: FilterSpec, text: str, exit_code: int | None, command: str 
                     return run_filter(other, text, exit_code, command, _depth + 1, intent)
     if spec.streaming:
         flt = _streaming_class(spec)()
-        flt.command = command
+        flt.command, flt.spec = command, spec
         flt.options = dict(spec.options)
         flt.intent = intent
         out, removals, _ = run_stream(flt, text, exit_code)

@@ -1,0 +1,131 @@
+"""grep/rg outputs grouped by file with a cut that is fair across files (filters/search_stream.py).
+
+Every fixture is made by running the real grep / rg on a temp tree; the real Engine and the
+`grep` filter see exactly what the tool printed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from capsule.engine import Engine
+from capsule.observe.filters.engine import apply
+from capsule.observe.filters.search_stream import ungroup
+from capsule.observe.guard import MARKER_RE
+from capsule.observe.types import Context
+
+
+
+def run(cmd: list[str], cwd) -> tuple[str, int]:
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    return p.stdout + p.stderr, p.returncode
+
+
+def filtered(text: str, command: str, code: int = 0, intent: str | None = None):
+    return apply(text, Context(command=command, filter_id="grep", exit_code=code, intent=intent))
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """One big module with 300 TODOs (the decisive one in the middle), five small ones with two."""
+    src = tmp_path / "src"
+    src.mkdir()
+    big = [f"def step_{i}():\n    # TODO: tidy step {i}\n    return {i}\n" for i in range(300)]
+    big[150] = "def refund():\n    # TODO: refund rounding drops a cent on odd totals\n    return 0\n"
+    (src / "billing.py").write_text("".join(big))
+    for name in ("cart", "users", "taxes", "search", "ship"):
+        (src / f"{name}.py").write_text(f"# TODO: {name} one\nx = 1\n# TODO: {name} two\n")
+    return tmp_path
+
+
+def test_small_groups_are_regrouped_text_exact_and_nothing_is_cut(tmp_path):
+    for name in ("a", "b", "c"):
+        (tmp_path / f"{name}.py").write_text("".join(f"x = {i}  # TODO {name}{i}\n" for i in range(12)))
+    (tmp_path / "d.py").write_text("# TODO alone\n")
+    raw, code = run(["grep", "-rn", "TODO", "."], tmp_path)
+    result = filtered(raw, "grep -rn TODO .", code)
+    out = result.text
+    assert result.removed_lines == 0 and not any(MARKER_RE.match(ln) for ln in out.splitlines())
+    assert sorted(ln for ln in ungroup(out) if ":" in ln) == sorted(raw.splitlines())   # exact inverse
+    for name in ("a", "b", "c"):
+        assert out.count(f"./{name}.py") == 1            # the path once per file
+    assert "./d.py:1:# TODO alone" in out.splitlines()    # a one-hit file keeps the tool's own line
+    assert len(out) < len(raw)
+
+
+def test_cut_is_fair_and_names_every_file_with_its_count(tree):
+    raw, code = run(["grep", "-rn", "TODO", "src"], tree)
+    result = filtered(raw, "grep -rn TODO src", code)
+    out = result.text.splitlines()
+    back = ungroup(result.text)
+    for name in ("cart", "users", "taxes", "search", "ship"):
+        assert f"src/{name}.py:1:# TODO: {name} one" in back and f"src/{name}.py:3:# TODO: {name} two" in back
+    assert "src/billing.py (300 matches, 70 shown)" in out
+    markers = [ln for ln in out if MARKER_RE.match(ln)]
+    assert len(markers) == 1
+    kept = [ln for ln in back if ln in set(raw.splitlines())]
+    assert len(kept) + int(MARKER_RE.match(markers[0]).group(1)) == len(raw.splitlines())
+
+
+def test_intent_picks_the_decisive_line_inside_the_cut(tree):
+    raw, code = run(["grep", "-rn", "TODO", "src"], tree)
+    decisive = next(ln for ln in raw.splitlines() if "refund" in ln)
+    assert decisive not in ungroup(filtered(raw, "grep -rn TODO src", code).text)
+    aimed = filtered(raw, "grep -rn TODO src", code, intent="find where the refund rounding bug is")
+    assert decisive in ungroup(aimed.text)
+
+
+def test_errors_and_binary_notices_are_kept_as_printed(tree):
+    (tree / "src" / "blob.bin").write_bytes(b"\x00\x01TODO\x00" * 10)
+    raw, code = run(["grep", "-rn", "TODO", "src", "missing_dir"], tree)
+    assert code == 2
+    errors = [ln for ln in raw.splitlines() if ln.startswith("grep: ")]
+    assert any("No such file" in ln for ln in errors) and any("binary file matches" in ln for ln in errors)
+    out = filtered(raw, "grep -rn TODO src missing_dir", code).text.splitlines()
+    for ln in errors:
+        assert ln in out
+
+
+def test_rg_stats_lines_stay_last_after_the_one_marker(tree):
+    raw, code = run(["rg", "-n", "--stats", "--sort", "path", "TODO", "src"], tree)
+    out = filtered(raw, "rg -n --stats --sort path TODO src", code).text.splitlines()
+    assert "310 matches" in out and "6 files contained matches" in out
+    marker_at = next(i for i, ln in enumerate(out) if MARKER_RE.match(ln))
+    assert marker_at < out.index("310 matches")
+
+
+def test_rg_heading_output_keeps_its_headings_and_gets_the_fair_cut(tree):
+    raw, code = run(["rg", "--heading", "-n", "--sort", "path", "TODO", "src"], tree)
+    out = filtered(raw, "rg --heading -n TODO src", code).text
+    assert "src/billing.py (300 matches, 70 shown)" in out.splitlines()
+    assert "src/cart.py:1:# TODO: cart one" in ungroup(out)
+
+
+def test_a_symbol_hunt_keeps_the_definition_without_intent(tmp_path):
+    uses = [f"total_{i} = compute_total(order_{i})\n" for i in range(150)]
+    uses[110:110] = ["def compute_total(order):\n", "    return 1\n"]
+    (tmp_path / "app.py").write_text("".join(uses))
+    raw, code = run(["rg", "-n", "compute_total"], tmp_path)
+    definition = next(ln for ln in raw.splitlines() if "def compute_total" in ln)
+    out = filtered(raw, "rg -n compute_total", code).text
+    assert definition.split(":", 1)[1] in out and any(MARKER_RE.match(ln) for ln in out.splitlines())
+
+
+def test_context_lines_keep_their_separators(tree):
+    raw, code = run(["grep", "-rn", "-A1", "TODO", "src/cart.py", "src/users.py"], tree)
+    out = filtered(raw, "grep -rn -A1 TODO src/cart.py src/users.py", code).text
+    assert {ln for ln in raw.splitlines() if ln != "--"} <= set(ungroup(out))
+    assert not any(MARKER_RE.match(ln) for ln in out.splitlines()) and len(out) < len(raw)
+
+
+def test_through_the_engine_small_stays_raw_and_big_is_deterministic(tree, tmp_path):
+    engine = Engine(tmp_path / "state", mode="standard", scope="test")
+    small, code = run(["grep", "-rn", "TODO", "src/cart.py", "src/users.py"], tree)
+    assert engine.observe(small.encode(), command="grep -rn TODO src/cart.py src/users.py", exit_code=code).data \
+        == small.encode()
+    raw, code = run(["grep", "-rn", "TODO", "src"], tree)
+    first = engine.observe(raw.encode(), command="grep -rn TODO src", exit_code=code).data
+    assert first == engine.observe(raw.encode(), command="grep -rn TODO src", exit_code=code).data
+    assert len(first) < len(raw) // 3
