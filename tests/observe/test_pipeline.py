@@ -220,3 +220,26 @@ def test_one_line_of_plain_text_stays_untouched(state_dir):
     raw = ("word " * 2000).encode()
     em = process(raw, Context(command="mystery"), Archive(state_dir / "a.db"))
     assert em.data == raw
+
+
+def test_content_cuts_keep_the_marker_footer_and_byte_exact_recovery(state_dir):
+    """Issue 10's content rules (pip inspect records, an access log's templates, a big module's
+    outline) on real outputs: one marker, the runnable footer, the archive gives back the raw
+    bytes, and a second run emits the same bytes."""
+    from pathlib import Path
+
+    from capsule.observe.classify import classify
+
+    here = Path(__file__).parent
+    cases = [("pip inspect", (here / "content" / "samples" / "pip_inspect.json").read_bytes()),
+             ("cat access.log", (here / "fixtures" / "lines" / "access_log_404.out").read_bytes()),
+             ("cat packaging/tags.py", (here / "fixtures" / "lines" / "cat_packaging_tags.out").read_bytes())]
+    archive = Archive(state_dir / "a.db")
+    for cmd, raw in cases:
+        em = process(raw, Context(command=cmd), archive, classify(cmd, raw[:1024]))
+        text = em.data.decode()
+        assert em.handle and em.emitted_tokens < em.raw_tokens // 3, cmd
+        assert guard.count_markers(text) == 1, cmd
+        assert text.rstrip("\n").endswith(f"'<<ccr:{em.handle}>>']"), cmd
+        assert archive.get(em.handle) == raw
+        assert process(raw, Context(command=cmd), archive, classify(cmd, raw[:1024])).data == em.data

@@ -4,8 +4,9 @@ the first and last line of each repeated template kept verbatim; error lines unt
 Not responsible for parsing structured (JSON) logs — the JSON crusher does — nor for the
 `[N more lines]` marker (the pipeline adds it).
 Invariant: every error/warning line, every line observe/keep.py protects (anomalies, error
-blocks, rare lines of a failing run) and every line whose template occurs fewer than
-MIN_REPEAT times is kept byte-exact, in order.
+blocks, rare lines of a failing run), the first of each distinct failing (4xx/5xx) request of
+an access log and every line whose template occurs fewer than MIN_REPEAT times is kept
+byte-exact, in order.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ _MASKS = [
 # An HTTP request as access logs write it (Common/Combined Log Format, nginx, python's
 # http.server): the target is the variable part; the method, protocol and status are the kind
 # of request, so a 404 or a POST never shares a template with the 200 GETs around it.
-_REQUEST = re.compile(r'"([A-Z]{3,7}) \S+ (HTTP/[\d.]+)" (\d{3})\b')
+_REQUEST = re.compile(r'"([A-Z]{3,7}) (\S+) (HTTP/[\d.]+)" (\d{3})\b')
 _HOLE = "\x00"
 
 
@@ -48,8 +49,19 @@ def template(line: str) -> str:
     for pat, repl in _MASKS:
         t = pat.sub(repl, t)
     if req:
-        t = t.replace(_HOLE, f'"{req.group(1)} <target> {req.group(2)}" {req.group(3)}', 1)
+        t = t.replace(_HOLE, f'"{req.group(1)} <target> {req.group(3)}" {req.group(4)}', 1)
     return t
+
+
+def failed_requests(lines: list[str]) -> set[int]:
+    """The first line of each distinct failing request (4xx/5xx: method, target, status) of an
+    access log: the errors of the log, kept even when failures are common enough to repeat."""
+    seen: dict[tuple, int] = {}
+    for i, ln in enumerate(lines):
+        m = _REQUEST.search(ln)
+        if m and m.group(4)[0] in "45":
+            seen.setdefault((m.group(1), m.group(2), m.group(4)), i)
+    return set(seen.values())
 
 
 def _verbatim():
@@ -70,7 +82,7 @@ def cluster(text: str, ctx: Context) -> TransformResult:
     is_verbatim = _verbatim()
     from capsule.observe.keep import extra
 
-    pinned = extra(text, ctx.exit_code)
+    pinned = extra(text, ctx.exit_code) | failed_requests(lines)
     shown_lines = [ln.rsplit("\r", 1)[-1] if "\r" in ln.rstrip("\r") else ln for ln in lines]
     groups: dict[str, list[int]] = defaultdict(list)
     for i, ln in enumerate(shown_lines):

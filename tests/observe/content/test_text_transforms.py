@@ -69,6 +69,23 @@ def test_access_log_request_lines_share_a_template_per_method_and_status():
     assert c != a and '"GET <target> HTTP/1.0" 200' in c
 
 
+def test_access_log_keeps_every_distinct_failing_request():
+    # 4xx/5xx are the errors of an access log: each distinct failing request stays exact even
+    # when failures are common enough to form a template; identical repeats fold into the count
+    lines = []
+    for i in range(600):
+        status = 404 if i % 10 == 3 else 500 if i == 250 else 200
+        lines.append(f'127.0.0.1 - - [01/Dec/2026 04:47:{i % 60:02d}] "GET /p{i % 7}/f{i}.md HTTP/1.1" {status} -')
+    lines += ['127.0.0.1 - - [01/Dec/2026 04:48:00] "GET /favicon.ico HTTP/1.1" 404 -'] * 5
+    result = logs.cluster("\n".join(lines) + "\n", Context())
+    out = result.text.split("\n")
+    failing = [ln for ln in lines if '" 404 -' in ln or '" 500 -' in ln]
+    assert all(any(o.startswith(ln) for o in out) for ln in failing)
+    assert sum(1 for o in out if "/favicon.ico" in o) == 2          # first and last of the repeat
+    assert sum(1 for o in out if '" 200 -' in o) == 2
+    assert result.removed_lines == (539 - 2) + 3                    # 200s but first/last; 3 repeats
+
+
 def test_sniff_names_an_access_log_a_log():
     from capsule.observe.content.sniff import sniff
     head = "".join(f'127.0.0.1 - - [01/Dec/2026 04:47:0{i}] "GET /f{i}.md HTTP/1.1" 200 -\n' for i in range(6))
