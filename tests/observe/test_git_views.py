@@ -139,6 +139,7 @@ def test_log_p_keeps_every_commit_and_every_file(repo, tmp_path):
         assert f"commit {sha}" in out
     for subject in ("start", "rewrite big.py", "alpha: one more helper"):
         assert f"| {subject}" in out
+    assert "    And touch every helper once." in out.split("\n")    # the message says why: kept whole
     for header in _files(text):
         assert header in out
     # the newest commit is small: its change is whole, not starved by the big one

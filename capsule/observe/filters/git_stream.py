@@ -57,7 +57,8 @@ class GitFilter(StreamFilter):
         self.stat_files = 0
         self.commit = {"line": self.lineno, "head": f"{m.group(1) or ''}commit {m.group(2)}{m.group(3)}",
                        "hash": m.group(2),
-                       "author": "", "date": "", "subject": None, "lines": [], "graph": m.group(1) or ""}
+                       "author": "", "date": "", "subject": None, "lines": [], "body": [],
+                       "graph": m.group(1) or ""}
 
     def _end_commit(self) -> None:
         c = self.commit
@@ -74,6 +75,8 @@ class GitFilter(StreamFilter):
         if c["subject"] is not None:
             parts.append(c["subject"])
         self.emit(" | ".join(parts))
+        for _, text in c["body"]:
+            self.emit(text)
         for no, text in c["lines"]:
             self.drop(text, "commit header field / message body", no)
         self.commit = None
@@ -140,7 +143,10 @@ class GitFilter(StreamFilter):
                     self.commit["lines"].append((self.lineno, line))
                     return
             elif line.startswith("    ") or (not body and not line.startswith("diff ")):
-                self.commit["lines"].append((self.lineno, line))
+                # a patch's message says why the change was made: whole (git show, log -p); a list
+                # of commits (git log) is read by its subjects
+                whole = body and self.options.get("message") == "whole"
+                self.commit["body" if whole else "lines"].append((self.lineno, line))
                 return
             self._end_commit()
         if line.startswith("diff "):
