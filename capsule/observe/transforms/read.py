@@ -196,7 +196,7 @@ def _import_names(node) -> tuple[str, str | None]:
     m = re.match(r"^from (\S+) import (.+)$", text)
     if m:
         return m.group(1), m.group(2).rstrip(",").strip()
-    return (text[len("import "):] if text.startswith("import ") else text), None
+    return re.sub(r"^(?:import|use) ", "", text).rstrip(";").strip(), None
 
 
 def _import_list(items: list[tuple[str, str | None]]) -> str:
@@ -207,7 +207,7 @@ def _import_list(items: list[tuple[str, str | None]]) -> str:
             merged[-1][1] += ", " + names
         else:
             merged.append([mod, names])
-    return ", ".join(mod if names is None else f"{mod} ({names})" for mod, names in merged)
+    return "; ".join(mod if names is None else f"{mod} ({names})" for mod, names in merged)
 
 
 def _declaration_rows(root, kinds, lines: list[str]) -> tuple[set[int], dict, dict]:

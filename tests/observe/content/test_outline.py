@@ -126,3 +126,18 @@ def test_grammar_permission_follows_the_wheel():
     assert "export function Header" in ol.outline(tsx, "h.tsx", languages=("typescript",)).text
     header = "struct point { int x; int y; };\nint area(struct point p);\n" * 3
     assert ol.outline(header, "geo.h", languages=("cpp",)).notes[0] == "cpp outline"
+
+
+def test_whole_file_read_outline_folds_other_languages_signatures_and_imports():
+    # the read transform's outline (transforms/read.py) over TypeScript: a run of imports is one
+    # line naming each, a 5-line signature keeps its first and last line, parameters named
+    from capsule.observe.transforms.read import _outline
+
+    src = ('import { a } from "./a";\nimport { b, c } from "./b";\nimport * as d from "d";\nimport e from "e";\n\n'
+           'export function longOne(\n  first: number,\n  second: string = "x",\n  ...rest: unknown[]\n'
+           '): Promise<void> {\n  return Promise.resolve();\n}\n'
+           + "".join(f"export function f{i}(x: number): number {{\n  return x + {i};\n}}\n" for i in range(30)))
+    out = _outline(src, Context(), "x.ts", "unknown").text.split("\n")
+    assert out[0] == '1-4: imports: { a } from "./a"; { b, c } from "./b"; * as d from "d"; e from "e"'
+    assert out[1:4] == ["6: export function longOne(", "    …7-9: first, second, ...rest", "10: ): Promise<void> {"]
+    assert all(f"{13 + 3 * i}: export function f{i}(x: number): number {{" in out for i in range(30))
