@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import re
 import statistics
+import string
 from collections import Counter, defaultdict
 from functools import lru_cache
 
-from capsule.observe.verbatim import is_verbatim
+from capsule.observe.verbatim import verbatim_flags
 
 MAX_TOKENS = 16          # tokens of a line that take part in templates
 MIN_GROUP = 20           # lines sharing a template before its fields are judged (any run)
@@ -78,16 +79,24 @@ def quoted_source(text: str, exit_code: int | None) -> frozenset[int]:
     return _analyse(text, exit_code not in (0, None))[2]
 
 
+def verbatim_by_line(text: str, exit_code: int | None) -> dict[str, bool]:
+    """is_verbatim of every line of `text`, keyed by the line: worked out once with the analysis
+    above, so a filter over the same text need not ask again."""
+    return dict(zip(split(text), _analyse(text, exit_code not in (0, None))[3]))
+
+
 @lru_cache(maxsize=4)
-def _analyse(text: str, failing: bool) -> tuple[frozenset[int], frozenset[int], frozenset[int]]:
+def _analyse(text: str, failing: bool) -> tuple[frozenset[int], frozenset[int], frozenset[int], tuple[bool, ...]]:
     lines = split(text)
     content = quoted(lines)
     frames = code_frames(lines)
     content |= frames
-    verbatim = [i not in content and is_verbatim(ln) for i, ln in enumerate(lines)]
+    flags = verbatim_flags(lines)
+    verbatim = [flag and i not in content for i, flag in enumerate(flags)]
     more = error_blocks(lines, verbatim) | anomalies(lines, failing)
     more = {i for i in more if not verbatim[i] and i not in frames}
-    return frozenset(more | {i for i, v in enumerate(verbatim) if v}), frozenset(more), frozenset(frames)
+    return (frozenset(more | {i for i, v in enumerate(verbatim) if v}), frozenset(more), frozenset(frames),
+            tuple(flags))
 
 
 def quoted(lines: list[str]) -> set[int]:
@@ -229,6 +238,23 @@ def _shape(line: str) -> tuple[str, ...]:
     return tuple(_tokens(_SHAPE.sub(_kind, line)))
 
 
+_KINDS = str.maketrans(string.ascii_letters + string.digits, "a" * 52 + "0" * 10)
+
+
+def _shapes(lines: list[str]) -> list[tuple[str, ...]]:
+    """[_shape(line) for line in lines] in a few passes over the joined text (a regex callback
+    per letter run was most of a long log's analysis): each letter becomes `a`, each digit `0`,
+    then runs of them shrink to one. ASCII only: `\\d` also matches other scripts' digits."""
+    joined = "\n".join(lines)
+    if not lines or not joined.isascii():
+        return [_shape(ln) for ln in lines]
+    kinds = joined.translate(_KINDS)
+    for run in ("aa", "00"):
+        while run in kinds:
+            kinds = kinds.replace(run, run[0])
+    return [tuple(_tokens(ln)) for ln in kinds.split("\n")]
+
+
 def _mask(line: str) -> tuple[str, ...]:
     """The line's tokens with numbers and hex ids masked."""
     return tuple(_tokens(_DIGITS.sub("#", line)))
@@ -247,7 +273,7 @@ def anomalies(lines: list[str], failing: bool) -> set[int]:
     tokens = [_tokens(ln) for ln in lines]
     # Records of one shape (words and numbers reduced to their kind): a field that reads
     # differently in a few of them is an anomaly in any run (a 404 among 2xx).
-    for key, idx in _groups([_shape(ln) if len(t) >= MIN_FIELDS else () for ln, t in zip(lines, tokens)]).items():
+    for key, idx in _groups([s if len(t) >= MIN_FIELDS else () for s, t in zip(_shapes(lines), tokens)]).items():
         if len(idx) >= MIN_GROUP and len(key) >= MIN_FIELDS:
             keep |= _field_outliers(idx, tokens, len(key))
     keep |= _levels(lines)
@@ -269,17 +295,17 @@ def _field_outliers(idx: list[int], tokens: list[list[str]], width: int) -> set[
     """In lines of one template: a rare value of a categorical field, or a numeric outlier."""
     keep: set[int] = set()
     total = len(idx)
-    for pos in range(width):
-        column = [tokens[i][pos] for i in idx]
+    # the lines of one template have `width` tokens each: its columns by one transposition
+    for _, column in zip(range(width), zip(*(tokens[i] for i in idx))):
         values = Counter(column)
         if len(values) == 1 or _ordered(column):
             continue     # a clock or a counter: values that only grow are not anomalies
         top = values.most_common(1)[0][1]
         if len(values) <= CATEGORICAL and top >= DOMINANT * total:
             rare = {v for v, c in values.items() if _rare(c, total)}
-            keep |= {i for i in idx if tokens[i][pos] in rare}
+            keep |= {i for i, v in zip(idx, column) if v in rare}
         elif all(_NUMBER.match(v) for v in values):
-            nums = [float(tokens[i][pos]) for i in idx]
+            nums = [float(v) for v in column]
             med = statistics.median(nums)
             spread = statistics.median(abs(x - med) for x in nums)
             bar = max(OUTLIER_FACTOR * abs(med), med + OUTLIER_FACTOR * spread, 1.0)

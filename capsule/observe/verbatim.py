@@ -35,7 +35,22 @@ _NEEDLES = ("err", "fatal", "fail", "panic", "exception", "traceback", "warn", "
             "not found", "no such", "vulnerab", "cve-", "unauthori", "forbidden", "time", "killed", "oom",
             "fehler", "fehlgeschlagen", "fallo", "expected", "received", "left:", "right:")
 _STARTS = ("E", "-", "+", ">")
-_NEEDLE_RE = re.compile("|".join(map(re.escape, _NEEDLES)))   # one scan, not one per needle
+
+
+def _trie(words: list[str]) -> str:
+    """An alternation of `words` grouped by common prefixes (the regex engine then tries one
+    branch per character instead of every word): matches where one of the words starts."""
+    if "" in words:
+        return ""              # a word that is a prefix of the others already matches
+    heads: dict[str, list[str]] = {}
+    for w in words:
+        heads.setdefault(w[0], []).append(w[1:])
+    alts = [re.escape(h) + _trie(rest) for h, rest in sorted(heads.items())]
+    return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+
+_NEEDLE_RE = re.compile(_trie(list(_NEEDLES)))   # one scan, not one per needle
+_START_RE = re.compile(r"\n(?:FAIL|[^\S\n]*[-+>E])")   # a line (after its newline) that opens with _STARTS
 
 
 def _may_match(line: str) -> bool:
@@ -52,6 +67,31 @@ def is_verbatim(line: str) -> bool:
     if _BENIGN.search(line) and not re.search(r"(?i)\b[1-9]\d* (errors?|failed|failures)\b", line):
         return False
     return bool(_VERBATIM.search(line))
+
+
+def verbatim_flags(lines: list[str]) -> list[bool]:
+    """[is_verbatim(line) for line in lines] (lines without a newline): the needles and line
+    starts are found by a scan over the joined text, and only the lines they hit get the regex."""
+    joined = "\n".join(lines)
+    if joined.count("\n") != len(lines) - 1:      # a line holds a newline (or no lines)
+        return [is_verbatim(line) for line in lines]
+    hits: set[int] = set()
+    # lower() keeps every newline (no case mapping makes or drops one): rows hold in it
+    for text, pattern in ((joined.lower(), _NEEDLE_RE), ("\n" + joined, _START_RE)):
+        row, at, pos = 0, 0, 0
+        while (m := pattern.search(text, pos)) is not None:
+            row += text.count("\n", at, m.start())
+            at = m.start()
+            hits.add(row)
+            pos = text.find("\n", at + 1)      # one hit is enough for a line
+            if pos < 0:
+                break
+    if not joined.isascii():
+        hits.update(i for i, line in enumerate(lines) if not line.isascii())
+    flags = [False] * len(lines)
+    for i in hits:
+        flags[i] = is_verbatim(lines[i])
+    return flags
 
 
 # Transforms over source, documents and data: an "error" there is a word in a function body

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import compress
+from operator import eq
 
 from capsule.observe import keep
 from capsule.observe.filters.spec import FilterSpec
@@ -227,12 +229,26 @@ def collapse_periodic(lines: list[Line], max_period: int, run: Run, *, key, min_
     # a pinned line never hides inside a repeated block: its key is its own
     keys = [("pinned", i) if line.pinned else key(line.text) for i, line in enumerate(lines)]
     kept_copies = 2 if keep_last else 1
+    reach = min_reps - 1 if keep_last else 2
     i, n = 0, len(lines)
+    if min_reps < 2:
+        raise ValueError("a repeated block is seen at least twice")
+    starts = _block_starts(keys, max_period, reach)
+    s = 0
     while i < n:
+        while s < len(starts) and starts[s] < i:
+            s += 1
+        nxt = starts[s] if s < len(starts) else n
+        if nxt > i:             # no block can start before nxt: those lines stay as they are
+            out.extend(lines[i:nxt])
+            i = nxt
+            continue
         best = None
         for p in range(2, max_period + 1):
-            if i + (min_reps - 1 if keep_last else 2) * p > n:
+            if i + reach * p > n:
                 break
+            if i + p >= n or keys[i + p] != keys[i]:
+                continue        # not even the first line repeats at this period
             block = keys[i:i + p]
             reps = 1
             while keys[i + reps * p:i + (reps + 1) * p] == block:
@@ -254,6 +270,19 @@ def collapse_periodic(lines: list[Line], max_period: int, run: Run, *, key, min_
             out.append(Line(0, f"[the {p} lines above repeat {reps - 1} more times]"))
         i += reps * p
     return out
+
+
+def _block_starts(keys: list, max_period: int, reach: int) -> list[int]:
+    """Sorted indices i where a block of some period p (2..max_period, i + reach*p <= len(keys))
+    could start: keys[i + p] == keys[i]. Elsewhere a block repeats fewer than twice."""
+    n = len(keys)
+    starts: set[int] = set()
+    for p in range(2, max_period + 1):
+        last = n - reach * p            # the last index a block of period p may start at
+        if last < 0:
+            break
+        starts.update(compress(range(last + 1), map(eq, keys[:last + 1], keys[p:])))
+    return sorted(starts)
 
 
 INTENT_SHARE = 0.5    # at most this share of a cut's budget goes to the lines the intent picks

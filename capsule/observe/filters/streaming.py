@@ -31,6 +31,7 @@ class StreamFilter:
         self._cut_reason = ""
         self.pinned: frozenset[int] = frozenset()   # line numbers observe/keep.py adds to the verbatim class
         self.quoted: frozenset[int] = frozenset()   # line numbers the tool quotes (source): their words are not errors
+        self.known_verbatim: dict[str, bool] = {}    # is_verbatim of the input's lines, already worked out
 
     # --- protocol ---------------------------------------------------------------------
     def feed_line(self, line: str) -> None:
@@ -87,6 +88,7 @@ def run_stream(flt: StreamFilter, text: str, exit_code: int | None) -> tuple[str
     body = text[:-1] if trailing else text
     flt.pinned = frozenset(i + 1 for i in keep.extra(text, exit_code))
     flt.quoted = frozenset(i + 1 for i in keep.quoted_source(text, exit_code))
+    flt.known_verbatim = keep.verbatim_by_line(text, exit_code)
     if body:
         for raw in body.split("\n"):
             flt.lineno += 1

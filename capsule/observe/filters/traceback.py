@@ -9,6 +9,7 @@ run keeps its first and last line and says how many lines it stands for.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from capsule.observe.filters.stages import _CR_REDRAW, Line, _collapse_blocks, _collapse_repeats, collapse_periodic
 from capsule.observe.filters.streaming import StreamFilter
@@ -19,31 +20,67 @@ _LIB_PATH = re.compile(r"(site-packages|dist-packages|/usr/lib/python|/lib/pytho
 _CARET = re.compile(r"^\s*[\^~]+[\^~ ]*$")
 _JS_FRAME = re.compile(r"^\s+at .*")
 _NUM = re.compile(r"\d+")
-_WORD = re.compile(r"\S+")
 SIMILAR_RUN = 6       # runs of same-shaped lines longer than this are summarised
 
 
 def shape(text: str) -> str:
     """A line's template: digits normalised, first five words."""
-    words = _WORD.findall(_NUM.sub("#", text))
-    return " ".join(words[:5])
+    return _first_words(_NUM.sub("#", text))
 
 
-def _kept(line: Line) -> bool:
-    return line.pinned or is_verbatim(line.text)
+def _first_words(text: str) -> str:
+    return " ".join(text.split(None, 5)[:5])     # str.split's whitespace is re's \s: \S+ words
 
 
-def collapse_similar(lines: list[Line], run, keep_edges: int = 2) -> list[Line]:
+class LineFacts:
+    """What the passes ask of a line text again and again (its digits normalised, its shape,
+    whether it is verbatim-class), worked out once per text: the digits by one substitution over
+    the joined texts, the verbatim class taken from the analysis observe/keep.py already made."""
+
+    def __init__(self, lines: list[Line], known_verbatim: dict[str, bool] | None = None) -> None:
+        texts = [line.text for line in lines]
+        numbered = _NUM.sub("#", "\n".join(texts)).split("\n")
+        if len(numbered) != len(texts):          # a text holds a newline: one by one
+            numbered = [_NUM.sub("#", t) for t in texts]
+        self._numbered = dict(zip(texts, numbered))
+        self._shape: dict[str, str] = {}
+        self._verbatim = dict(known_verbatim or {})
+
+    def numbered(self, text: str) -> str:
+        n = self._numbered.get(text)
+        if n is None:
+            n = self._numbered[text] = _NUM.sub("#", text)
+        return n
+
+    def shape(self, text: str) -> str:
+        s = self._shape.get(text)
+        if s is None:
+            s = self._shape[text] = _first_words(self.numbered(text))
+        return s
+
+    def kept(self, line: Line) -> bool:
+        if line.pinned:
+            return True
+        v = self._verbatim.get(line.text)
+        if v is None:
+            v = self._verbatim[line.text] = is_verbatim(line.text)
+        return v
+
+
+def collapse_similar(lines: list[Line], run, keep_edges: int = 2, facts: LineFacts | None = None) -> list[Line]:
     """Runs of > SIMILAR_RUN consecutive lines with the same shape keep their edges only."""
+    facts = facts or LineFacts(lines)
+    shapes = [facts.shape(line.text) for line in lines]
+    kept = [facts.kept(line) for line in lines]
     out: list[Line] = []
     i = 0
     n = len(lines)
     while i < n:
-        key = shape(lines[i].text)
+        key = shapes[i]
         j = i + 1
-        while j < n and key and shape(lines[j].text) == key and not _kept(lines[j]):
+        while j < n and key and shapes[j] == key and not kept[j]:
             j += 1
-        if j - i > SIMILAR_RUN and not _kept(lines[i]):
+        if j - i > SIMILAR_RUN and not kept[i]:
             out.extend(lines[i:i + keep_edges])
             middle = lines[i + keep_edges:j - keep_edges]
             for line in middle:
@@ -59,18 +96,14 @@ def collapse_similar(lines: list[Line], run, keep_edges: int = 2) -> list[Line]:
 SHAPE_MIN = 8        # a shape seen this often (not verbatim) keeps its first 2 and last occurrence
 
 
-def collapse_shapes(lines: list[Line], run) -> list[Line]:
+def collapse_shapes(lines: list[Line], run, facts: LineFacts | None = None) -> list[Line]:
     """Interleaved log lines: a frequent non-error shape keeps its first two and its last line."""
-    counts: dict[str, int] = {}
-    for line in lines:
-        if line.no and not _kept(line):
-            key = shape(line.text)
-            if key:
-                counts[key] = counts.get(key, 0) + 1
+    facts = facts or LineFacts(lines)
+    keys = [facts.shape(line.text) if line.no and not facts.kept(line) else "" for line in lines]
+    counts = Counter(key for key in keys if key)
     seen: dict[str, int] = {}
     out: list[Line] = []
-    for line in lines:
-        key = shape(line.text) if line.no and not _kept(line) else ""
+    for line, key in zip(lines, keys):
         total = counts.get(key, 0)
         if total < SHAPE_MIN:
             out.append(line)
@@ -86,10 +119,10 @@ def collapse_shapes(lines: list[Line], run) -> list[Line]:
     return out
 
 
-def collapse_shape_blocks(lines: list[Line], max_period: int, run) -> list[Line]:
+def collapse_shape_blocks(lines: list[Line], max_period: int, run, facts: LineFacts | None = None) -> list[Line]:
     """A block of 2..max_period lines repeated with only numbers changing keeps its first and last copy."""
-    return collapse_periodic(lines, max_period, run, key=lambda text: _NUM.sub("#", text), min_reps=4,
-                             keep_last=True)
+    facts = facts or LineFacts(lines)
+    return collapse_periodic(lines, max_period, run, key=facts.numbered, min_reps=4, keep_last=True)
 
 
 class PythonRunFilter(StreamFilter):
@@ -105,16 +138,17 @@ class PythonRunFilter(StreamFilter):
         self.lines.append(self.line(line))
 
     def flush(self) -> None:
-        lines = self._trim_frames(self.lines)
+        facts = LineFacts(self.lines, self.known_verbatim)
+        lines = self._trim_frames(self.lines, facts)
         lines = _collapse_repeats(lines, self._run)
         lines = _collapse_blocks(lines, 8, self._run)
-        lines = collapse_shape_blocks(lines, 6, self._run)
-        lines = collapse_similar(lines, self._run)
-        lines = collapse_shapes(lines, self._run)
+        lines = collapse_shape_blocks(lines, 6, self._run, facts)
+        lines = collapse_similar(lines, self._run, facts=facts)
+        lines = collapse_shapes(lines, self._run, facts)
         for line in lines:
             self.emit(line.text)
 
-    def _trim_frames(self, lines: list[Line]) -> list[Line]:
+    def _trim_frames(self, lines: list[Line], facts: LineFacts) -> list[Line]:
         """Library frames keep their File line only; caret lines go everywhere."""
         out: list[Line] = []
         in_lib = False
@@ -128,11 +162,11 @@ class PythonRunFilter(StreamFilter):
             if _CARET.match(text) and text.strip() and not line.pinned:
                 self._run.drop(line, "traceback caret line")
                 continue
-            if in_lib and text.startswith("    ") and not _kept(line):
+            if in_lib and text.startswith("    ") and not facts.kept(line):
                 self._run.drop(line, "library frame source line")
                 continue
             in_lib = False
-            if _JS_FRAME.match(text) and _LIB_PATH.search(text) and not _kept(line):
+            if _JS_FRAME.match(text) and _LIB_PATH.search(text) and not facts.kept(line):
                 self._run.drop(line, "library stack frame")
                 continue
             out.append(line)

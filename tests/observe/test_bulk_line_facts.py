@@ -1,0 +1,86 @@
+"""The bulk (whole-text) forms of per-line facts give exactly the per-line answers (issue 11, warm
+observe speed): verbatim class, keep's line shapes, the log filter's digit-normalised texts and
+shapes, and the places a repeated block can start. Generated lines mix real tool words, line starts,
+digits, whitespace of every kind and non-ASCII text (case folding and digits differ there)."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings, strategies as st
+
+from capsule.observe import keep, verbatim
+from capsule.observe.filters.stages import Line, Run, _block_starts, collapse_periodic
+from capsule.observe.filters.traceback import LineFacts, shape
+
+WORDS = re.findall(r"[a-zA-Z][a-zA-Z'! -]*[a-zA-Z!:]|cve-\d+", verbatim._VERBATIM.pattern)
+PIECES = st.one_of(
+    st.sampled_from(WORDS + ["left:", "right:", "Error", "Exception", "E  ", "FAIL", "---", "+++", "> 3 |",
+                             "-->", "0 errors", "2 failed", "worker-7", "0x1f3a", "deadbeef12", "١٢٣",
+                             "K", "İ", "ſ", "\t", "\u00a0", "\x1c", "\u2028", "\r", " E ", "INFO", "12:30:01",
+                             "échec", "falló", "ſegmentation fault", "\u212ailled", "ERRORİ"]),
+    st.text(max_size=10))
+LINES = st.lists(st.lists(PIECES, max_size=8).map("".join), max_size=40)
+SETTINGS = settings(max_examples=400, deadline=None, derandomize=True, database=None)
+
+
+@SETTINGS
+@given(lines=LINES, upper=st.booleans())
+def test_verbatim_flags_are_is_verbatim_line_by_line(lines, upper):
+    lines = [ln.upper() for ln in lines] if upper else lines
+    assert verbatim.verbatim_flags(lines) == [verbatim.is_verbatim(ln) for ln in lines]
+
+
+TRICKY = ["E  x", "E   ", "  E foo", "\tE\tbar", "FAIL: x", "FAILED", "--- a/x", "+++ b/x", "  > 3 | x", "--> src",
+          "ſegmentation fault", "\u212ailled", "échec", "falló", "ERRORİ", "0 errors", "0 errors, 2 failed", "ok",
+          "", "   ", "\u00a0", "Error", "no error here", "timeout", "E", "-", "+x", ">", "\x1cE  x", "\u2028E  x"]
+
+
+def test_verbatim_flags_on_each_kind_of_line_start():
+    for shift in range(len(TRICKY)):
+        lines = TRICKY[shift:] + TRICKY[:shift]
+        assert verbatim.verbatim_flags(lines) == [verbatim.is_verbatim(ln) for ln in lines]
+    assert sum(verbatim.verbatim_flags(TRICKY)) >= 15
+
+
+@SETTINGS
+@given(lines=LINES)
+def test_keep_shapes_are_the_per_line_shapes(lines):
+    lines = [ln.replace("\n", " ") for ln in lines]       # keep's lines come from split("\n")
+    assert keep._shapes(lines) == [keep._shape(ln) for ln in lines]
+
+
+@SETTINGS
+@given(lines=LINES)
+def test_line_facts_are_the_per_line_answers(lines):
+    rows = [Line(i + 1, t) for i, t in enumerate(lines)]
+    known = {lines[0]: verbatim.is_verbatim(lines[0])} if lines else {}
+    facts = LineFacts(rows, known)
+    for row in rows + [Line(0, "[12 similar lines: a 1 b]"), Line(0, "x 9\nerror 3")]:
+        assert facts.numbered(row.text) == re.sub(r"\d+", "#", row.text)
+        assert facts.shape(row.text) == " ".join(re.findall(r"\S+", re.sub(r"\d+", "#", row.text))[:5])
+        assert facts.shape(row.text) == shape(row.text)
+        assert facts.kept(row) == verbatim.is_verbatim(row.text)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, database=None)
+@given(keys=st.lists(st.sampled_from("abc"), max_size=60), max_period=st.integers(2, 8), reach=st.integers(2, 4))
+def test_a_block_starts_only_where_block_starts_says(keys, max_period, reach):
+    starts = set(_block_starts(keys, max_period, reach))
+    n = len(keys)
+    for i in range(n):
+        for p in range(2, max_period + 1):
+            if i + reach * p <= n and keys[i + p:i + 2 * p] == keys[i:i + p]:
+                assert i in starts, (i, p)
+
+
+def test_collapse_periodic_keeps_its_output_with_the_skip():
+    # a block of 3 lines repeated 5 times between unrepeated lines, numbers changing
+    texts = ["start"] + [f"{w} {k}" for k in range(5) for w in ("GET /a", "GET /b", "done")] + ["end", "end"]
+    lines = [Line(i + 1, t) for i, t in enumerate(texts)]
+    run = Run()
+    out = collapse_periodic(lines, 6, run, key=lambda t: re.sub(r"\d+", "#", t), min_reps=4, keep_last=True)
+    assert [ln.text for ln in out] == ["start", "GET /a 0", "GET /b 0", "done 0",
+                                       "[the 3 lines above repeat 3 more times with different numbers]",
+                                       "GET /a 4", "GET /b 4", "done 4", "end", "end"]
+    assert sum(r.count for r in run.removals) == 9
