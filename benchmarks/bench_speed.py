@@ -2,6 +2,8 @@
 
 1. warm engine, one 4,000-line log of ~107k tokens: CPU ms of `observe` on the agent's path, and of
    the deferred count+record after it (an in-process twin of the supervisor's engine), next to `cat`;
+   each observe gets a log it has not seen (same generator, another seed): the engine keeps its
+   analysis of the last texts, and an agent rarely reads the very same log twice;
 2. cold embedded `capsule ctx run -- git log --stat -n 40` next to `git log --stat -n 40`;
 3. one 64 MiB single-line input through `capsule ctx pipe` next to `cat` of the same file
    (wall, CPU and peak RSS).
@@ -81,8 +83,9 @@ def warm_observe(n: int, tmp: Path, env: dict) -> list[str]:
         engine.defer = True
     agent, after, wall = [], [], []
     for i in range(n + 3):
+        fresh = raw if i == 0 else make_log(seed=7 + i)
         c0, t0 = time.process_time(), time.perf_counter()
-        out = engine.observe(raw, command=command, exit_code=0)
+        out = engine.observe(fresh, command=command, exit_code=0)
         c1, t1 = time.process_time(), time.perf_counter()
         if deferred:
             engine.drain()
