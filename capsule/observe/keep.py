@@ -121,13 +121,15 @@ def quoted(lines: list[str]) -> set[int]:
 # A compiler's or linter's code frame (rustc, cargo, clippy, ruff's full format): after a
 # `--> path:line:col` location (or a `help:` that opens a suggestion), gutter lines `  |` carry the
 # tool's own labels, numbered lines `12 | code` (and a suggested fix's `12 + code` / `   - code`)
-# quote the source.
+# quote the source, and so does the snippet indented under a `= help: ...:` line.
 _ARROW = re.compile(r"^\s*(?:-->|:::)\s*\S+:\d+")
 _GUTTER = re.compile(r"^\s*\d*\s*[|│](?:\s|$)")
 _NUMBERED = re.compile(r"^\s*\d+\s*[|│+-](?:\s|$)")
 _REMOVED = re.compile(r"^\s+-(?:\s|$)")
 _ELIDED = re.compile(r"^(?:-{20,}|\s*\.\.\.)\s*$")
 _SUGGESTS = re.compile(r"^\s*(?:=\s*)?help:")
+# `  = help: add this to Cargo.toml:` then a deeper-indented snippet: suggested text, quoted too
+_FRAME_NOTE = re.compile(r"^(\s*)= (?:help|note|suggestion)\b")
 # pytest's FAILURES / ERRORS sections: inside a test's block (after its `____ name ____` header,
 # outside `---- Captured ... ----` output), 4-space-indented lines are the test's source and
 # `name = value` lines its arguments; the `E` lines, `>` line and `path:N:` locations are the report.
@@ -144,10 +146,20 @@ def code_frames(lines: list[str]) -> set[int]:
     frame = False
     section = block = False
     n = len(lines)
+    snippet = -1           # indent of a frame's `= help: ...:` line whose snippet follows
     for i, ln in enumerate(lines):
         if _ARROW.match(ln) or (_SUGGESTS.match(ln) and i + 1 < n and _GUTTER.match(lines[i + 1])):
-            frame = True
+            frame, snippet = True, -1
             continue
+        if frame:
+            note = _FRAME_NOTE.match(ln)
+            if note:
+                snippet = len(note.group(1)) if ln.rstrip().endswith(":") else -1
+                continue
+            if snippet >= 0 and ln.strip() and len(ln) - len(ln.lstrip()) > snippet + 2:
+                out.add(i)
+                continue
+            snippet = -1
         if frame and (_GUTTER.match(ln) or _NUMBERED.match(ln) or _REMOVED.match(ln) or _ELIDED.match(ln)):
             if not _GUTTER.match(ln) or _NUMBERED.match(ln):
                 out.add(i)

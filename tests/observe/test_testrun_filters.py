@@ -63,8 +63,10 @@ def test_cargo_lint_at_many_sites_keeps_each_site_and_its_help_once(observe):
         assert f"--> {site}" in out
     headers = [ln for ln in raw.split("\n") if ln.startswith("warning:")]
     assert sum(1 for ln in out.split("\n") if ln.startswith("warning:")) == len(headers)
-    note = "= note: see <https://doc.rust-lang.org/nightly/rustc/check-cfg/cargo-specifics.html>"
-    assert raw.count(note) >= 8 and out.count(note) == 1
+    for text in ("= help: consider using a Cargo feature instead",
+                 "= note: see <https://doc.rust-lang.org/nightly/rustc/check-cfg/cargo-specifics.html>"):
+        assert raw.count(text) == 8 and out.count(text) <= 1
+    assert "= help: consider using a Cargo feature instead" in out     # the lint's advice, once
     assert "Checking gauge" not in out and "<<ccr:" in out
 
 
@@ -78,3 +80,22 @@ def test_pytest_many_failures_keep_ids_errors_and_locations_not_the_repeated_sou
     docstring = '"""The price is exactly what the expected column says, or an error is reported."""'
     assert raw.count(docstring) == 15 and docstring not in out       # test source, shown by every failure
     assert len(out) < len(raw) // 2
+
+
+def test_a_suggested_config_snippet_under_help_is_quoted():
+    raw, _, _ = _case("cargo_check_repeated_lint")
+    lines = keep.split(raw)
+    quoted = [lines[i].strip() for i in keep.quoted_source(raw, 0)]
+    assert "unexpected_cfgs = { level = \"warn\", check-cfg = ['cfg(legacy_1)'] }" in quoted
+    assert "[lints.rust]" in quoted
+    assert not any(q.startswith(("warning:", "-->", "= help:", "= note:")) for q in quoted)
+
+
+def test_mypy_advice_repeated_under_many_errors_is_shown_once(observe):
+    raw, out = observe("mypy_strict_notes")
+    errors = [ln for ln in raw.split("\n") if ": error:" in ln]
+    assert len(errors) == 13 and all(e in out for e in errors)
+    advice = 'note: Use "-> None" if function does not return a value'
+    assert raw.count(advice) == 12 and out.count(advice) == 1
+    assert "pkg/checks.py:1: " + advice in out                  # the first one, at its own error
+    assert "Found 13 errors in 1 file" in out and "<<ccr:" in out

@@ -6,8 +6,8 @@ Not responsible for choosing the filter or loading it (engine.py).
 Invariant: a verbatim-class line (error, failure, warning; observe/verbatim.py), a line the
 whole-text rules pin (observe/keep.py: error blocks, anomalies, rare lines of a failing run) or a
 line matching the filter's `protect` is never dropped by any stage (a word in a line the tool
-quotes, such as source in a code frame, does not make it verbatim-class; `dedupe_lines` drops
-only a line whose exact text is already kept); every dropped original line
+quotes, such as source in a code frame, does not make it verbatim-class; `dedupe_lines` drops a
+protected line only when its exact text is already kept); every dropped original line
 is accounted for in a Removal; a truncation carries exactly one `[N more lines]` marker;
 a failed run is never emptied (its last lines stay when nothing else would).
 """
@@ -183,12 +183,27 @@ def run_stages(spec: FilterSpec, text: str, exit_code: int | None,
 
 def _dedupe(spec: FilterSpec, lines: list[Line], run: Run) -> list[Line]:
     """A line matching `dedupe_lines` whose text (stripped) an earlier kept line already shows
-    goes, protected or not: the text is on screen once (the guard judges lines by their text)."""
+    goes, protected or not: the text is on screen once (the guard judges lines by their text).
+    A pattern with a `(?P<key>...)` group compares that part only (a note repeated at other
+    locations: the same advice); such a line goes only when nothing protects it."""
     seen: set[str] = set()
+    parts: set[str] = set()
     out: list[Line] = []
     for line in lines:
         key = line.text.strip()
-        if key and key in seen and any(p.search(line.text) for p in spec.dedupe_lines):
+        drop = False
+        for p in spec.dedupe_lines:
+            m = p.search(line.text)
+            if m is None:
+                continue
+            part = m.groupdict().get("key")
+            if part is not None:
+                drop = part in parts and not _protected(spec, line)
+                parts.add(part)
+            else:
+                drop = bool(key) and key in seen
+            break
+        if drop:
             run.drop(line, "repeated line shown above")
             continue
         seen.add(key)
