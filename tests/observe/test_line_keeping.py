@@ -160,6 +160,19 @@ def test_a_big_module_outline_folds_signatures_and_imports(engine):
     assert len(out) < len(raw.decode()) // 6
 
 
+def test_a_whole_file_cat_with_a_merge_conflict_shows_the_conflict(engine):
+    """The outline of a module `git merge` left conflicted keeps the conflict (markers and both
+    sides, with their numbers): it is the part the next edit must resolve."""
+    out, raw, _ = seen(engine, "cat_merge_conflict")
+    src = raw.decode().splitlines()
+    start = next(i for i, ln in enumerate(src) if ln.startswith("<<<<<<< "))
+    end = next(i for i, ln in enumerate(src) if ln.startswith(">>>>>>> "))
+    assert end - start == 4
+    for no in range(start + 1, end + 2):
+        assert f"{no}: {src[no - 1]}" in out.splitlines()
+    assert len(out) < len(raw.decode()) // 2
+
+
 def test_an_editor_window_passes_whole(engine):
     # SWE-agent's `open`/`goto` window: a header, the lines above/below counted, numbered lines
     body = "".join(f"{i}:    value_{i} = compute({i})\n" for i in range(200, 300))

@@ -110,10 +110,12 @@ def _outline(source: str, ctx: Context, path: str | None, family: str) -> Transf
     lines = source.split("\n")
     total = len(lines) - (1 if lines and lines[-1] == "" else 0)
     rows, heads, imports = _declaration_rows(tree.root_node, outline.KINDS[lang], lines)
-    rows = sorted(r for r in rows if r < total)
+    exact = _needs_edit(tree.root_node, lines)
+    rows = sorted(r for r in rows | exact if r < total)
     if not rows or len(rows) >= total:
         return None
-    out, shown = _render(rows, heads, imports, lines)
+    out, shown = _render(rows, {r: h for r, h in heads.items() if not exact & set(range(r, h[0] + 1))},
+                         imports, lines)
     target = path or "FILE"
     out.append(f"[structure: {len(shown)} of {total} lines shown with their numbers; "
                f"read a range whole: sed -n 'A,Bp' {target}]")
@@ -132,6 +134,8 @@ def _outline(source: str, ctx: Context, path: str | None, family: str) -> Transf
 
 
 _COMMENT = ("#", "//", "/*", "* ", "--")
+_CONFLICT = re.compile(r"^(<{7}|\|{7}|>{7})(?: |$)|^={7}$")
+CONFLICT_MAX = 40  # a conflict region up to this many lines is shown whole, a longer one by its markers
 IMPORT_RUN = 4     # this many imports in a row (nothing else kept between) become one line naming them
 
 
@@ -173,6 +177,30 @@ def _render(rows: list[int], heads: dict, imports: dict, lines: list[str]) -> tu
         shown.add(r)
         i += 1
     return out, shown
+
+
+def _needs_edit(root, lines: list[str]) -> set[int]:
+    """Rows the next edit is about, whatever the structure: merge-conflict regions (markers and
+    both sides; only the markers of a region over CONFLICT_MAX lines) and the first row of each
+    span the grammar could not parse."""
+    rows: set[int] = set()
+    markers = [i for i, ln in enumerate(lines) if _CONFLICT.match(ln)]
+    start = None
+    for i in markers:
+        rows.add(i)
+        if lines[i].startswith("<<<<<<<"):
+            start = i
+        elif lines[i].startswith(">>>>>>>") and start is not None:
+            if i - start < CONFLICT_MAX:
+                rows.update(range(start, i + 1))
+            start = None
+    stack = [root] if root.has_error else []
+    while stack:
+        node = stack.pop()
+        if node.type == "ERROR" or node.is_missing:
+            rows.add(node.start_point.row)
+        stack.extend(c for c in node.children if c.has_error or c.is_missing)
+    return rows
 
 
 def _param_names(node) -> list[str]:
