@@ -208,3 +208,38 @@ def test_blame_states_each_commit_once_and_keeps_every_line(tmp_path):
     # each commit's author and date once (the line that reads like an error is kept as printed)
     attributions = [o for o in out_lines if "(Ada Lovelace 2026-01-01" in o]
     assert len(attributions) == 3 and any("raise ValueError" in o for o in attributions)
+
+
+@pytest.fixture(scope="module")
+def long_history(tmp_path_factory):
+    root = tmp_path_factory.mktemp("history")
+    env = _env(root)
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env).stdout
+
+    git("init", "-q", "-b", "main")
+    for i in range(1, 121):
+        (root / f"m{i % 9}.py").write_text(f"VALUE = {i}\n")
+        git("add", "-A")
+        git("commit", "-q", "-m", f"module {i % 9}: value {i} for the nightly report")
+    return git
+
+
+@pytest.mark.parametrize("args", [["log"], ["log", "--oneline"], ["log", "--stat"], ["reflog"]])
+def test_an_unbounded_log_shows_its_newest_commits(long_history, tmp_path, args):
+    raw = long_history(*args)
+    out = _observe(tmp_path, raw, "git " + " ".join(args))
+    lines = out.split("\n")
+    assert "value 120 for the nightly report" in lines[0]      # newest first, as git prints it
+    assert any("value 71 for" in ln for ln in lines)           # the newest 50 ...
+    assert not any("value 70 for" in ln for ln in lines)       # ... and not the older ones
+    assert guard.count_markers(out) == 1 and guard.FOOTER_RE.search(lines[-2])
+
+
+@pytest.mark.parametrize("bound", [["-n", "100"], ["-100"], ["--max-count=100"], ["HEAD~100..HEAD"]])
+def test_a_bounded_log_keeps_every_commit_it_asked_for(long_history, tmp_path, bound):
+    raw = long_history("log", "--oneline", *bound)
+    out = _observe(tmp_path, raw, "git log --oneline " + " ".join(bound))
+    for i in range(21, 121):
+        assert f"value {i} for the nightly report" in out

@@ -20,6 +20,9 @@ _COMMIT = re.compile(r"^(\W*\s*)?commit ([0-9a-f]{7,40})(.*)$")
 _HEADER_FIELD = re.compile(r"^(\W*\s*)?(Author|Date|Merge|Commit|AuthorDate|CommitDate):\s+(.*)$")
 _FILE_META = re.compile(r"^(index [0-9a-f,]+\.\.|similarity index|dissimilarity index|old mode|new mode|deleted file mode|new file mode|rename (from|to) |copy (from|to) |Binary files |GIT binary patch)")
 _ONE_FILE_STAT = re.compile(r"^ 1 file changed, ")
+_ONELINE = re.compile(r"^[*|/\\ ]*[0-9a-f]{7,40} ")        # --oneline, --graph, reflog entries
+_LOGS = ("log", "reflog", "whatchanged", "shortlog")
+_BOUND = re.compile(r"^(-n\d*|-\d+|--max-count\b.*|--since\b.*|--after\b.*|--until\b.*|--before\b.*|-L.*|.*\.\..*)$")
 _STAT_LINE = re.compile(r"^ \S.*? +\| +(?:\d+ ?[+-]*|Bin\b.*)$")
 MAX_STAT_FILES = 25   # a commit's --stat beyond this many files: its `N files changed` line says the rest
 FULL_HASHES = 3     # the newest commits of a plain log keep their full hash
@@ -49,6 +52,9 @@ class GitFilter(StreamFilter):
         self.file: FileDiff | None = None   # the file whose patch lines are being read
         self.commits = 0
         self.stat_files = 0
+        self.listed = 0                     # commits seen (headers or one-line entries)
+        self.skipping = False               # past the newest max_commits of an unbounded log
+        self._cap: int | None = -1
 
     # --- commits ------------------------------------------------------------------------
     def _start_commit(self, m: re.Match) -> None:
@@ -89,6 +95,27 @@ class GitFilter(StreamFilter):
         return not any(w in ("-p", "-u", "--patch", "--full-diff") or w.startswith("--format") or
                        w.startswith("--pretty") for w in words)
 
+    def _max_commits(self) -> int | None:
+        """How many commits a log shows: all that the command bounded itself to (-n N, -N,
+        --max-count, --since/--until, a range A..B, -L), else the newest `max_commits` (a log
+        is read from the top; older history is one expand away). Not a log (show, diff): all."""
+        if self._cap == -1:
+            words = (self.command or "").split()
+            at = next((i for i, w in enumerate(words) if w in _LOGS), None)
+            bounded = at is None or any(_BOUND.match(w) for w in words[at + 1:])
+            self._cap = None if bounded or "max_commits" not in self.options else int(self.options["max_commits"])
+        return self._cap
+
+    def _listed(self) -> bool:
+        """Count one more commit; True when it is beyond what the log shows (skipping starts)."""
+        self.listed += 1
+        cap = self._max_commits()
+        if cap is not None and self.listed > cap:
+            self.skipping = True
+            self.file = None
+            self.cut_here()
+        return self.skipping
+
     # --- patches ------------------------------------------------------------------------
     def _patch_line(self, line: str) -> bool:
         """Take the line into the current file's patch when it belongs there."""
@@ -115,10 +142,17 @@ class GitFilter(StreamFilter):
         return False
 
     def feed_line(self, line: str) -> None:
+        if self.skipping:
+            self.keep_if(line, False, f"older commits beyond the newest {self._cap} of an unbounded log")
+            return
         if self._patch_line(line):
             return
         m = _COMMIT.match(line)
         if m and not line.startswith((" ", "+", "-")):
+            self._end_commit()
+            if self._listed():
+                self.feed_line(line)
+                return
             self._start_commit(m)
             return
         if self.commit is not None:
@@ -158,6 +192,9 @@ class GitFilter(StreamFilter):
             return
         if not line.strip():
             self.drop(line, "blank line")
+            return
+        if not self.commits and _ONELINE.match(line) and self._listed():
+            self.feed_line(line)
             return
         if self.commits >= 2 and _ONE_FILE_STAT.match(line):
             self.drop(line, "per-commit shortstat of a one-file commit")
