@@ -5,8 +5,8 @@ Not responsible for parsing structured (JSON) logs — the JSON crusher does —
 `[N more lines]` marker (the pipeline adds it).
 Invariant: every error/warning line, every line observe/keep.py protects (anomalies, error
 blocks, rare lines of a failing run), the first of each distinct failing (4xx/5xx) request of
-an access log and every line whose template occurs fewer than MIN_REPEAT times is kept
-byte-exact, in order.
+an access log, the INTENT_KEEP lines the intent speaks to most and every line whose template
+occurs fewer than MIN_REPEAT times is kept byte-exact, in order.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from capsule.observe.types import Context, Removal, TransformResult
 
 TRANSFORM_ID = "logs"
 MIN_REPEAT = 3
+INTENT_KEEP = 20     # folded lines the intent picks out (most relevant first) stay, up to this many
 
 _MASKS = [
     (re.compile(r"\b[a-z][a-z0-9+.-]*://\S+"), "<url>"),
@@ -84,6 +85,11 @@ def cluster(text: str, ctx: Context) -> TransformResult:
 
     pinned = extra(text, ctx.exit_code) | failed_requests(lines)
     shown_lines = [ln.rsplit("\r", 1)[-1] if "\r" in ln.rstrip("\r") else ln for ln in lines]
+    if ctx.intent:
+        from capsule.observe.content.reflex import relevance
+
+        scores = relevance(shown_lines, ctx.intent)
+        pinned |= set(sorted((i for i, s in enumerate(scores) if s > 0), key=lambda i: (-scores[i], i))[:INTENT_KEEP])
     groups: dict[str, list[int]] = defaultdict(list)
     for i, ln in enumerate(shown_lines):
         if ln.strip():

@@ -86,6 +86,18 @@ def test_access_log_keeps_every_distinct_failing_request():
     assert result.removed_lines == (539 - 2) + 3                    # 200s but first/last; 3 repeats
 
 
+def test_log_lines_the_intent_names_survive_the_fold():
+    # issue 10 item 3: when a template folds, the intent decides which of its lines stay
+    lines = [f"2026-01-01 10:{i // 60:02d}:{i % 60:02d} INFO job {i} for user u{1000 + i} done" for i in range(400)]
+    text = "\n".join(lines) + "\n"
+    assert lines[234] not in logs.cluster(text, Context()).text
+    result = logs.cluster(text, Context(intent="what happened to the job of user u1234"))
+    assert lines[234] in result.text.split("\n")
+    assert result.removed_lines == 400 - 3
+    # a term on most lines picks nothing out; the fold stays as tight as without intent
+    assert logs.cluster(text, Context(intent="which job is done")).removed_lines == 398
+
+
 def test_sniff_names_an_access_log_a_log():
     from capsule.observe.content.sniff import sniff
     head = "".join(f'127.0.0.1 - - [01/Dec/2026 04:47:0{i}] "GET /f{i}.md HTTP/1.1" 200 -\n' for i in range(6))
