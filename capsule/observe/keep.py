@@ -115,7 +115,19 @@ def quoted(lines: list[str]) -> set[int]:
             out.add(i)
         else:
             inside = False
-    return out | commit_messages(lines) | {i for i, ln in enumerate(lines) if _DIFFSTAT.match(ln)}
+    return out | commit_messages(lines) | {i for i, ln in enumerate(lines) if _DIFFSTAT.match(ln) or _named_entry(ln)}
+
+
+_DRAWN = ("├── ", "└── ", "|-- ", "`-- ")
+
+
+def _named_entry(line: str) -> bool:
+    """A tree drawing's entry that is one bare name (`│   └── test_FileError.py`, npm ls's
+    `├── error-ex@1.3.2`): a file or package name, not a report; `x [error opening dir]` is one."""
+    if "── " not in line and "-- " not in line:
+        return False
+    rest = line.lstrip(" \xa0│|")
+    return rest[:4] in _DRAWN and len(rest) > 4 and not any(c.isspace() for c in rest[4:])
 
 
 # A compiler's or linter's code frame (rustc, cargo, clippy, ruff's full format): after a

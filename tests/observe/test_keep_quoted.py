@@ -57,3 +57,16 @@ def test_a_real_error_line_outside_a_message_is_still_kept(history, tmp_path):
     out = Engine(state_dir=tmp_path / "state").observe(raw, command="git log --stat -n 40", stream="stdout",
                                                        exit_code=128).data
     assert b"fatal: bad object refs/heads/gone" in out
+
+
+def test_a_bare_name_in_a_tree_drawing_is_quoted_but_a_tree_error_is_not(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_FileError.py").write_text("")
+    (tmp_path / "locked").mkdir(mode=0)
+    out = subprocess.run(["tree", "-a", "tests", "nope"], cwd=tmp_path, capture_output=True, text=True,
+                         env={"LC_ALL": "C.UTF-8", "PATH": "/usr/bin:/bin"})
+    lines = (out.stdout + out.stderr).split("\n")
+    entry = next(i for i, ln in enumerate(lines) if ln.endswith("── test_FileError.py"))
+    error = next(i for i, ln in enumerate(lines) if "[error opening dir]" in ln)
+    protected = keep.protected("\n".join(lines), out.returncode)
+    assert entry not in protected and error in protected

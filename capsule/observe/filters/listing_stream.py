@@ -1,0 +1,210 @@
+"""find / fd / rg --files, tree and ls: long listings shown grouped by directory.
+
+Not responsible for search hits (search_stream.py) nor for the footer (the pipeline).
+Invariants: every shown entry keeps its name byte-exact, and its directory is stated once
+(`dir/: a.py b.py`; a one-entry directory keeps the path as printed), so the tool's own lines
+follow from the view; a cut drops only leaf entries beyond an equal share of the budget per
+directory and says what it dropped there by extension; `ls -l` columns that are identical on
+every entry are stated once above them, other columns stay as printed; errors, tree's
+`N directories, M files` and ls's `total` stay as printed. Anything it cannot read (a name with
+a space, an unknown line) gets the plain line budget of the TOML stages.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import replace
+
+from capsule.observe.filters.search_stream import fair_shares
+from capsule.observe.filters.stages import run_stages
+from capsule.observe.filters.streaming import StreamFilter
+
+_ERROR = re.compile(r"^(find|fd|fdfind|rg|tree|ls|du): ")
+_TREE_ENTRY = re.compile(r"^((?:[│|]\s\s\s|\s{4})*)(?:├── |└── |\|-- |`-- )(.*)$")
+_TREE_SUMMARY = re.compile(r"^\d+ director(?:y|ies)(?:, \d+ files?)?$")
+_LONG = re.compile(r"^(?P<mode>[-dlcbpsD][rwxsStTl-]{9}[.+@]?)(?P<links>\s+\d+)(?P<owner>\s+\S+)(?P<group>\s+\S+)"
+                   r"(?P<size>\s+\d+(?:,\s+\d+)?|\s+[\d.]+[KMGTP]?)(?P<date>\s+\w{3}\s+\d{1,2}\s+(?:\d{1,2}:\d{2}|\d{4}))"
+                   r"(?P<name> .*)$")
+
+
+def _ext(name: str) -> str:
+    if name.endswith("/"):
+        return "dirs"
+    stem, dot, ext = name.rpartition(".")
+    return f".{ext}" if dot and stem else "no extension"
+
+
+def _summary(names: list[str]) -> str:
+    counts = Counter(_ext(n) for n in names)
+    return f"… {len(names)} more: " + ", ".join(f"{n} {e}" for e, n in sorted(counts.items(), key=lambda x: (-x[1], x[0])))
+
+
+class _Listing(StreamFilter):
+    """Buffers the lines; on exit builds {directory: [names]} and renders it, or the plain budget."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def feed_line(self, line: str) -> None:
+        self.lines.append(line)
+
+    _held: frozenset[int] | None = None
+    exit_code: int | None = None
+
+    def on_exit(self, exit_code: int | None) -> None:
+        self.exit_code = exit_code
+        if not self.render(exit_code):
+            self._plain(exit_code)
+
+    def render(self, exit_code: int | None) -> bool:
+        raise NotImplementedError
+
+    def _plain(self, exit_code: int | None) -> None:
+        spec = replace(self.spec, streaming=None)
+        out, removals, _ = run_stages(spec, "\n".join(self.lines), exit_code, self.intent)
+        self.out = out.split("\n") if out else []
+        self._run.removals = removals
+
+    def _protected(self, lineno: int, text: str) -> bool:
+        """What the pipeline's policy check holds (observe/keep.py: a bare name in a tree drawing
+        is quoted, not reported); such a line is shown as printed."""
+        if self._held is None:
+            from capsule.observe import keep
+
+            self._held = keep.protected("\n".join(self.lines), self.exit_code)
+        return lineno - 1 in self._held
+
+    def long_enough(self, entries: int) -> bool:
+        """Short listings stay as printed: regrouping a few lines saves less than it costs to read."""
+        return entries >= int(self.options.get("min_entries", 20))
+
+    def _groups(self, dirs: dict[str, list[tuple]]) -> None:
+        """Emit `dir/: names` lines, cutting leaves (not subdirectories, not a line the policy
+        holds) to a fair share each. An entry is (lineno, name, is_dir[, line as printed if held])."""
+        budget = int(self.options.get("max_entries", 200))
+        leaves = [[e for e in entries if not e[2] and len(e) == 3] for entries in dirs.values()]
+        total = sum(len(e) for e in dirs.values())
+        keep = {e[0] for entries in dirs.values() for e in entries}
+        if total > budget:
+            fixed = total - sum(len(x) for x in leaves)
+            shares = fair_shares([len(x) for x in leaves], max(0, budget - fixed))
+            keep -= {e[0] for x, share in zip(leaves, shares) for e in x[share:]}
+        for d, entries in dirs.items():
+            cut = [e for e in entries if e[0] not in keep]
+            held = [e for e in entries if len(e) > 3]
+            shown = [e for e in entries if e[0] in keep and len(e) == 3]
+            for lineno, name, _ in cut:
+                self.drop(d + name, "entry beyond the fair share of its directory", lineno)
+            if (len(shown) == 1 or not d) and not cut:
+                for _, name, is_dir in shown:  # alone in its directory, or no directory: as printed
+                    self.emit(d + name + ("/" if is_dir and d else ""))
+            elif shown or cut:
+                line = f"{d}: " + " ".join(name + ("/" if is_dir and not name.endswith("/") else "")
+                                            for _, name, is_dir in shown)
+                if cut:
+                    line += f" ({_summary([n for _, n, _ in cut])})"
+                self.emit(line)
+            for e in held:
+                self.emit(e[3])            # a line the policy holds: as printed
+
+
+class PathsFilter(_Listing):
+    """find / fd / rg --files: one path per line."""
+
+    def render(self, exit_code: int | None) -> bool:
+        dirs: dict[str, list[tuple[int, str, bool]]] = {}
+        errors: list[str] = []
+        for i, line in enumerate(self.lines, 1):
+            if _ERROR.match(line):
+                errors.append(line)
+                continue
+            head, slash, name = line.rpartition("/")
+            if not line.strip() or not name or any(c.isspace() for c in line):
+                return False
+            entry = (i, name, False, line) if self._protected(i, line) else (i, name, False)
+            dirs.setdefault(head + slash, []).append(entry)
+        if len(dirs) == sum(len(v) for v in dirs.values()) or not self.long_enough(len(self.lines)):
+            return False          # nothing shares a directory, or a short list: as printed
+        self._groups(dirs)
+        self.cut_here()
+        for line in errors:
+            self.emit(line)
+        return True
+
+
+class TreeFilter(_Listing):
+    """tree: the drawing read back into directories."""
+
+    def render(self, exit_code: int | None) -> bool:
+        if not self.lines or not _TREE_SUMMARY.match(self.lines[-1]) or len(self.lines) < 3:
+            return False
+        root = self.lines[0]
+        if any(c.isspace() for c in root) or self.lines[-2].strip():
+            return False
+        dirs: dict[str, list[tuple[int, str, bool]]] = {}
+        stack: list[str] = []
+        entries = []
+        for i, line in enumerate(self.lines[1:-2], 2):
+            m = _TREE_ENTRY.match(line)
+            if not m or any(c.isspace() for c in m.group(2)) or not m.group(2) or self._protected(i, line):
+                return False
+            entries.append((i, len(m.group(1)) // 4, m.group(2)))
+        for k, (i, depth, name) in enumerate(entries):
+            if depth > len(stack):
+                return False
+            del stack[depth:]
+            is_dir = k + 1 < len(entries) and entries[k + 1][1] > depth
+            parent = "/".join([root.rstrip("/"), *stack]) + "/"
+            dirs.setdefault(parent, []).append((i, name, is_dir))
+            if is_dir:
+                stack.append(name)
+        if not dirs or not self.long_enough(len(entries)):
+            return False
+        self.emit(root)
+        self._groups(dirs)
+        self.cut_here()
+        self.emit("")
+        self.emit(self.lines[-1])
+        return True
+
+
+class LsFilter(_Listing):
+    """ls: long listings (`-l`) with their constant columns stated once; `ls -R` sections and
+    one-name-per-line listings on one line per directory."""
+
+    def render(self, exit_code: int | None) -> bool:
+        long = [_LONG.match(line) for line in self.lines]
+        entries = [m for m in long if m]
+        if entries and self.long_enough(len(entries)):
+            return self._factored(long, entries)
+        return False
+
+    def _factored(self, long, entries) -> bool:
+        fields = [f for f in ("owner", "group", "date") if len({m.group(f).strip() for m in entries}) == 1]
+        if not fields:
+            return False
+        said = ", ".join(f"{f if f != 'date' else 'modified'} {entries[0].group(f).strip()}" for f in fields)
+        budget = int(self.options.get("max_entries", 200))
+        cut: list[str] = []
+        done_header = False
+        seen = 0
+        for i, (line, m) in enumerate(zip(self.lines, long)):
+            if m is None or self._protected(i + 1, line):
+                self.emit(line)
+                continue
+            seen += 1
+            if seen > budget:
+                cut.append(m.group("name")[1:] + ("/" if m.group("mode").startswith("d") else ""))
+                self.drop(line, "entry beyond the listing budget", i + 1)
+                continue
+            if not done_header:
+                self.emit(f"(every entry below: {said})")
+                done_header = True
+            self.emit("".join(m.group(f) for f in ("mode", "links", "owner", "group", "size", "date", "name")
+                              if f not in fields))
+        if cut:
+            self.emit(f"({_summary(cut)})")
+            self.cut_here()
+        return True

@@ -1,0 +1,116 @@
+"""find / tree / ls -la shown grouped by directory (filters/listing_stream.py).
+
+Fixtures are made by running the real find, tree and ls on temp trees; the real Engine and
+filters see exactly what the tool printed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from capsule.engine import Engine
+from capsule.observe.filters.engine import apply
+from capsule.observe.guard import MARKER_RE
+from capsule.observe.types import Context
+
+
+def run(cmd: list[str], cwd) -> tuple[str, int]:
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env={"LC_ALL": "C.UTF-8", "PATH": "/usr/bin:/bin"})
+    return p.stdout + p.stderr, p.returncode
+
+
+def paths_of(view: str) -> set[str]:
+    """The paths a grouped view states: `dir/: a b/` lines, and lines printed as they were."""
+    out = set()
+    for line in view.splitlines():
+        if ": " in line and line.split(": ", 1)[0].endswith("/"):
+            d, names = line.split(": ", 1)
+            out |= {d + n.rstrip("/") for n in names.split(" (… ")[0].split()}
+        else:
+            out.add(line.rstrip("/"))
+    return out
+
+
+@pytest.fixture
+def project(tmp_path):
+    for d, n in (("src/app", 12), ("tests", 9), ("docs", 6)):
+        (tmp_path / d).mkdir(parents=True)
+        for i in range(n):
+            (tmp_path / d / f"mod_{i}.py").write_text("x = 1\n")
+    (tmp_path / "src" / "app" / "test_Error.py").write_text("")   # a name with an error word
+    (tmp_path / "setup.py").write_text("")
+    return tmp_path
+
+
+def test_find_is_grouped_by_directory_with_every_path_exact(project):
+    raw, code = run(["find", ".", "-name", "*.py"], project)
+    result = apply(raw, Context(command="find . -name '*.py'", filter_id="find", exit_code=code))
+    assert result.removed_lines == 0
+    assert set(raw.splitlines()) <= paths_of(result.text)
+    assert sum(1 for ln in result.text.splitlines() if ln.startswith("./src/app/: ")) == 1
+    assert "./src/app/test_Error.py" in result.text.splitlines()     # held by the policy: as printed
+    assert len(result.text) < len(raw) * 0.8
+
+
+def test_a_long_find_cuts_leaves_fairly_and_counts_them_by_extension(project):
+    cache = project / "src" / "app" / "__pycache__"
+    cache.mkdir()
+    for i in range(150):
+        (cache / f"mod_{i}.cpython-311.pyc").write_text("")
+    raw, code = run(["find", ".", "-type", "f"], project)
+    out = apply(raw, Context(command="find . -type f", filter_id="find", exit_code=code)).text
+    lines = out.splitlines()
+    pyc = next(ln for ln in lines if ln.startswith("./src/app/__pycache__/: "))
+    assert pyc.endswith(" more: " + pyc.rsplit(" more: ", 1)[1]) and ".pyc)" in pyc
+    for d in ("./tests/: ", "./docs/: ", "./src/app/: "):
+        assert any(ln.startswith(d) and "(…" not in ln for ln in lines)   # small directories whole
+    markers = [ln for ln in lines if MARKER_RE.match(ln)]
+    assert len(markers) == 1
+
+
+def test_find_errors_are_kept(project):
+    raw, code = run(["find", ".", "missing", "-name", "*.py"], project)
+    assert code == 1
+    out = apply(raw, Context(command="find . missing -name '*.py'", filter_id="find", exit_code=code)).text
+    error = next(ln for ln in raw.splitlines() if ln.startswith("find: "))
+    assert "No such file or directory" in error and error in out.splitlines()
+
+
+def test_tree_is_read_back_into_directories_and_keeps_its_count(project):
+    raw, code = run(["tree"], project)
+    result = apply(raw, Context(command="tree", filter_id="tree", exit_code=code))
+    lines = result.text.splitlines()
+    assert lines[0] == "." and lines[-1] == raw.splitlines()[-1] and "directories" in lines[-1]
+    assert "./src/: app/" in lines or "./src/app/" in lines
+    assert any(ln.startswith("./src/app/: ") and "test_Error.py" in ln for ln in lines)
+    assert len(result.text) < len(raw) * 0.7
+
+
+def test_tree_through_the_engine_passes_the_policy(project, tmp_path):
+    engine = Engine(tmp_path / "state", mode="standard", scope="test")
+    raw, code = run(["tree"], project)
+    out = engine.observe(raw.encode(), command="tree", exit_code=code).data.decode()
+    assert out != raw and "test_Error.py" in out
+    small, code = run(["tree", "docs"], project)
+    assert engine.observe(small.encode(), command="tree docs", exit_code=code).data == small.encode()
+
+
+def test_ls_la_states_shared_columns_once_and_keeps_every_name(project):
+    for i in range(20):
+        (project / "src" / "app" / f"extra_{i}.txt").write_text("")
+    raw, code = run(["ls", "-la", "src/app"], project)
+    out = apply(raw, Context(command="ls -la src/app", filter_id="ls", exit_code=code)).text
+    lines = out.splitlines()
+    assert lines[0] == raw.splitlines()[0]                         # total N as printed
+    assert lines[1].startswith("(every entry below: owner ")
+    names = [ln.split()[-1] for ln in raw.splitlines()[1:]]
+    assert [ln.split()[-1] for ln in lines[2:]] == names
+    assert len(out) < len(raw)
+
+
+def test_a_short_ls_la_is_untouched(project, tmp_path):
+    engine = Engine(tmp_path / "state", mode="standard", scope="test")
+    raw, code = run(["ls", "-la"], project)
+    assert engine.observe(raw.encode(), command="ls -la", exit_code=code).data == raw.encode()
