@@ -163,3 +163,35 @@ def test_record_members_holding_error_text_or_the_intent_are_not_cut():
     result = json_crusher.crush(json.dumps(doc, indent=2), Context(intent="which package has bug tracking"))
     assert "Topic :: Software Development :: Bug Tracking" in result.text
     assert json.dumps(pkg["description"]) in result.text
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+# number literals whose text a float round trip would change
+_num_lit = st.one_of(st.integers(-10**40, 10**40).map(str),
+                     st.sampled_from(["-0", "-0.0", "1.10", "1e999", "-1E-400", "12345678901234567890.5",
+                                      "1700000000.123456789", "3.141592653589793238462643383279502884"]))
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.lists(st.tuples(_num_lit, st.integers(7, 30), st.integers(0, 29), st.booleans()), min_size=3, max_size=8))
+def test_record_rule_keeps_numbers_as_written_errors_and_every_record(recs):
+    """Generated record arrays in a large document: the lossy view keeps every record, every
+    number literal as written, every error item of a cut list; the body stays valid JSON."""
+    blocks = []
+    for i, (num, n_tags, bad, has_bad) in enumerate(recs):
+        tags = [f'"tag {j} of record {i}"' for j in range(n_tags)]
+        if has_bad:
+            tags[bad % n_tags] = f'"error: build of record {i} failed"'
+        text = json.dumps("A description of the record.\n" * 250)
+        items = ",\n".join(tags)
+        blocks.append(f'{{\n"name": "pkg-{i}",\n"size": {num},\n"tags": [\n{items}\n],\n"description": {text}\n}}')
+    doc = '{\n"installed": [\n' + ",\n".join(blocks) + "\n]\n}"          # one value per line, as pip prints
+    result = json_crusher.crush(doc, Context())
+    assert not result.lossless and result.text.startswith("# sampled:")
+    for i, (num, n_tags, bad, has_bad) in enumerate(recs):
+        assert f'"name": "pkg-{i}"' in result.text and f'"size": {num}' in result.text
+        if has_bad:
+            assert f"error: build of record {i} failed" in result.text
+    body = json_text.loads(_body(result.text))
+    assert len(body["installed"]) == len(recs)
