@@ -149,11 +149,14 @@ _PT_BANNER = re.compile(r"^={3,} (.*?) ={3,}$")
 _PT_TEST = re.compile(r"^_{3,} .* _{3,}$")
 _PT_SUB = re.compile(r"^-{3,} (.*?) -{3,}$")
 _PT_SOURCE = re.compile(r"^    (?!\s*File \")|^[A-Za-z_]\w* = \S")
+# A passing test's verbose line (`-v` progress, `-rA` summary): the id is a name its author chose
+# (`test_rejects[Error: bad value]`), and the test passed.
+_PT_PASSED = re.compile(r"^(?:\[gw\d+\] \[\s*\d+%\] )?PASSED \S+::|^\S+::.* PASSED(?:\s+\[\s*\d+%\])?\s*$")
 
 
 def code_frames(lines: list[str]) -> set[int]:
-    """The source lines a diagnostic quotes: numbered lines of a code frame, and the test
-    source pytest prints around a failure (see the patterns above)."""
+    """The source lines a diagnostic quotes: numbered lines of a code frame, the test source
+    pytest prints around a failure, and passing tests' ids (see the patterns above)."""
     out: set[int] = set()
     frame = False
     section = block = False
@@ -186,6 +189,8 @@ def code_frames(lines: list[str]) -> set[int]:
         elif section and _PT_SUB.match(ln):
             block = "Captured" not in ln
         elif block and _PT_SOURCE.match(ln):
+            out.add(i)
+        elif "PASSED" in ln and _PT_PASSED.match(ln):
             out.add(i)
     return out
 

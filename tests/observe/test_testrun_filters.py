@@ -99,3 +99,16 @@ def test_mypy_advice_repeated_under_many_errors_is_shown_once(observe):
     assert raw.count(advice) == 12 and out.count(advice) == 1
     assert "pkg/checks.py:1: " + advice in out                  # the first one, at its own error
     assert "Found 13 errors in 1 file" in out and "<<ccr:" in out
+
+
+def test_pytest_verbose_passing_lines_become_counts_per_file_and_the_failure_stays(observe):
+    raw, out = observe("pytest_v_error_ids")
+    assert raw.count(" PASSED ") == 45
+    assert "PASSED" not in out                      # an id saying "Error" is a name, and the test passed
+    assert "tests/test_parse.py: 40 passed" in out
+    assert "tests/test_skip.py: 5 passed, 1 skipped" in out
+    assert "tests/test_parse.py::test_accepts FAILED" in out
+    for line in ("E       AssertionError: assert 42 == 41", "tests/test_parse.py:10: AssertionError",
+                 "FAILED tests/test_parse.py::test_accepts - AssertionError: assert 42 == 41"):
+        assert line in out
+    assert re.search(r"^=+ 1 failed, 45 passed, 1 skipped in", out, re.M)

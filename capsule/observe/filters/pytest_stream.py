@@ -4,7 +4,8 @@ Not responsible for other runners (unittest is a TOML filter). Reads pytest's se
 (session header, progress, FAILURES/ERRORS, warnings, short summary) line by line.
 Invariant: every E line, location line in the project's code, FAILED/ERROR line and the final
 tally survive (library frames and a `>` source line already shown go; a test header loses its
-padding); a nonzero exit with nothing kept emits the last lines rather than an empty success.
+padding; `-v` lines of tests that did not fail become one count line per file); a nonzero exit
+with nothing kept emits the last lines rather than an empty success.
 """
 
 from __future__ import annotations
@@ -21,7 +22,11 @@ _LOCATION = re.compile(r"^\S+:\d+: ")
 _PROGRESS = re.compile(r"^\S+\.py (\.|s|x|F|E|X)+\s*(\[\s*\d+%\])?$|^[.sxFEX]+\s*(\[\s*\d+%\])?$")
 _VERBOSE = re.compile(r"^\S+::\S.* (PASSED|SKIPPED|XFAIL|XPASS|FAILED|ERROR)\b")
 _INTROSPECTION = re.compile(r"^E\s+\+\s+(where|and)\s")
-_KEEP_IN_BLOCK = re.compile(r"^(>|E |E$)|^\S.*(Error|Exception|Warning)\b|^ImportError while|^\s*(raise|assert)\b")
+_KEEP_IN_BLOCK = re.compile(r"^(>|E |E$)|^\S.*(Error|Exception|Warning)\b|^ImportError while")
+# --tb=short/--tb=auto's frame: `path:N: in func` then the statement it ran (no `>` mark)
+_FRAME_AT = re.compile(r"^\S+:\d+: in \S+")
+_STATEMENT = re.compile(r"^\s+(raise|assert)\b")
+_OUTCOME = {"PASSED": "passed", "SKIPPED": "skipped", "XFAIL": "xfailed", "XPASS": "xpassed"}
 # A frame inside an installed library or the standard library (pytest's own import machinery,
 # importlib): the engineer acts on the frames in their own code, which stay.
 _LIBRARY_FRAME = re.compile(r"^\S*(/site-packages/|/dist-packages/|/lib/python\d[\d.]*/)\S*:\d+: ")
@@ -35,10 +40,42 @@ class PytestFilter(StreamFilter):
         self.captured = 0
         self.tail: list[str] = []
         self.sources: set[str] = set()   # `>` source lines already shown in an earlier block
+        self.after_frame = False          # the previous line was a `path:N: in func` frame
+        self.counts: dict[str, dict[str, int]] = {}   # verbose lines dropped: file -> outcome -> n
+
+    def _progress(self, line: str, reason: str) -> bool:
+        """A `-v` line of a test that did not fail: dropped and counted per file (True), or kept."""
+        m = _VERBOSE.match(line.strip())
+        if not m or m.group(1) not in _OUTCOME:
+            return False
+        before = len(self.out)
+        self.keep_if(line, False, reason)
+        if len(self.out) == before:
+            per = self.counts.setdefault(line.strip().split("::", 1)[0], {})
+            per[_OUTCOME[m.group(1)]] = per.get(_OUTCOME[m.group(1)], 0) + 1
+        return True
+
+    def _emit_counts(self) -> None:
+        """Where the verbose progress ends: one line per file, `path: N passed, M skipped`."""
+        if not self.counts:
+            return
+        limit = int(self.options.get("file_counts", 40))
+        files = list(self.counts.items())
+        for name, per in files[:limit]:
+            self.emit(f"{name}: " + ", ".join(f"{n} {o}" for o, n in per.items()))
+        if len(files) > limit:
+            rest: dict[str, int] = {}
+            for _, per in files[limit:]:
+                for o, n in per.items():
+                    rest[o] = rest.get(o, 0) + n
+            self.emit(f"(+ {len(files) - limit} more files: " + ", ".join(f"{n} {o}" for o, n in rest.items()) + ")")
+        self.counts = {}
 
     def feed_line(self, line: str) -> None:
         self.tail = (self.tail + [line])[-5:]
         stripped = line.strip()
+        if self.counts and (_SECTION.match(stripped) or stripped.startswith("!!!")):
+            self._emit_counts()     # the progress is over: a section (or the tally) starts
         m = _SECTION.match(stripped)
         if m and not _TALLY.match(stripped):
             title = m.group(1).lower()
@@ -54,7 +91,8 @@ class PytestFilter(StreamFilter):
             self.emit(line)
             return
         if self.section == "header":
-            self.keep_if(line, False, "session header / progress")
+            if not self._progress(line, "passing test progress"):
+                self.keep_if(line, False, "session header / progress")
             return
         if self.section == "failures":
             if stripped.startswith("----") and "Captured" in stripped:
@@ -78,9 +116,11 @@ class PytestFilter(StreamFilter):
                 if seen:    # the same text is on screen already (the guard judges lines by text)
                     self.drop(line, "source line shown in an earlier block")
                     return
-            keep = bool(_TEST_HEADER.match(stripped) or _LOCATION.match(line) or _KEEP_IN_BLOCK.match(line))
+            keep = bool(_TEST_HEADER.match(stripped) or _LOCATION.match(line) or _KEEP_IN_BLOCK.match(line)
+                        or (self.after_frame and _STATEMENT.match(line)))
             if _INTROSPECTION.match(line):
                 keep = False      # pytest's "+  where x = f()" rewriting detail
+            self.after_frame = bool(_FRAME_AT.match(line))
             self.keep_if(line, keep, "test source / repr context")
             return
         if self.section == "warnings":
@@ -97,10 +137,15 @@ class PytestFilter(StreamFilter):
             self.keep_if(line, bool(stripped), "blank line")
             return
         # progress lines outside a header (pytest -q prints no header)
-        if _PROGRESS.match(stripped) or (_VERBOSE.match(stripped) and "PASSED" in stripped):
+        if self._progress(line, "passing test progress"):
+            return
+        if _PROGRESS.match(stripped):
             self.keep_if(line, False, "passing test progress")
             return
         self.keep_if(line, bool(stripped), "blank line")
+
+    def flush(self) -> None:
+        self._emit_counts()
 
     def on_exit(self, exit_code: int | None) -> None:
         if exit_code not in (0, None) and not any(s.strip() for s in self.out):
