@@ -114,3 +114,13 @@ def test_a_short_ls_la_is_untouched(project, tmp_path):
     engine = Engine(tmp_path / "state", mode="standard", scope="test")
     raw, code = run(["ls", "-la"], project)
     assert engine.observe(raw.encode(), command="ls -la", exit_code=code).data == raw.encode()
+
+
+def test_one_file_per_directory_is_grouped_where_the_paths_meet(tmp_path):
+    for i in range(30):
+        (tmp_path / "node_modules" / f"pkg-{i}").mkdir(parents=True)
+        (tmp_path / "node_modules" / f"pkg-{i}" / "package.json").write_text("{}")
+    raw, code = run(["find", "node_modules", "-maxdepth", "2", "-name", "package.json"], tmp_path)
+    out = apply(raw, Context(command="find node_modules -name package.json", filter_id="find", exit_code=code)).text
+    assert out.count("node_modules/") == 1 and out.startswith("node_modules/: ")
+    assert paths_of(out) == set(raw.splitlines())

@@ -110,6 +110,25 @@ class _Listing(StreamFilter):
                 self.emit(e[3])            # a line the policy holds: as printed
 
 
+def lift_singletons(dirs: dict[str, list[tuple]]) -> dict[str, list[tuple]]:
+    """A directory holding one listed path joins its parent's group as `sub/name`, up to where
+    paths meet (`find node_modules -name package.json`: `node_modules/: a/package.json b/…`)."""
+    changed = True
+    while changed:
+        changed = False
+        out: dict[str, list[tuple]] = {}
+        for d, entries in dirs.items():
+            parent, slash, last = d.rstrip("/").rpartition("/")
+            if len(entries) == 1 and slash and last not in (".", ".."):
+                i, name, is_dir, *held = entries[0]
+                out.setdefault(parent + slash, []).append((i, f"{last}/{name}", is_dir, *held))
+                changed = True
+            else:
+                out.setdefault(d, []).extend(entries)
+        dirs = {d: sorted(entries) for d, entries in out.items()}
+    return dirs
+
+
 class PathsFilter(_Listing):
     """find / fd / rg --files: one path per line."""
 
@@ -125,6 +144,7 @@ class PathsFilter(_Listing):
                 return False
             entry = (i, name, False, line) if self._protected(i, line) else (i, name, False)
             dirs.setdefault(head + slash, []).append(entry)
+        dirs = lift_singletons(dirs)
         if len(dirs) == sum(len(v) for v in dirs.values()) or not self.long_enough(len(self.lines)):
             return False          # nothing shares a directory, or a short list: as printed
         self._groups(dirs)
