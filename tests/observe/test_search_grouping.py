@@ -129,3 +129,12 @@ def test_through_the_engine_small_stays_raw_and_big_is_deterministic(tree, tmp_p
     first = engine.observe(raw.encode(), command="grep -rn TODO src", exit_code=code).data
     assert first == engine.observe(raw.encode(), command="grep -rn TODO src", exit_code=code).data
     assert len(first) < len(raw) // 3
+
+
+def test_a_count_per_file_is_a_list_not_hits_to_group(tmp_path):
+    for i in range(120):
+        (tmp_path / f"m{i:03d}.py").write_text("# TODO one\n# TODO two\n")
+    raw, code = run(["grep", "-c", "TODO", *sorted(p.name for p in tmp_path.iterdir())], tmp_path)
+    out = filtered(raw, "grep -c TODO *.py", code).text.splitlines()
+    assert not any("shown)" in ln for ln in out)              # no per-file headings for a count list
+    assert out[0] == "m000.py:2" and out[-1] == "m119.py:2" and sum(1 for ln in out if MARKER_RE.match(ln)) == 1

@@ -191,8 +191,8 @@ class TreeFilter(_Listing):
 
 
 class LsFilter(_Listing):
-    """ls: long listings (`-l`) with their constant columns stated once; `ls -R` sections and
-    one-name-per-line listings on one line per directory."""
+    """ls: long listings (`-l`, `-lR`) with their constant columns stated once; other ls
+    output gets the TOML stages (its names are already one short line each)."""
 
     def render(self, exit_code: int | None) -> bool:
         long = [_LONG.match(line) for line in self.lines]

@@ -207,6 +207,8 @@ class SearchFilter(StreamFilter):
         groups = groups_of(entries)
         hits = [e for e in entries if e.kind == "hit"]
         files = [g for g in groups if g[0].kind in ("hit", "head")]
+        if not any(e.no for e in hits) and all(len(g) == 1 for g in files):
+            return self._plain(exit_code)    # one line per file (-c, -l like): a list, not hits to group
         keep = {e.lineno for e in hits} if len(hits) <= budget and len(files) <= max_files \
             else self._choose(hits, files[:max_files], budget)
         if keep == {e.lineno for e in hits} and all(len(g) == 1 or g[0].kind == "head" for g in files) \
