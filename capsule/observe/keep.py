@@ -18,6 +18,7 @@ import statistics
 import string
 from collections import Counter, defaultdict
 from functools import lru_cache
+from operator import le
 
 from capsule.observe.verbatim import verbatim_flags
 
@@ -41,6 +42,7 @@ _COMMIT_HEADER = re.compile(r"^[A-Z][A-Za-z]*:\s")      # Author:, Date:, Merge:
 _SHAPE = re.compile(r"[A-Za-z]+|\d+")
 _DIGITS = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{7,}\b|\d+")
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
+_NUMBERS = re.compile(r"-?\d+(?:\.\d+)?(?:\n-?\d+(?:\.\d+)?)*")
 # Not message text: stack frames, a compiler's source excerpt (`12 |  code`, `   |  ^~~`) and
 # caret lines; the tool's own filter decides about those.
 _FRAME = re.compile(r"^\s+(?:at\s|File \"|\d+:\s|from\s|in\s|#\d+\s)|^\s+\S+\.\w+:\d+|"
@@ -326,17 +328,24 @@ def _field_outliers(idx: list[int], tokens: list[list[str]], width: int) -> set[
     total = len(idx)
     # the lines of one template have `width` tokens each: its columns by one transposition
     for _, column in zip(range(width), zip(*(tokens[i] for i in idx))):
+        head = column[:4 * CATEGORICAL]
+        if len(set(head)) > CATEGORICAL and not _numbers(head):
+            continue     # neither categorical nor numbers (its first rows show it): nothing below applies
         values = Counter(column)
-        if len(values) == 1 or _ordered(column):
+        if len(values) == 1:
+            continue
+        numeric = _numbers(values)
+        if not numeric and len(values) > CATEGORICAL:
+            continue
+        nums = list(map(float, column)) if numeric else None
+        if _ordered(nums if numeric else column):
             continue     # a clock or a counter: values that only grow are not anomalies
-        top = values.most_common(1)[0][1]
-        if len(values) <= CATEGORICAL and top >= DOMINANT * total:
+        if len(values) <= CATEGORICAL and max(values.values()) >= DOMINANT * total:
             rare = {v for v, c in values.items() if _rare(c, total)}
             keep |= {i for i, v in zip(idx, column) if v in rare}
-        elif all(_NUMBER.match(v) for v in values):
-            nums = [float(v) for v in column]
+        elif numeric:
             med = statistics.median(nums)
-            spread = statistics.median(abs(x - med) for x in nums)
+            spread = statistics.median([abs(x - med) for x in nums])
             bar = max(OUTLIER_FACTOR * abs(med), med + OUTLIER_FACTOR * spread, 1.0)
             high = [i for i, x in zip(idx, nums) if x > bar]
             if _rare(len(high), total):
@@ -344,11 +353,14 @@ def _field_outliers(idx: list[int], tokens: list[list[str]], width: int) -> set[
     return keep
 
 
-def _ordered(column: list[str]) -> bool:
-    if all(_NUMBER.match(v) for v in column):
-        nums = [float(v) for v in column]
-        return all(a <= b for a, b in zip(nums, nums[1:]))
-    return all(a <= b for a, b in zip(column, column[1:]))
+def _numbers(values) -> bool:
+    """Every value is a plain number (_NUMBER): one match over the values joined by newlines
+    (a token never holds whitespace)."""
+    return not values or _NUMBERS.fullmatch("\n".join(values)) is not None
+
+
+def _ordered(seq) -> bool:
+    return all(map(le, seq, seq[1:]))      # numbers as numbers, anything else as text
 
 
 def _levels(lines: list[str]) -> set[int]:

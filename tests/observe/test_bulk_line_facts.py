@@ -18,7 +18,7 @@ PIECES = st.one_of(
     st.sampled_from(WORDS + ["left:", "right:", "Error", "Exception", "E  ", "FAIL", "---", "+++", "> 3 |",
                              "-->", "0 errors", "2 failed", "worker-7", "0x1f3a", "deadbeef12", "١٢٣",
                              "K", "İ", "ſ", "\t", "\u00a0", "\x1c", "\u2028", "\r", " E ", "INFO", "12:30:01",
-                             "échec", "falló", "ſegmentation fault", "\u212ailled", "ERRORİ"]),
+                             "échec", "falló", "ſegmentation fault", "\u212ailled", "ERRORİ", "\x00", "7\x00 8"]),
     st.text(max_size=10))
 LINES = st.lists(st.lists(PIECES, max_size=8).map("".join), max_size=40)
 SETTINGS = settings(max_examples=400, deadline=None, derandomize=True, database=None)
@@ -84,3 +84,76 @@ def test_collapse_periodic_keeps_its_output_with_the_skip():
                                        "[the 3 lines above repeat 3 more times with different numbers]",
                                        "GET /a 4", "GET /b 4", "done 4", "end", "end"]
     assert sum(r.count for r in run.removals) == 9
+
+
+@SETTINGS
+@given(steps=st.lists(st.sampled_from([1, 1, 1, 2, 0, -3]), max_size=60),
+       prior=st.sampled_from([None, ("x", 3), ("x", 0), ("y", 3)]))
+def test_drop_many_is_drop_line_by_line(steps, prior):
+    rows, no = [], 3
+    for step in steps:        # mostly consecutive line numbers, some gaps, synthesised lines (0)
+        no = max(1, no + step)
+        rows.append(Line(no if step else 0, f"t{no}"))
+    one, many = Run(), Run()
+    if prior:
+        for run in (one, many):
+            run.drop(Line(prior[1], "before"), prior[0])
+    for row in rows:
+        one.drop(row, "x")
+    many.drop_many(rows, "x")
+    assert many.removals == one.removals
+
+
+def _numeric_reference(values) -> bool:
+    return all(re.match(r"^-?\d+(?:\.\d+)?$", v) for v in values)
+
+
+@SETTINGS
+@given(values=st.lists(st.one_of(st.sampled_from(["1", "-2", "3.5", "0.0", "١٢", "1.", ".5", "--1", "7e3", "12x"]),
+                                  st.text(alphabet="-.0123456789", max_size=5)), max_size=12))
+def test_numbers_is_each_value_a_number(values):
+    assert keep._numbers(values) == _numeric_reference(values)
+
+
+def _outliers_reference(idx, tokens, width):
+    """The rule as first written: per column, skip a constant or ordered column; a rare value of a
+    dominated categorical column, or a numeric outlier far above the median, stands out."""
+    import statistics
+
+    out = set()
+    total = len(idx)
+    for pos in range(width):
+        column = [tokens[i][pos] for i in idx]
+        values = set(column)
+        numeric = _numeric_reference(column)
+        seq = [float(v) for v in column] if numeric else column
+        if len(values) == 1 or all(a <= b for a, b in zip(seq, seq[1:])):
+            continue
+        top = max(column.count(v) for v in values)
+        if len(values) <= keep.CATEGORICAL and top >= keep.DOMINANT * total:
+            rare = {v for v in values if keep._rare(column.count(v), total)}
+            out |= {i for i in idx if tokens[i][pos] in rare}
+        elif numeric:
+            med = statistics.median(seq)
+            spread = statistics.median(abs(x - med) for x in seq)
+            bar = max(keep.OUTLIER_FACTOR * abs(med), med + keep.OUTLIER_FACTOR * spread, 1.0)
+            high = [i for i, x in zip(idx, seq) if x > bar]
+            if keep._rare(len(high), total):
+                out |= set(high)
+    return out
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(rows=st.integers(4, 120), seed=st.integers(0, 10 ** 6), kinds=st.lists(
+    st.sampled_from(["const", "clock", "status", "id", "word", "level", "num", "spike"]), min_size=1, max_size=5))
+def test_field_outliers_follow_the_rule(rows, seed, kinds):
+    import random
+
+    r = random.Random(seed)
+    columns = {"const": lambda i: "GET", "clock": lambda i: f"{i:05d}", "id": lambda i: f"/items/{r.randrange(10 ** 6)}",
+               "status": lambda i: r.choice(["200"] * 30 + ["500", "404"]), "word": lambda i: r.choice("ab"),
+               "level": lambda i: r.choice(["INFO"] * 40 + ["WARN", "ERROR", "DEBUG"]),
+               "num": lambda i: str(r.randrange(50)), "spike": lambda i: str(r.choice([5] * 60 + [9000]))}
+    tokens = [[columns[k](i) for k in kinds] for i in range(rows)]
+    idx = list(range(rows))
+    assert keep._field_outliers(idx, tokens, len(kinds)) == _outliers_reference(idx, tokens, len(kinds))

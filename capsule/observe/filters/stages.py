@@ -64,6 +64,28 @@ class Run:
         else:
             self.removals.append(Removal(reason, line.count, line.no or None, line.no or None, _preview(line.text)))
 
+    def drop_many(self, lines: list[Line], reason: str) -> None:
+        """drop(line, reason) for each line in turn, the same removals without building one per line."""
+        if not lines:
+            return
+        removals = self.removals
+        cur = None          # the last removal while it grows: [reason, count, start, end, preview]
+        last = removals[-1] if removals else None
+        if (last is not None and last.reason == reason and last.end is not None
+                and lines[0].no and last.end + 1 == lines[0].no):
+            cur = [last.reason, last.count, last.start, last.end, last.preview]
+            removals.pop()
+        for line in lines:
+            no = line.no
+            if cur is not None and cur[3] is not None and no and cur[3] + 1 == no:
+                cur[1] += line.count
+                cur[3] = no
+            else:
+                if cur is not None:
+                    removals.append(Removal(*cur))
+                cur = [reason, line.count, no or None, no or None, _preview(line.text)]
+        removals.append(Removal(*cur))
+
     @property
     def dropped(self) -> int:
         return sum(r.count for r in self.removals)
@@ -276,8 +298,7 @@ def collapse_periodic(lines: list[Line], max_period: int, run: Run, *, key, min_
             continue
         reps, p = best
         out.extend(lines[i:i + p])
-        for dup in lines[i + p:i + (reps - kept_copies + 1) * p]:
-            run.drop(dup, f"repeated block of {p} lines")
+        run.drop_many(lines[i + p:i + (reps - kept_copies + 1) * p], f"repeated block of {p} lines")
         if keep_last:
             out.append(Line(0, f"[the {p} lines above repeat {reps - 2} more times with different numbers]"))
             out.extend(lines[i + (reps - 1) * p:i + reps * p])

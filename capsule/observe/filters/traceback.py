@@ -32,6 +32,20 @@ def _first_words(text: str) -> str:
     return " ".join(text.split(None, 5)[:5])     # str.split's whitespace is re's \s: \S+ words
 
 
+_DIGIT_MARK = str.maketrans("0123456789", "\0" * 10)
+
+
+def _numbered(text: str) -> str:
+    """_NUM.sub("#", text), without a regex match per number on ASCII text free of NUL: digits
+    become NUL, runs of NUL shrink to one, NUL becomes `#` (\\d also matches other scripts' digits)."""
+    if not text.isascii() or "\0" in text:
+        return _NUM.sub("#", text)
+    marked = text.translate(_DIGIT_MARK)
+    while "\0\0" in marked:
+        marked = marked.replace("\0\0", "\0")
+    return marked.replace("\0", "#")
+
+
 class LineFacts:
     """What the passes ask of a line text again and again (its digits normalised, its shape,
     whether it is verbatim-class), worked out once per text: the digits by one substitution over
@@ -39,7 +53,7 @@ class LineFacts:
 
     def __init__(self, lines: list[Line], known_verbatim: dict[str, bool] | None = None) -> None:
         texts = [line.text for line in lines]
-        numbered = _NUM.sub("#", "\n".join(texts)).split("\n")
+        numbered = _numbered("\n".join(texts)).split("\n")
         if len(numbered) != len(texts):          # a text holds a newline: one by one
             numbered = [_NUM.sub("#", t) for t in texts]
         self._numbered = dict(zip(texts, numbered))
@@ -83,8 +97,7 @@ def collapse_similar(lines: list[Line], run, keep_edges: int = 2, facts: LineFac
         if j - i > SIMILAR_RUN and not kept[i]:
             out.extend(lines[i:i + keep_edges])
             middle = lines[i + keep_edges:j - keep_edges]
-            for line in middle:
-                run.drop(line, "similar log line")
+            run.drop_many(middle, "similar log line")
             out.append(Line(0, f"[{len(middle)} similar lines: {key}]"))
             out.extend(lines[j - keep_edges:j])
         else:
@@ -103,6 +116,7 @@ def collapse_shapes(lines: list[Line], run, facts: LineFacts | None = None) -> l
     counts = Counter(key for key in keys if key)
     seen: dict[str, int] = {}
     out: list[Line] = []
+    dropped: list[Line] = []
     for line, key in zip(lines, keys):
         total = counts.get(key, 0)
         if total < SHAPE_MIN:
@@ -115,7 +129,8 @@ def collapse_shapes(lines: list[Line], run, facts: LineFacts | None = None) -> l
             if n == 2:
                 out.append(Line(0, f"[{total - 3} more lines like the above omitted: {key}]"))
         else:
-            run.drop(line, "frequent log line")
+            dropped.append(line)
+    run.drop_many(dropped, "frequent log line")
     return out
 
 
