@@ -148,7 +148,7 @@ _FRAME_NOTE = re.compile(r"^(\s*)= (?:help|note|suggestion)\b")
 # outside `---- Captured ... ----` output), 4-space-indented lines are the test's source and
 # `name = value` lines its arguments; the `E` lines, `>` line and `path:N:` locations are the report.
 _PT_BANNER = re.compile(r"^={3,} (.*?) ={3,}$")
-_PT_TEST = re.compile(r"^_{3,} .* _{3,}$")
+_PT_TEST = re.compile(r"^_+ (?!(?:_ )*_$).*\S _+$")     # `_ id _` when the id is wider than the terminal
 _PT_SUB = re.compile(r"^-{3,} (.*?) -{3,}$")
 _PT_SOURCE = re.compile(r"^    (?!\s*File \")|^[A-Za-z_]\w* = \S")
 # A passing test's verbose line (`-v` progress, `-rA` summary): the id is a name its author chose

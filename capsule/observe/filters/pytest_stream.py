@@ -17,7 +17,9 @@ from capsule.observe.verbatim import is_verbatim
 
 _SECTION = re.compile(r"^={3,} (.*?) ={3,}$")
 _TALLY = re.compile(r"^(=+ )?(no tests ran|\d+ (passed|failed|errors?|skipped|deselected|xfailed|xpassed|warnings?|selected|tests? collected)\b.*)")
-_TEST_HEADER = re.compile(r"^_{3,} .* _{3,}$")
+# a test's header: `____ name ____`, down to `_ name _` when the id is wider than the terminal
+# (not the `_ _ _ _` line between two frames of one traceback)
+_TEST_HEADER = re.compile(r"^_+ (?!(?:_ )*_$).*\S _+$")
 _LOCATION = re.compile(r"^\S+:\d+: ")
 _PROGRESS = re.compile(r"^\S+\.py (\.|s|x|F|E|X)+\s*(\[\s*\d+%\])?$|^[.sxFEX]+\s*(\[\s*\d+%\])?$")
 _VERBOSE = re.compile(r"^\S+::\S.* (PASSED|SKIPPED|XFAIL|XPASS|FAILED|ERROR)\b")
@@ -30,7 +32,7 @@ _OUTCOME = {"PASSED": "passed", "SKIPPED": "skipped", "XFAIL": "xfailed", "XPASS
 # A frame inside an installed library or the standard library (pytest's own import machinery,
 # importlib): the engineer acts on the frames in their own code, which stay.
 _LIBRARY_FRAME = re.compile(r"^\S*(/site-packages/|/dist-packages/|/lib/python\d[\d.]*/)\S*:\d+: ")
-_HEADER_PAD = re.compile(r"^_{3,} (.*?) _{3,}$")
+_HEADER_PAD = re.compile(r"^_+ (?!(?:_ )*_$)(.*?\S) _+$")
 
 
 class PytestFilter(StreamFilter):
