@@ -21,6 +21,7 @@ _HEADER_FIELD = re.compile(r"^(\W*\s*)?(Author|Date|Merge|Commit|AuthorDate|Comm
 _FILE_META = re.compile(r"^(index [0-9a-f,]+\.\.|similarity index|dissimilarity index|old mode|new mode|deleted file mode|new file mode|rename (from|to) |copy (from|to) |Binary files |GIT binary patch)")
 _ONE_FILE_STAT = re.compile(r"^ 1 file changed, ")
 _ONELINE = re.compile(r"^[*|/\\ ]*[0-9a-f]{7,40} ")        # --oneline, --graph, reflog entries
+_UNIFIED = re.compile(r"^(?:-U|--unified=)(\d+)$")
 _LOGS = ("log", "reflog", "whatchanged", "shortlog")
 _BOUND = re.compile(r"^(-n\d*|-\d+|--max-count\b.*|--since\b.*|--after\b.*|--until\b.*|--before\b.*|-L.*|.*\.\..*)$")
 _STAT_LINE = re.compile(r"^ \S.*? +\| +(?:\d+ ?[+-]*|Bin\b.*)$")
@@ -105,6 +106,18 @@ class GitFilter(StreamFilter):
             bounded = at is None or any(_BOUND.match(w) for w in words[at + 1:])
             self._cap = None if bounded or "max_commits" not in self.options else int(self.options["max_commits"])
         return self._cap
+
+    def _context(self) -> int:
+        """Unchanged lines shown around a change: the filter's `context`, or what the command
+        asked git for (-U N, --unified=N; -W/--function-context: every line git printed)."""
+        context = int(self.options["context"])
+        for w in (self.command or "").split():
+            m = _UNIFIED.match(w)
+            if m:
+                context = max(context, int(m.group(1)))
+            elif w in ("-W", "--function-context"):
+                context = 1 << 30
+        return context
 
     def _listed(self) -> bool:
         """Count one more commit; True when it is beyond what the log shows (skipping starts)."""
@@ -210,7 +223,7 @@ class GitFilter(StreamFilter):
         self._end_commit()
         if not self.files:
             return
-        context = int(self.options["context"])
+        context = self._context()
         needs = [sum(self._hunk_cost(h, context) for h in f.hunks) for f in self.files]
         full = sum(needs) <= int(self.options["full_tokens"])
         picked: set[tuple[int, int]] = set()
