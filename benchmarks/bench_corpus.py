@@ -3,9 +3,11 @@
     python benchmarks/bench_corpus.py [--corpus [NAME=]DIR ...] [--no-defaults] [--no-shared] [--json] [--intent] [--misses]
                                       [--by-source-family]
 
-Default corpora: the ones shipped in the repo (benchmarks/corpus/dev and holdout, made by
-benchmarks/corpus/make_corpus.py from real registry projects) and ../shared/corpus when it
-exists. --corpus DIR (repeatable) adds others; --no-defaults measures only those.
+Default corpora: the ones shipped in the repo (benchmarks/corpus/dev, holdout and fresh, made by
+benchmarks/corpus/make_corpus.py from disjoint real registry projects: dev is tuned on, holdout only
+checked, fresh measured once by the lead and never tuned) and ../shared/corpus when it exists; each
+is its own source row, and "not shared (unseen)" sums every source but ../shared/corpus.
+--corpus DIR (repeatable) adds others; --no-defaults measures only those.
 Columns: tokens before/after (cl100k), reduction, ceiling (the reduction if only the must-keep
 lines were emitted: the most any compressor can reach at 100% recall), must-keep lines kept,
 recall, cases whose output grew (worse than raw), for bounded reads (family `read`) the share

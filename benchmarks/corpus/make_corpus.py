@@ -1,11 +1,11 @@
 """Re-create (or extend) the shipped corpora by running real tools on real registry projects.
 
-    python benchmarks/corpus/make_corpus.py --set dev|holdout|all [--work /tmp/capsule-corpus]
+    python benchmarks/corpus/make_corpus.py --set dev|holdout|fresh|all [--work /tmp/capsule-corpus]
                                             [--out benchmarks/corpus] [--only PREFIX]
 
 Not responsible for labelling rules (labels.py) nor for measuring (benchmarks/bench_corpus.py).
-Invariant: every output.txt is the unedited stdout+stderr of one real command; dev and holdout
-are built from disjoint packages, so tuning on dev says nothing about holdout.
+Invariant: every output.txt is the unedited stdout+stderr of one real command; dev, holdout and
+fresh are built from disjoint packages, so tuning on dev says nothing about holdout or fresh.
 Needs: network to PyPI and npm (pip, npm), git, tree, rg; docker cases only when the engine is up.
 """
 
@@ -157,7 +157,7 @@ class Maker:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--set", choices=["dev", "holdout", "all"], default="all")
+    ap.add_argument("--set", choices=["dev", "holdout", "fresh", "all"], default="all")
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "capsule-corpus")
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
     ap.add_argument("--only", help="make only the cases whose id starts with one of these (comma-separated)")
@@ -167,7 +167,7 @@ def main() -> int:
     import recipes
 
     skip = set(filter(None, args.skip.split(","))) | ({"npm", "json", "install", "git", "docker", "logs", "cargo"} if args.pkg else set())
-    for name in (["dev", "holdout"] if args.set == "all" else [args.set]):
+    for name in (list(SETS) if args.set == "all" else [args.set]):
         m = Maker(args.work.resolve(), args.out.resolve(), name, args.only)
         m.setup()
         spec = SETS[name]
@@ -188,7 +188,7 @@ def main() -> int:
         if "git" not in skip and spec["own_history"]:
             recipes.own_history(m, Path(__file__).resolve().parents[2])
         if "docker" not in skip:
-            recipes.docker_cases(m)
+            recipes.docker_cases(m, spec["npm"])
             recipes.docker_build(m, spec["npm"])
         if "logs" not in skip:
             recipes.access_log(m, spec["npm"])

@@ -284,7 +284,10 @@ def cargo_crate(m, spec: dict) -> None:
     c(f"cargo_test_{n}", "cargo test --offline", "Run the tests before changing anything.")
     test = sorted((proj / "tests").glob("*.rs"))[-1]
     text = test.read_text()
-    test.write_text(text.replace("assert_eq!(", "assert_ne!(", 1))
+    # flip the first equality assertion (a crate whose tests have none: negate its first assert!)
+    flipped = (text.replace("assert_eq!(", "assert_ne!(", 1) if "assert_eq!(" in text
+               else text.replace("assert!(", "assert!(!", 1))
+    test.write_text(flipped)
     (proj / "tests" / "regression.rs").write_text(REGRESSION_TEST)
     c(f"cargo_test_fail_{n}", "cargo test --offline", "Find which tests my change broke.")
     c(f"cargo_test_one_{n}", "cargo test --offline --test regression", "Why does the regression test panic?")
@@ -399,7 +402,7 @@ def own_history(m, repo: Path) -> None:
         m.case(cid, cmd, clone, "git", intent, first, "git", "git:capsule")
 
 
-def docker_cases(m) -> None:
+def docker_cases(m, spec: dict) -> None:
     out, code = m.sh("docker info --format '{{.ServerVersion}}'", m.work)
     if code != 0:
         print("  docker engine not up: no docker cases", file=__import__("sys").stderr)
@@ -414,7 +417,6 @@ def docker_cases(m) -> None:
            None, "docker", f"docker:{base}")
     m.case(f"json_docker_inspect_{s}", f"docker image inspect {base}", m.work, "json", "Which user and entrypoint?",
            lambda o, e, x: L.regex(o, r'^\s+"(User|Entrypoint|WorkingDir)": '), "docker", f"docker:{base}")
-    crash = ("import json; json.loads(open('/etc/os-release').read())" if s == "dev"
-             else "import sqlite3; sqlite3.connect('/nonexistent/db.sqlite')")
+    crash = spec["docker_crash"]
     m.case(f"docker_run_traceback_{s}", f"docker run --rm {base} python3 -c {shlex.quote(crash)}", m.work, "docker",
            "Run the check inside the container.", lambda o, e, x: L.python_traceback(o), "docker", f"docker:{base}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -42,7 +43,7 @@ def cases(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_dir())
 
 
-@pytest.mark.parametrize("name", ["dev", "holdout"])
+@pytest.mark.parametrize("name", ["dev", "holdout", "fresh"])
 def test_shipped_corpus_is_complete(name):
     folder = CORPUS / name
     found = cases(folder)
@@ -59,16 +60,30 @@ def test_shipped_corpus_is_complete(name):
             assert not line or line in out, f"{case.name}: must-keep line not in output: {line[:80]!r}"
 
 
-def test_holdout_is_made_from_other_projects_than_dev():
+@pytest.mark.parametrize("a,b", [("dev", "holdout"), ("dev", "fresh"), ("holdout", "fresh")])
+def test_no_project_is_in_two_sets(a, b):
+    """By source (`pypi:click==8.5.1`) and by project name (`click`), whatever the version or tool."""
     def sources(name):
         return {json.loads((c / "meta.json").read_text())["source"] for c in cases(CORPUS / name)}
-    dev, holdout = sources("dev"), sources("holdout")
-    shared_kinds = {s for s in dev & holdout if not s.startswith(("docker:", "tools:"))}   # same engine, same tool venv
-    assert not shared_kinds, shared_kinds
+
+    def projects(srcs):          # `npm:express@5,debug@4` -> express, debug; `debian:librust-x-dev (x-1)` -> x
+        names = set()
+        for s in srcs:
+            kind, _, rest = s.partition(":")
+            if kind == "debian":
+                names.add("crate:" + rest.split()[0].removeprefix("librust-").removesuffix("-dev"))
+                continue
+            for part in rest.split(","):
+                names.add(re.split(r"==|(?<=.)@", part.strip())[0].lower())
+        return names
+    # the docker cases use the same local engine and `pip inspect`/`pip list` the same kind of tool venv
+    own = {n: {s for s in sources(n) if not s.startswith(("docker:", "tools:"))} for n in (a, b)}
+    assert not own[a] & own[b]
+    assert not projects(own[a]) & projects(own[b]), projects(own[a]) & projects(own[b])
 
 
 def test_bounded_reads_label_every_line():
-    reads = [c for name in ("dev", "holdout") for c in cases(CORPUS / name)
+    reads = [c for name in ("dev", "holdout", "fresh") for c in cases(CORPUS / name)
              if json.loads((c / "meta.json").read_text())["family"] == "read"]
     assert len(reads) >= 10
     for c in reads:
@@ -83,7 +98,7 @@ def test_bench_corpus_defaults_need_no_shared_corpus():
     finally:
         sys.path.remove(str(BENCH))
     found = dict(corpora.default_corpora(with_shared=False))
-    assert found == {"dev": CORPUS / "dev", "holdout": CORPUS / "holdout"}
+    assert found == {"dev": CORPUS / "dev", "holdout": CORPUS / "holdout", "fresh": CORPUS / "fresh"}
 
 
 @pytest.fixture
