@@ -9,6 +9,7 @@ import re
 import subprocess
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from capsule.engine import Engine
 from capsule.measure import tokens
@@ -243,3 +244,46 @@ def test_a_bounded_log_keeps_every_commit_it_asked_for(long_history, tmp_path, b
     out = _observe(tmp_path, raw, "git log --oneline " + " ".join(bound))
     for i in range(21, 121):
         assert f"value {i} for the nightly report" in out
+
+
+def _hunk(start: int, body: list[str]) -> list[str]:
+    old = sum(1 for b in body if b[0] != "+")
+    new = sum(1 for b in body if b[0] != "-")
+    return [f"@@ -{start},{old} +{start},{new} @@ def f{start}():", *body]
+
+
+@settings(max_examples=150, deadline=None)
+@given(files=st.lists(st.lists(st.lists(st.sampled_from([" same", "-gone", "+came", "--- sql comment", "+++ odd",
+                                                           "+<<<<<<< ours", "+=======", "+>>>>>>> theirs"]),
+                                         min_size=1, max_size=40), min_size=1, max_size=6), min_size=1, max_size=8),
+       budget=st.integers(min_value=0, max_value=400))
+def test_any_diff_view_accounts_for_every_line(files, budget):
+    """Whatever the diff and the budget: each file's header survives, every original line is
+    either shown or counted as removed, a note's counts are git's, conflict marker lines stay."""
+    from capsule.observe.filters.git_stream import GitFilter
+    from capsule.observe.filters.streaming import run_stream
+
+    raw: list[str] = []
+    for n, hunks in enumerate(files):
+        raw += [f"diff --git a/f{n}.sql b/f{n}.sql", f"index 1111111..2222222 100644", f"--- a/f{n}.sql", f"+++ b/f{n}.sql"]
+        for k, body in enumerate(hunks):
+            raw += _hunk(1 + 100 * k, body)
+    text = "\n".join(raw) + "\n"
+    flt = GitFilter()
+    flt.command = "git diff"
+    flt.options = {"context": 1, "full_tokens": budget, "budget_tokens": budget, "intent_share": 0.5}
+    out, removals, _ = run_stream(flt, text, 0)
+    lines = out.rstrip("\n").split("\n")
+    notes = [ln for ln in lines if re.match(r"^\[\+\d+ -\d+ lines in \d+ hunks?; ", ln)]
+    original = [ln for ln in lines if not guard.MARKER_RE.match(ln) and ln not in notes]
+    assert len(original) + sum(r.count for r in removals) == len(raw)
+    for n, hunks in enumerate(files):
+        assert f"diff --git a/f{n}.sql b/f{n}.sql" in lines
+        body = [b for h in hunks for b in h]
+        counts = f"[+{sum(b[0] == '+' for b in body)} -{sum(b[0] == '-' for b in body)} lines in "
+        at = lines.index(f"diff --git a/f{n}.sql b/f{n}.sql")
+        follows = lines[at + 1] if at + 1 < len(lines) else ""
+        assert follows.startswith(counts) or follows == f"--- a/f{n}.sql"
+    for marker in ("+<<<<<<< ours", "+=======", "+>>>>>>> theirs"):
+        assert (marker in lines) == (marker in raw)
+    assert guard.count_markers(out) <= 1
