@@ -124,3 +124,16 @@ def test_one_file_per_directory_is_grouped_where_the_paths_meet(tmp_path):
     out = apply(raw, Context(command="find node_modules -name package.json", filter_id="find", exit_code=code)).text
     assert out.count("node_modules/") == 1 and out.startswith("node_modules/: ")
     assert paths_of(out) == set(raw.splitlines())
+
+
+def test_ls_la_states_the_time_most_entries_share_and_keeps_the_others(project):
+    app = project / "src" / "app"
+    for i in range(20):
+        (app / f"extra_{i}.txt").write_text("")
+    subprocess.run(["touch", "-d", "2024-03-05 10:00", str(app / "mod_1.py"), str(app / "mod_2.py")], check=True)
+    raw, code = run(["ls", "-la", "src/app"], project)
+    out = apply(raw, Context(command="ls -la src/app", filter_id="ls", exit_code=code)).text.splitlines()
+    assert out[1].startswith("(every entry below: owner ") and out[1].endswith(" unless shown)")
+    old = [ln for ln in out if ln.endswith(("mod_1.py", "mod_2.py"))]
+    assert len(old) == 2 and all("Mar  5  2024" in ln for ln in old)
+    assert sum(1 for ln in out if "2024" in ln) == 2

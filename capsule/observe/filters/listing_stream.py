@@ -202,10 +202,18 @@ class LsFilter(_Listing):
         return False
 
     def _factored(self, long, entries) -> bool:
-        fields = [f for f in ("owner", "group", "date") if len({m.group(f).strip() for m in entries}) == 1]
-        if not fields:
+        """Owner and group when every entry shares them; the modification time every entry shares,
+        or that most share (`date_share` percent) with each other date left on its line."""
+        fields = [f for f in ("owner", "group") if len({m.group(f).strip() for m in entries}) == 1]
+        said = [f"{f} {entries[0].group(f).strip()}" for f in fields]
+        date, n = Counter(m.group("date").strip() for m in entries).most_common(1)[0]
+        common = None
+        if n * 100 >= len(entries) * int(self.options.get("date_share", 60)):
+            common = date
+            said.append(f"modified {date}" + ("" if n == len(entries) else " unless shown"))
+        if not said:
             return False
-        said = ", ".join(f"{f if f != 'date' else 'modified'} {entries[0].group(f).strip()}" for f in fields)
+        said = ", ".join(said)
         budget = int(self.options.get("max_entries", 200))
         cut: list[str] = []
         done_header = False
@@ -223,7 +231,7 @@ class LsFilter(_Listing):
                 self.emit(f"(every entry below: {said})")
                 done_header = True
             self.emit("".join(m.group(f) for f in ("mode", "links", "owner", "group", "size", "date", "name")
-                              if f not in fields))
+                              if f not in fields and not (f == "date" and m.group(f).strip() == common)))
         if cut:
             self.emit(f"({_summary(cut)})")
             self.cut_here()
