@@ -81,11 +81,13 @@ class Archive:
         with sqlite.write(self.conn):
             self._purge(now)
             self.conn.execute(
-                "INSERT INTO ccr_entries(hash, original, size, created_at, expires_at, command) "
-                "VALUES(?,?,?,?,?,?) ON CONFLICT(hash) DO UPDATE SET expires_at=excluded.expires_at",
-                (handle, data, len(data), now, now + self.retention_s, command),
-            )
-            if len(data) <= FTS_MAX_BYTES and self.conn.changes() and not self._fts_has(handle):
+                "INSERT OR IGNORE INTO ccr_entries(hash, original, size, created_at, expires_at, command) "
+                "VALUES(?,?,?,?,?,?)", (handle, data, len(data), now, now + self.retention_s, command))
+            if not self.conn.changes():       # stored before: its text is indexed (or too large to be)
+                self.conn.execute("UPDATE ccr_entries SET expires_at=? WHERE hash=?", (now + self.retention_s, handle))
+            elif len(data) <= FTS_MAX_BYTES:
+                # A new entry has no index row (put and _purge change both in one transaction):
+                # asking the index would scan it whole (`hash` is not an indexed column).
                 self.conn.execute("INSERT INTO ccr_fts(hash, body) VALUES(?,?)",
                                   (handle, data.decode("utf-8", "replace")))
         return handle
@@ -162,9 +164,6 @@ class Archive:
 
     def integrity(self) -> str:
         return self.conn.execute("PRAGMA quick_check").fetchone()[0]
-
-    def _fts_has(self, handle: str) -> bool:
-        return self.conn.execute("SELECT 1 FROM ccr_fts WHERE hash=?", (handle,)).fetchone() is not None
 
     def _purge(self, now: float) -> None:
         expired = [r[0] for r in self.conn.execute("SELECT hash FROM ccr_entries WHERE expires_at < ? LIMIT 100", (now,))]
