@@ -153,12 +153,15 @@ _PT_SUB = re.compile(r"^-{3,} (.*?) -{3,}$")
 _PT_SOURCE = re.compile(r"^    (?!\s*File \")|^[A-Za-z_]\w* = \S")
 # A passing test's verbose line (`-v` progress, `-rA` summary): the id is a name its author chose
 # (`test_rejects[Error: bad value]`), and the test passed.
+# The command line a build tool echoes before running it (`cargo -v`: `Running \`rustc ...
+# --error-format=json ...\``): its flags are not the run's errors.
+_ECHOED = re.compile(r"^\s+Running `[^`]+`$")
 _PT_PASSED = re.compile(r"^(?:\[gw\d+\] \[\s*\d+%\] )?PASSED \S+::|^\S+::.* PASSED(?:\s+\[\s*\d+%\])?\s*$")
 
 
 def code_frames(lines: list[str]) -> set[int]:
     """The source lines a diagnostic quotes: numbered lines of a code frame, the test source
-    pytest prints around a failure, and passing tests' ids (see the patterns above)."""
+    pytest prints around a failure, passing tests' ids and echoed commands (see the patterns above)."""
     out: set[int] = set()
     frame = False
     section = block = False
@@ -193,6 +196,8 @@ def code_frames(lines: list[str]) -> set[int]:
         elif block and _PT_SOURCE.match(ln):
             out.add(i)
         elif "PASSED" in ln and _PT_PASSED.match(ln):
+            out.add(i)
+        elif _ECHOED.match(ln):
             out.add(i)
     return out
 

@@ -120,7 +120,7 @@ def summary_text(spec: FilterSpec, clean: str, exit_code: int | None, lines: lis
         return None
     if s.unless is not None and s.unless.search(clean):
         return None
-    if any(line.pinned or is_verbatim(line.text) for line in lines):
+    if any(line.pinned or (not line.quoted and is_verbatim(line.text)) for line in lines):
         return None           # never swallow an error-bearing or anomalous line
     groups = [m.group(0), *m.groups()]
     out = s.text
