@@ -138,3 +138,34 @@ def test_a_count_per_file_is_a_list_not_hits_to_group(tmp_path):
     out = filtered(raw, "grep -c TODO *.py", code).text.splitlines()
     assert not any("shown)" in ln for ln in out)              # no per-file headings for a count list
     assert out[0] == "m000.py:2" and out[-1] == "m119.py:2" and sum(1 for ln in out if MARKER_RE.match(ln)) == 1
+
+
+# ---- property: any grep -rn style output, any budget cut ------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_NAMES = st.sampled_from(["src/a.py", "src/b-1-c.py", "lib/x.js", "tests/test_a.py", "README.md"])
+_TEXT = st.sampled_from(["x = 1", "    # TODO: tidy", "def f(a, b):", "raise ValueError('bad')", "", "a:1:b"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(hits=st.lists(st.tuples(_NAMES, st.integers(1, 999), _TEXT, st.booleans()), min_size=1, max_size=250),
+       error=st.booleans())
+def test_property_every_hit_is_shown_exactly_or_counted(hits, error):
+    lines = [f"{p}{':' if match else '-'}{n}{':' if match else '-'}{t}" for p, n, t, match in hits]
+    if not any(match for *_, match in hits):       # grep prints context only around a match
+        lines[0] = f"{hits[0][0]}:{hits[0][1]}:{hits[0][2]}"
+    if error:
+        lines.insert(len(lines) // 2, "grep: build/app: binary file matches")
+    text = "\n".join(lines) + "\n"
+    result = filtered(text, "grep -rn TODO .")
+    back = ungroup(result.text)
+    shown = [ln for ln in lines if ln in back]
+    assert len(set(lines) - set(back)) <= result.removed_lines            # what is not shown is counted
+    assert len(shown) + result.removed_lines >= len(lines)
+    assert sum(1 for ln in result.text.splitlines() if MARKER_RE.match(ln)) == (1 if result.removed_lines else 0)
+    if error:
+        assert "grep: build/app: binary file matches" in result.text.splitlines()
+    for ln in lines:                                                         # error-class lines as printed
+        if "ValueError" in ln:
+            assert ln in result.text.splitlines()

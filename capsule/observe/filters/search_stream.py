@@ -182,7 +182,7 @@ def ungroup(view: str) -> list[str]:
             out.append(f"{path}{m.group('sep')}{m.group('no')}{m.group('sep')}{m.group('text')}")
             continue
         h = _HIT.match(line)
-        if h and path is not None and h.group("path") == path:
+        if path is not None and line.startswith(path) and re.match(r"[:-]\d+[:-]", line[len(path):]):
             out.append(line)          # a protected line, kept as printed inside its file's group
             continue
         out.append(line)
