@@ -5,8 +5,10 @@ Responsible for the "read_view" (sed -n a,bp, head -n, tail -n, nl | sed, an edi
 and "read_file" (cat, nl, bat) transforms the rules table assigns. Not responsible for
 classifying the command (observe/rules) nor for outlining (content/outline.py does it).
 Invariant: a view within budgets.toml [reads] view_max_lines, and a file within the read
-budget, come back unchanged (lossless); beyond, source is outlined with its line numbers and
-any other content goes to the transform its sniffed type names.
+budget, come back unchanged (lossless); beyond, source is outlined with its line numbers (every
+declaration line exact; import runs and long signatures folded into one marked line; conflict
+regions and unparsable spans kept) and any other content goes to the transform its sniffed
+type names.
 """
 
 from __future__ import annotations
