@@ -137,3 +137,10 @@ def test_ls_la_states_the_time_most_entries_share_and_keeps_the_others(project):
     old = [ln for ln in out if ln.endswith(("mod_1.py", "mod_2.py"))]
     assert len(old) == 2 and all("Mar  5  2024" in ln for ln in old)
     assert sum(1 for ln in out if "2024" in ln) == 2
+
+
+def test_find_dot_keeps_its_root_line_and_groups_the_rest(project):
+    raw, code = run(["find", "."], project)
+    out = apply(raw, Context(command="find .", filter_id="find", exit_code=code)).text
+    assert out.splitlines()[0] == "." and set(raw.splitlines()) <= paths_of(out) | {"."}
+    assert len(out) < len(raw) * 0.8

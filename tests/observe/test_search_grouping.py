@@ -169,3 +169,16 @@ def test_property_every_hit_is_shown_exactly_or_counted(hits, error):
     for ln in lines:                                                         # error-class lines as printed
         if "ValueError" in ln:
             assert ln in result.text.splitlines()
+
+
+def test_files_with_matches_are_listed_like_find(tmp_path):
+    for d in ("src/app", "src/lib", "tests"):
+        (tmp_path / d).mkdir(parents=True)
+        for i in range(10):
+            (tmp_path / d / f"m{i}.py").write_text("# TODO\n")
+    raw, code = run(["grep", "-rl", "TODO", "."], tmp_path)
+    out = filtered(raw, "grep -rl TODO .", code).text
+    assert sum(1 for ln in out.splitlines() if ln.startswith("./src/app/: ")) == 1
+    for path in raw.splitlines():
+        d, name = path.rsplit("/", 1)
+        assert any(ln.startswith(d + "/: ") and f" {name}" in f" {ln.split(': ', 1)[1]}" for ln in out.splitlines())

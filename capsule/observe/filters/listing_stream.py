@@ -84,7 +84,7 @@ class _Listing(StreamFilter):
         """Emit `dir/: names` lines, cutting leaves (not subdirectories, not a line the policy
         holds) to a fair share each. An entry is (lineno, name, is_dir[, line as printed if held])."""
         budget = int(self.options.get("max_entries", 200))
-        leaves = [[e for e in entries if not e[2] and len(e) == 3] for entries in dirs.values()]
+        leaves = [[e for e in entries if not e[2] and len(e) == 3] if d else [] for d, entries in dirs.items()]
         total = sum(len(e) for e in dirs.values())
         keep = {e[0] for entries in dirs.values() for e in entries}
         if total > budget:
@@ -145,8 +145,9 @@ class PathsFilter(_Listing):
             entry = (i, name, False, line) if self._protected(i, line) else (i, name, False)
             dirs.setdefault(head + slash, []).append(entry)
         dirs = lift_singletons(dirs)
-        if len(dirs) == sum(len(v) for v in dirs.values()) or not self.long_enough(len(self.lines)):
-            return False          # nothing shares a directory, or a short list: as printed
+        total = sum(len(v) for v in dirs.values())
+        if len(dirs.get("", ())) * 2 > total or len(dirs) == total or not self.long_enough(len(self.lines)):
+            return False          # mostly bare names, nothing shares a directory, or a short list: as printed
         self._groups(dirs)
         self.cut_here()
         for line in errors:
