@@ -112,3 +112,14 @@ def test_pytest_verbose_passing_lines_become_counts_per_file_and_the_failure_sta
                  "FAILED tests/test_parse.py::test_accepts - AssertionError: assert 42 == 41"):
         assert line in out
     assert re.search(r"^=+ 1 failed, 45 passed, 1 skipped in", out, re.M)
+
+
+def test_pytest_captured_output_keeps_the_same_first_lines_and_the_error_line_of_every_failure(observe):
+    raw, out = observe("pytest_captured_output")
+    for shard in range(12):
+        assert f"___ test_sync_shard[{shard}] ___" in out
+        assert f"E       AssertionError: shard {shard} did not converge" in out
+        assert f"shard {shard}: ERROR record 17 rejected by the remote" in out    # an error line in the log
+        assert f"shard {shard}: synced record 4" in out                          # the section's first lines
+        assert f"shard {shard}: synced record 5\n" not in out and f"shard {shard}: synced record 29" not in out
+    assert re.search(r"^=+ 12 failed in", out, re.M) and len(out) < len(raw) // 2

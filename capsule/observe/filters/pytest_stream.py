@@ -98,12 +98,12 @@ class PytestFilter(StreamFilter):
             return
         if self.section == "failures":
             if stripped.startswith("----") and "Captured" in stripped:
-                self.captured = 6
+                self.captured = int(self.options.get("captured_lines", 5)) + 1
                 self.emit(line)
                 return
             if self.captured:
                 self.captured -= 1
-                self.keep_if(line, bool(stripped) and self.captured > 0, "captured output beyond 5 lines")
+                self.keep_if(line, bool(stripped) and self.captured > 0, "captured output beyond its first lines")
                 return
             header = _HEADER_PAD.match(line)
             if header and not is_verbatim(line) and self.lineno not in self.pinned:
