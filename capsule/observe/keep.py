@@ -274,21 +274,23 @@ def _shape(line: str) -> tuple[str, ...]:
     return tuple(_tokens(_SHAPE.sub(_kind, line)))
 
 
-_KINDS = str.maketrans(string.ascii_letters + string.digits, "a" * 52 + "0" * 10)
+_KINDS = bytes.maketrans((string.ascii_letters + string.digits).encode(), b"a" * 52 + b"0" * 10)
 
 
 def _shapes(lines: list[str]) -> list[tuple[str, ...]]:
     """[_shape(line) for line in lines] in a few passes over the joined text (a regex callback
     per letter run was most of a long log's analysis): each letter becomes `a`, each digit `0`,
-    then runs of them shrink to one. ASCII only: `\\d` also matches other scripts' digits."""
-    joined = "\n".join(lines)
-    if not lines or not joined.isascii():
-        return [_shape(ln) for ln in lines]
-    kinds = joined.translate(_KINDS)
-    for run in ("aa", "00"):
+    then runs of them shrink to one. A non-ASCII line gets _shape itself (`\\d` also matches
+    other scripts' digits)."""
+    if not lines:
+        return []
+    # as ASCII bytes (a non-ASCII character becomes one `?`; those lines are redone below)
+    kinds = "\n".join(lines).encode("ascii", "replace").translate(_KINDS)
+    for run in (b"aa", b"00"):
         while run in kinds:
-            kinds = kinds.replace(run, run[0])
-    return [tuple(_tokens(ln)) for ln in kinds.split("\n")]
+            kinds = kinds.replace(run, run[:1])
+    return [tuple(_tokens(k)) if ln.isascii() else _shape(ln)
+            for ln, k in zip(lines, kinds.decode("ascii").split("\n"))]
 
 
 def _mask(line: str) -> tuple[str, ...]:

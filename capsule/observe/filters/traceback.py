@@ -32,18 +32,21 @@ def _first_words(text: str) -> str:
     return " ".join(text.split(None, 5)[:5])     # str.split's whitespace is re's \s: \S+ words
 
 
-_DIGIT_MARK = str.maketrans("0123456789", "\0" * 10)
+_DIGIT_MARK = bytes.maketrans(b"0123456789", b"\0" * 10)
 
 
-def _numbered(text: str) -> str:
-    """_NUM.sub("#", text), without a regex match per number on ASCII text free of NUL: digits
-    become NUL, runs of NUL shrink to one, NUL becomes `#` (\\d also matches other scripts' digits)."""
-    if not text.isascii() or "\0" in text:
-        return _NUM.sub("#", text)
-    marked = text.translate(_DIGIT_MARK)
-    while "\0\0" in marked:
-        marked = marked.replace("\0\0", "\0")
-    return marked.replace("\0", "#")
+def _numbered(texts: list[str]) -> list[str]:
+    """[_NUM.sub("#", t) for t in texts], without a regex match per number: over the joined texts
+    as ASCII bytes, digits become NUL, runs of NUL shrink to one, NUL becomes `#`. A non-ASCII
+    text gets the regex itself (\\d also matches other scripts' digits)."""
+    joined = "\n".join(texts)
+    if "\0" in joined or joined.count("\n") != len(texts) - 1:     # a NUL, a newline in a text, no texts
+        return [_NUM.sub("#", t) for t in texts]
+    marked = joined.encode("ascii", "replace").translate(_DIGIT_MARK)
+    while b"\0\0" in marked:
+        marked = marked.replace(b"\0\0", b"\0")
+    out = marked.replace(b"\0", b"#").decode("ascii").split("\n")
+    return [n if t.isascii() else _NUM.sub("#", t) for t, n in zip(texts, out)]
 
 
 class LineFacts:
@@ -53,10 +56,7 @@ class LineFacts:
 
     def __init__(self, lines: list[Line], known_verbatim: dict[str, bool] | None = None) -> None:
         texts = [line.text for line in lines]
-        numbered = _numbered("\n".join(texts)).split("\n")
-        if len(numbered) != len(texts):          # a text holds a newline: one by one
-            numbered = [_NUM.sub("#", t) for t in texts]
-        self._numbered = dict(zip(texts, numbered))
+        self._numbered = dict(zip(texts, _numbered(texts)))
         self._shape: dict[str, str] = {}
         self._verbatim = dict(known_verbatim or {})
 
