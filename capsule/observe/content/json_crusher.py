@@ -13,6 +13,7 @@ never drops an error-class part (json_anomaly).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from capsule.observe.content import json_reduce, json_text, toon
 from capsule.observe.content.json_anomaly import (_ERROR_KEY, Sampled, _schema, anomalies,  # noqa: F401
@@ -90,6 +91,13 @@ def _lost_verbatim():
 def crush(text: str, ctx: Context) -> TransformResult:
     """Transform entry point: the shortest proven lossless form, unless the lossy tier (large
     collections sampled) is shorter still."""
+    try:
+        return _crush(text, ctx)
+    finally:
+        _size.cache_clear()     # a form's count serves one call (the cache holds the forms' texts)
+
+
+def _crush(text: str, ctx: Context) -> TransformResult:
     try:
         value = parse(text)
     except (ValueError, RecursionError):
@@ -259,6 +267,7 @@ def _proven(text: str, value, want: list | None) -> bool:
         return False
 
 
+@lru_cache(maxsize=16)
 def _size(text: str) -> int:
     """Tokens when the counter is there (the unit the guard judges by), else characters/4."""
     try:

@@ -57,6 +57,9 @@ class ToonError(ValueError):
 # ---------------------------------------------------------------- encoding
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f\u2028\u2029\x85]")   # characters a bare string cannot hold
+
+
 def _needs_quotes(s: str, where: str = "item", delim: str = ",") -> bool:
     """Whether a string must be quoted to read back as the same string.
 
@@ -66,7 +69,7 @@ def _needs_quotes(s: str, where: str = "item", delim: str = ",") -> bool:
     """
     if not s or s != s.strip() or s in ("true", "false", "null") or _NUMBER.match(s):
         return True
-    if s[0] == '"' or any(ord(ch) < 0x20 or ch in "\x7f\u2028\u2029\x85" for ch in s):
+    if s[0] == '"' or _CONTROL.search(s):
         return True
     if where == "cell":
         return any(d in s for d in delim) or '"' in s
