@@ -20,10 +20,11 @@ CTX_MODULES = [
 ]
 
 
-def register(sub) -> None:
+def register(sub, only: str | None = None) -> None:
+    """only: register just this module's commands (main.FAST_COMMANDS)."""
     parser = sub.add_parser("ctx", help="the context engine: run, pipe, expand, gain, doctor …",
                             description="Observe command output through the context engine and inspect what it saved.")
     ctx_sub = parser.add_subparsers(dest="ctx_command", metavar="SUBCOMMAND")
-    for name in CTX_MODULES:
+    for name in [only] if only else CTX_MODULES:
         importlib.import_module(name).register(ctx_sub)
     parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
