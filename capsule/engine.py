@@ -16,17 +16,20 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
+from typing import TYPE_CHECKING
+
 from capsule import paths
-from capsule.agents import limits
-from capsule.agents.limits import Limit
 from capsule.measure import tokens
 from capsule.measure.ledger import Ledger, Row
-from capsule.observe import fit, guard, huge, pipeline
+from capsule.observe import guard, huge, pipeline
 from capsule.observe.classify import classify
 from capsule.observe.types import Context
 from capsule.policy import switches
 from capsule.policy.modes import default_mode
 from capsule.store.archive import Archive
+
+if TYPE_CHECKING:     # imported where used: the embedded `ctx run` (a cold process) has no client cap
+    from capsule.agents.limits import Limit
 
 log = logging.getLogger("capsule.engine")
 
@@ -131,6 +134,9 @@ class Engine:
     def _fit(self, em: pipeline.Emission, raw: bytes, command: str | None, limit: Limit,
              budget: int) -> pipeline.Emission:
         """Still over the client's cap after compression: shape the original, errors first."""
+        from capsule.agents import limits
+        from capsule.observe import fit
+
         text = em.data.decode("utf-8", "surrogateescape")
         if limit.size(text) <= budget:
             return em
@@ -150,6 +156,8 @@ class Engine:
                         meta: dict[str, str] | None = None, intent: str | None = None) -> tuple[bytes, bytes]:
         """Both streams of one command; `meta` is the command's environment as the shim forwarded it
         (limits.env_names()): a known client's cap bounds the two emissions together."""
+        from capsule.agents import limits
+
         limit = limits.detect(meta)
         if intent is None and meta:
             from capsule.agents import intent as intents, session  # noqa: PLC0415

@@ -14,7 +14,6 @@ holds original 0-based line indices and includes every verbatim-class line.
 from __future__ import annotations
 
 import re
-import statistics
 import string
 from collections import Counter, defaultdict
 from functools import lru_cache
@@ -351,6 +350,8 @@ def _field_outliers(idx: list[int], tokens: list[list[str]], width: int) -> set[
             rare = {v for v, c in values.items() if _rare(c, total)}
             keep |= {i for i, v in zip(idx, column) if v in rare}
         elif numeric:
+            import statistics   # here, not at the top: ~5 ms of a cold `ctx run` that rarely needs it
+
             med = statistics.median(nums)
             spread = statistics.median([abs(x - med) for x in nums])
             bar = max(OUTLIER_FACTOR * abs(med), med + OUTLIER_FACTOR * spread, 1.0)

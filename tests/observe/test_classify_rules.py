@@ -17,6 +17,14 @@ def test_the_table_is_data_with_at_least_80_rules_all_pointing_at_real_filters()
         assert rule.filter in names, rule.pattern.pattern
 
 
+def test_every_rule_regex_compiles():
+    """Rules compile when a command first reaches them: a bad regex must fail here, not at run time."""
+    table = load()
+    for rule in (*table.rules, *table.reads):
+        assert rule.pattern.pattern == rule.source
+        assert rule.unless is None or rule.unless.pattern == rule.unless_source
+
+
 @pytest.mark.parametrize("command,filter_id", [
     ("git status", "git_status"),
     ("git status --porcelain", "git_status_porcelain"),

@@ -10,19 +10,33 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 
 _GIT_GLOBAL_WITH_VALUE = {"-C", "-c", "--git-dir", "--work-tree", "--namespace"}
 _GIT_GLOBAL_FLAGS = {"--no-pager", "--paginate", "-p", "--no-replace-objects", "--bare", "--literal-pathspecs"}
 
 
+# A rule's regex is compiled when a command first reaches it: a cold `ctx run` reads one command
+# and stops at the first match, so compiling all ~110 up front was most of its classify time.
+_compile = lru_cache(maxsize=None)(re.compile)
+
+
 @dataclass(frozen=True)
 class Rule:
-    pattern: re.Pattern
+    source: str                   # the regex, as written in rules.toml
     filter: str
     family: str
-    unless: re.Pattern | None = None
+    unless_source: str | None = None
     transform: str = "filter"     # a [[read]] rule names its transform instead of a filter
+
+    @property
+    def pattern(self) -> re.Pattern:
+        return _compile(self.source)
+
+    @property
+    def unless(self) -> re.Pattern | None:
+        return _compile(self.unless_source) if self.unless_source else None
 
 
 @dataclass(frozen=True)
@@ -53,8 +67,7 @@ def load(data: bytes | None = None) -> RuleTable:
         if unknown:
             raise ValueError(f"rules.toml rule {i + 1}: unknown key {sorted(unknown)[0]!r}; "
                              "allowed: pattern, unless, filter, family")
-        rules.append(Rule(re.compile(r["pattern"]), r["filter"], r["family"],
-                          re.compile(r["unless"]) if r.get("unless") else None))
+        rules.append(Rule(r["pattern"], r["filter"], r["family"], r.get("unless") or None))
     reads = []
     for i, r in enumerate(doc.get("read", [])):
         missing = {"pattern", "transform", "family"} - set(r)
@@ -62,10 +75,9 @@ def load(data: bytes | None = None) -> RuleTable:
         if missing or unknown:
             raise ValueError(f"rules.toml read rule {i + 1}: needs pattern, transform, family "
                              f"(optional unless); got {', '.join(sorted(r))}")
-        reads.append(Rule(re.compile(r["pattern"]), "", r["family"],
-                          re.compile(r["unless"]) if r.get("unless") else None, r["transform"]))
+        reads.append(Rule(r["pattern"], "", r["family"], r.get("unless") or None, r["transform"]))
     table = RuleTable(tuple(rules), tuple(reads), frozenset(doc.get("content_tools", [])),
-                      frozenset(doc.get("ignore_tools", [])), re.compile(doc.get("json_flags", "(?!)")))
+                      frozenset(doc.get("ignore_tools", [])), _compile(doc.get("json_flags", "(?!)")))
     if data is None:
         _table = table
     return table
