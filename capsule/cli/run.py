@@ -2,7 +2,9 @@
 
 Not responsible for shrinking (the engine does). Runs the real command with stdin passed
 through, stdout and stderr captured separately, signals forwarded (without a terminal, to the
-command's whole process group, so grandchildren holding the pipes stop too).
+command's whole process group, so grandchildren holding the pipes stop too). A command still
+running after JACKIN_CTX_STREAM_AFTER seconds shows what it has and streams the rest raw (as the
+shims do); what is captured is journalled under the state dir (journal.py) until it is shown.
 Invariant (INV-4): the exit status is the command's, or 128+n when it died of signal n; a
 terminating signal that arrives after the command is gone is ours, and ends us with 128+n.
 """
@@ -87,11 +89,58 @@ def _copy(pipe, spool, hasher) -> None:
     pipe.close()
 
 
+class _Capture:
+    """One stream of a running command: spooled (and journalled) until the output is emitted, or,
+    once the command has run too long, written straight through to the user."""
+
+    def __init__(self, name: str, pipe, out, journal):
+        import blake3
+
+        self.name, self.pipe, self.out, self.journal = name, pipe, out, journal
+        self.spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY)
+        self.hasher = blake3.blake3()
+        self.lock = threading.Lock()
+        self.live = False
+        self.thread = threading.Thread(target=self._copy, daemon=True)
+        self.thread.start()
+
+    def _copy(self) -> None:
+        while chunk := self.pipe.read1(1 << 16):
+            with self.lock:
+                if self.live:
+                    self._show(chunk)
+                else:
+                    self.spool.write(chunk)
+                    self.hasher.update(chunk)
+                    self.journal.write(self.name, chunk)
+        self.pipe.close()
+
+    def go_live(self) -> None:
+        """Show what was held, then everything as it comes (raw)."""
+        with self.lock:
+            self.spool.seek(0)
+            while chunk := self.spool.read(1 << 20):
+                self._show(chunk)
+            self.spool.close()
+            self.live = True
+
+    def _show(self, chunk: bytes) -> None:
+        try:
+            self.out.write(chunk)
+            self.out.flush()
+        except OSError:     # the reader left; keep draining the command's pipe
+            pass
+
+
 def run_and_observe(argv: list[str], intent: str | None = None) -> int:
-    import blake3
+    from capsule import paths
+    from capsule.cli import journal as journals
 
     command = shlex.join(argv)
     start = time.perf_counter()
+    state = paths.state_dir()
+    for note in journals.recover(state):     # what earlier runs killed before showing it had captured
+        print(note, file=sys.stderr, flush=True)
     at_terminal = _has_terminal()
     try:
         # Without a terminal the command leads its own process group, so a forwarded signal
@@ -103,21 +152,30 @@ def run_and_observe(argv: list[str], intent: str | None = None) -> int:
     except OSError as exc:
         return _launch_failed(argv, exc)
     ours = _forward_signals(child, own_group=not at_terminal)
-    spools, hashers, threads = [], [], []
-    for pipe in (child.stdout, child.stderr):
-        spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY)
-        hasher = blake3.blake3()
-        t = threading.Thread(target=_copy, args=(pipe, spool, hasher), daemon=True)
-        t.start()
-        spools.append(spool), hashers.append(hasher), threads.append(t)
-    for t in threads:
-        t.join()
+    journal = journals.Journal(state, command)
+    captures = [_Capture(name, pipe, out.buffer, journal)
+                for name, pipe, out in (("stdout", child.stdout, sys.stdout), ("stderr", child.stderr, sys.stderr))]
+    after = switches.stream_after()
+    for c in captures:
+        c.thread.join(None if after <= 0 else max(0.0, start + after - time.perf_counter()))
+    live = any(c.thread.is_alive() for c in captures)
+    if live:    # still running: a dev server or a long build must not look dead
+        for c in captures:
+            c.go_live()
+        journal.discard()
+        for c in captures:
+            c.thread.join()
     rc = child.wait()
     _stop_forwarding(ours)
     status = 128 - rc if rc < 0 else rc
+    if live:
+        return status
     duration_ms = (time.perf_counter() - start) * 1000
-    for spool, hasher, stream, out in zip(spools, hashers, ("stdout", "stderr"), (sys.stdout, sys.stderr)):
-        _emit(spool, hasher.hexdigest()[:24], stream, out.buffer, command, status, duration_ms, intent)
+    try:
+        for c in captures:
+            _emit(c.spool, c.hasher.hexdigest()[:24], c.name, c.out, command, status, duration_ms, intent)
+    finally:    # shown, or the reader left: only a process killed outright leaves its journal
+        journal.discard()
     _drain()
     return status
 

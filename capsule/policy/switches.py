@@ -33,7 +33,8 @@ AGENT_MODEL = "JACKIN_CTX_AGENT_MODEL"  # the agent client's model, set by the s
 # when the call's shell starts; a shim transforms only output written to exactly those.
 AGENT_OUT = "JACKIN_CTX_AGENT_OUT"
 CHAIN_ENV = "JACKIN_CTX_CHAIN_ENV"  # the user's own CLAUDE_ENV_FILE / BASH_ENV, sourced by ours first
-STREAM_AFTER = "JACKIN_CTX_STREAM_AFTER"  # seconds a shim holds a running call's output before streaming it raw
+STREAM_AFTER = "JACKIN_CTX_STREAM_AFTER"  # seconds a call's output is held before it streams raw
+STREAM_AFTER_S = 20.0      # its default: a dev server or a long build never looks dead (shims, ctx run)
 IN_SHIM = "JACKIN_CTX_IN_SHIM"  # set for the real command a shim runs: nested shims pass through
 FAULT_INJECT = "JACKIN_CTX_FAULT_INJECT"  # test-only: name of a transform forced to raise
 USAGE_INTERVAL = "JACKIN_CTX_USAGE_INTERVAL"  # seconds between the supervisor's transcript ingestion passes
@@ -71,3 +72,14 @@ class Switches:
     def as_dict(self) -> dict[str, bool]:
         return {name: getattr(self, attr) for name, attr in zip(ALL_SWITCHES, (
             "disable", "no_shims", "no_mcp", "no_register", "no_routing", "measure_only", "no_proxy"))}
+
+
+def stream_after(env: Mapping[str, str] | None = None) -> float:
+    """Seconds `ctx run` and the shims hold a still-running command's output before streaming the
+    rest raw; 0 (or less) holds until it exits. (The shim template parses the same way: it imports
+    nothing of capsule.)"""
+    raw = (os.environ if env is None else env).get(STREAM_AFTER)
+    try:
+        return float(raw) if raw else STREAM_AFTER_S
+    except ValueError:
+        return STREAM_AFTER_S

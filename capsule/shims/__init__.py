@@ -24,7 +24,7 @@ TOOLS_FILE = Path(__file__).with_name("tools.txt")
 NESTED = switches.IN_SHIM
 TIMEOUT_S = 2.0                     # engine round trip; slower than this and raw output passes
 MAX_BYTES = 32 << 20                # larger outputs pass raw (the engine has a streaming path instead)
-STREAM_AFTER_S = 20.0               # a call still running then streams raw; $JACKIN_CTX_STREAM_AFTER overrides
+STREAM_AFTER_S = switches.STREAM_AFTER_S  # a call still running then streams raw; $JACKIN_CTX_STREAM_AFTER overrides
 MARKER = "# capsule-shim:"          # how doctor recognises a capsule shim
 
 

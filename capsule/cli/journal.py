@@ -1,0 +1,144 @@
+"""What a running `ctx run` has captured, kept under the state dir until the user has been shown it.
+
+Not responsible for showing output (run.py) nor for storing originals (the archive). A `ctx run`
+killed with SIGKILL runs none of our code, so its command's raw bytes are mirrored here as they
+arrive, best effort (a state dir that is read-only or full costs only this safety net, never output);
+the next `ctx run` archives the bytes of a run whose owner is gone and names their handles on stderr.
+Invariant: a journal is removed only after its output was written (or archived and named).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+
+DIR = "journal"
+STREAMS = ("stdout", "stderr")
+
+
+class Journal:
+    """The files of one live run: NAME.cmd (the command line; flock'ed while the run lives) and
+    NAME.stdout / NAME.stderr (the raw bytes so far)."""
+
+    def __init__(self, state_dir, command: str):
+        self._fds: dict[str, int] = {}
+        self._lock = None
+        self._base = None
+        try:
+            d = os.path.join(state_dir, DIR)
+            os.makedirs(d, exist_ok=True)
+            base = os.path.join(d, f"{os.getpid()}-{time.time_ns()}")
+            tmp = f"{base}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)        # held until we exit, however we exit
+            os.write(fd, f"{command}\n{os.getcwd()}\n".encode("utf-8", "surrogateescape"))
+            os.rename(tmp, f"{base}.cmd")       # seen by recover() only once locked
+            self._lock, self._base = fd, base
+            for s in STREAMS:
+                self._fds[s] = os.open(f"{base}.{s}", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except OSError:
+            self.discard()
+
+    def write(self, stream: str, chunk: bytes) -> None:
+        fd = self._fds.get(stream)
+        if fd is None:
+            return
+        try:
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(fd, view):]
+        except OSError:      # full or gone: this run's safety net is lost, its output is not
+            self.discard()
+
+    def discard(self) -> None:
+        """The output was shown (or the journal cannot be kept): remove it."""
+        for s, fd in list(self._fds.items()):
+            os.close(fd)
+            del self._fds[s]
+        if self._base is not None:
+            for suffix in (*STREAMS, "cmd"):
+                try:
+                    os.unlink(f"{self._base}.{suffix}")
+                except OSError:
+                    pass
+            self._base = None
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+
+def orphans(state_dir) -> list[str]:
+    """The journals whose run is gone (its lock is free), as base paths, oldest first."""
+    d = os.path.join(state_dir, DIR)
+    try:
+        names = sorted(n for n in os.listdir(d) if n.endswith(".cmd"))
+    except OSError:
+        return []
+    out = []
+    for n in names:
+        base = os.path.join(d, n[:-4])
+        try:
+            fd = os.open(f"{base}.cmd", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            out.append(base)
+        except OSError:
+            pass                 # a live run holds it
+        finally:
+            os.close(fd)
+    return out
+
+
+def recover(state_dir) -> list[str]:
+    """Archive what killed runs had captured; one line per stream for the user, naming its handle.
+    A journal that cannot be archived stays for the next run."""
+    notes = []
+    for base in orphans(state_dir):
+        try:
+            notes += _recover_one(base)
+        except Exception as exc:  # noqa: BLE001 - never let an old run cost this one its output
+            notes.append(f"capsule: the output an interrupted run captured is kept in {base}.* "
+                         f"(could not be archived: {exc})")
+            continue
+        for suffix in (*STREAMS, "cmd"):
+            try:
+                os.unlink(f"{base}.{suffix}")
+            except OSError:
+                pass
+    return notes
+
+
+def _recover_one(base: str) -> list[str]:
+    import blake3
+
+    from capsule.store.archive import Archive
+
+    with open(f"{base}.cmd", "rb") as f:
+        command = f.read().decode("utf-8", "surrogateescape").split("\n", 1)[0]
+    notes = []
+    archive = None
+    for s in STREAMS:
+        try:
+            f = open(f"{base}.{s}", "rb")
+        except OSError:
+            continue
+        with f:
+            size = os.fstat(f.fileno()).st_size
+            if not size:
+                continue
+            hasher = blake3.blake3()
+            while chunk := f.read(1 << 20):
+                hasher.update(chunk)
+            if archive is None:
+                from capsule import paths
+
+                archive = Archive(paths.state_dir() / paths.ARCHIVE_DB)
+            handle = archive.put_file(f, size, hasher.hexdigest()[:24], command)
+        notes.append(f"capsule: `{command}` was killed before its output was shown; the {size:,} bytes of "
+                     f"{s} it had printed are kept: capsule ctx expand '<<ccr:{handle}>>'")
+    if archive is not None:
+        archive.close()
+    return notes

@@ -1,0 +1,117 @@
+"""`ctx run` killed with SIGKILL (issue 11): nothing of ours runs then, so what the command printed
+is journalled under the state dir as it arrives and the next `ctx run` archives it and names its
+handles; a command still running after JACKIN_CTX_STREAM_AFTER seconds streams raw (as the shims
+do), so a kill after that costs the user nothing they had not already been shown."""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LINES = "".join(f"build step {i}: compiled module_{i}.o\n" for i in range(1, 3001)).encode()
+PRINT = "for i in $(seq 1 3000); do echo \"build step $i: compiled module_$i.o\"; done"
+# After its output, the command lives on; with its reader killed it dies of SIGPIPE at the next tick.
+TICKS = "while :; do sleep 0.1; echo tick; done"
+
+
+def _env(state_dir, **extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JACKIN_CTX_")}
+    return {**env, "JACKIN_CTX_STATE_DIR": str(state_dir), **extra}
+
+
+def _start(state_dir, script: str, **extra) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "capsule", "ctx", "run", "--", "sh", "-c", script],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(state_dir, **extra), cwd=REPO)
+
+
+def _journal(state_dir) -> dict[str, int]:
+    d = state_dir / "journal"
+    return {p.name.rsplit(".", 1)[1]: p.stat().st_size for p in d.iterdir()} if d.is_dir() else {}
+
+
+def _wait(cond, timeout=30.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _gone(script_word: str) -> bool:
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return script_word not in out
+
+
+def _capsule(state_dir, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "capsule", *args], capture_output=True,
+                          env=_env(state_dir), cwd=REPO, timeout=120)
+
+
+def test_a_run_killed_with_sigkill_loses_nothing_it_had_captured(tmp_path):
+    state = tmp_path / "state"
+    marker = "killed-run-marker-1"
+    proc = _start(state, f"{PRINT}; echo 'error: linker failed' >&2; : {marker}; {TICKS}",
+                  JACKIN_CTX_STREAM_AFTER="120")
+    _wait(lambda: _journal(state).get("stdout", 0) >= len(LINES) and _journal(state).get("stderr", 0) > 0,
+          what="the journal to hold the command's output")
+    os.kill(proc.pid, signal.SIGKILL)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    assert out == b"" and err == b""       # the user was shown nothing: the output was held
+    _wait(lambda: _gone(marker), what="the command to die of SIGPIPE")
+
+    nxt = _capsule(state, "ctx", "run", "--", "echo", "next")
+    assert nxt.returncode == 0 and nxt.stdout == b"next\n"          # this run's own output untouched
+    notes = nxt.stderr.decode().strip().splitlines()
+    assert len(notes) == 2 and all("was killed before its output was shown" in n for n in notes), notes
+    handles = dict(re.search(r"bytes of (\w+) it had printed are kept: capsule ctx expand '<<ccr:([0-9a-f]{24})>>'",
+                             n).groups() for n in notes)
+    stdout = _capsule(state, "ctx", "expand", handles["stdout"])
+    assert stdout.returncode == 0 and stdout.stdout.startswith(LINES)      # byte-exact, ticks after
+    assert set(stdout.stdout[len(LINES):].split(b"\n")) <= {b"tick", b""}
+    assert _capsule(state, "ctx", "expand", handles["stderr"]).stdout == b"error: linker failed\n"
+    assert _journal(state) == {}
+    again = _capsule(state, "ctx", "run", "--", "echo", "next")
+    assert again.stderr == b""             # reported once
+
+
+def test_a_long_run_streams_raw_after_the_wait_so_a_kill_then_costs_nothing(tmp_path):
+    state = tmp_path / "state"
+    marker = "killed-run-marker-2"
+    proc = _start(state, f"{PRINT}; : {marker}; {TICKS}", JACKIN_CTX_STREAM_AFTER="0.5")
+    got = b""
+    deadline = time.monotonic() + 60
+    while len(got) < len(LINES) and time.monotonic() < deadline:
+        if select.select([proc.stdout], [], [], 1.0)[0]:
+            got += os.read(proc.stdout.fileno(), 1 << 16)
+    assert got.startswith(LINES)           # shown raw while the command still runs
+    _wait(lambda: _journal(state) == {}, what="the journal to go: nothing is held any more")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    _wait(lambda: _gone(marker), what="the command to die of SIGPIPE")
+    assert _capsule(state, "ctx", "run", "--", "true").stderr == b""
+
+
+def test_a_long_run_that_ends_keeps_every_byte_and_its_exit_status(tmp_path):
+    state = tmp_path / "state"
+    proc = _start(state, f"{PRINT}; sleep 1; echo late; echo 'warning: slow' >&2; exit 7",
+                  JACKIN_CTX_STREAM_AFTER="0.3")
+    out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, out, err) == (7, LINES + b"late\n", b"warning: slow\n")
+    assert _journal(state) == {}
+
+
+def test_a_run_that_ends_in_time_leaves_no_journal_and_is_still_compressed(tmp_path):
+    state = tmp_path / "state"
+    proc = _start(state, PRINT, JACKIN_CTX_STREAM_AFTER="60")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and err == b""
+    assert len(out) < len(LINES) and b"capsule ctx expand" in out     # held, then observed as before
+    assert _journal(state) == {}
