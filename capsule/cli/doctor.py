@@ -52,6 +52,7 @@ def _store(path: Path) -> dict:
 def collect(role_arg: str | None = None) -> dict:
     # Imported here, not at the top: every `capsule ctx run` builds the parser that registers this
     # module, and these (anyio, the shims, the role manifest) are ~40 ms of its cold start.
+    from capsule.cli import journal  # noqa: PLC0415
     from capsule.policy import conflicts, modes  # noqa: PLC0415
     from capsule.policy.manifest import DEFAULT_ROLE, ManifestError, load_role  # noqa: PLC0415
     from capsule.prompt import budget  # noqa: PLC0415
@@ -102,7 +103,8 @@ def collect(role_arg: str | None = None) -> dict:
         "subsystems": {k: v.as_dict() for k, v in subsystems.items()},
         "supervisor": running,
         "state": {"dir": str(state), "archive": _store(state / paths.ARCHIVE_DB),
-                  "ledger": _store(state / paths.LEDGER_DB), "usage": _store(state / paths.USAGE_DB)},
+                  "ledger": _store(state / paths.LEDGER_DB), "usage": _store(state / paths.USAGE_DB),
+                  "interrupted": journal.describe(state)},
         "shims": {"dirs": shim.dirs, "first_on_path": shim.first, "present": bool(shim.dirs)},
         "conflicts": found,
         "mcp_registration": mcp,
@@ -174,6 +176,10 @@ def render(r: dict) -> str:
             lines.append(f"{key:<12} {s['bytes']:,} bytes  integrity {s.get('integrity')}  {rows}")
         else:
             lines.append(f"{key:<12} (none yet) {s['path']}")
+    for run in r["state"].get("interrupted", []):
+        sizes = ", ".join(f"{n:,} bytes of {s}" for s, n in run["bytes"].items())
+        lines.append(f"interrupted  `{run['command']}` was killed before its output was shown: {sizes} kept "
+                     f"(the next `capsule ctx run` archives them and prints their handles)")
     sh = r["shims"]
     lines.append(f"shims        {'first on PATH: ' + sh['dirs'][0] if sh['first_on_path'] else ('present but shadowed' if sh['present'] else 'not on PATH')}")
     lines.append(f"conflicts    {'none' if not r['conflicts'] else ''}")

@@ -92,6 +92,20 @@ def orphans(state_dir) -> list[str]:
     return out
 
 
+def describe(state_dir) -> list[dict]:
+    """The killed runs still waiting in the journal (read only: for `ctx doctor`)."""
+    out = []
+    for base in orphans(state_dir):
+        try:
+            with open(f"{base}.cmd", "rb") as f:
+                command = f.read().decode("utf-8", "surrogateescape").split("\n", 1)[0]
+            sizes = {s: os.path.getsize(f"{base}.{s}") for s in STREAMS if os.path.exists(f"{base}.{s}")}
+        except OSError:
+            continue
+        out.append({"command": command, "bytes": sizes, "journal": base})
+    return out
+
+
 def recover(state_dir) -> list[str]:
     """Archive what killed runs had captured; one line per stream for the user, naming its handle.
     A journal that cannot be archived stays for the next run."""

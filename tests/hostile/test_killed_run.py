@@ -5,6 +5,7 @@ do), so a kill after that costs the user nothing they had not already been shown
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import select
@@ -67,6 +68,11 @@ def test_a_run_killed_with_sigkill_loses_nothing_it_had_captured(tmp_path):
     assert out == b"" and err == b""       # the user was shown nothing: the output was held
     _wait(lambda: _gone(marker), what="the command to die of SIGPIPE")
 
+    doctor = _capsule(state, "ctx", "doctor", "--json")
+    waiting = json.loads(doctor.stdout)["state"]["interrupted"]
+    assert [(w["command"].endswith(f"{TICKS}'"), w["bytes"]["stdout"] >= len(LINES)) for w in waiting] == [(True, True)]
+    assert "was killed before its output was shown" in _capsule(state, "ctx", "doctor").stdout.decode()
+
     nxt = _capsule(state, "ctx", "run", "--", "echo", "next")
     assert nxt.returncode == 0 and nxt.stdout == b"next\n"          # this run's own output untouched
     notes = nxt.stderr.decode().strip().splitlines()
@@ -78,6 +84,7 @@ def test_a_run_killed_with_sigkill_loses_nothing_it_had_captured(tmp_path):
     assert set(stdout.stdout[len(LINES):].split(b"\n")) <= {b"tick", b""}
     assert _capsule(state, "ctx", "expand", handles["stderr"]).stdout == b"error: linker failed\n"
     assert _journal(state) == {}
+    assert json.loads(_capsule(state, "ctx", "doctor", "--json").stdout)["state"]["interrupted"] == []
     again = _capsule(state, "ctx", "run", "--", "echo", "next")
     assert again.stderr == b""             # reported once
 
