@@ -10,7 +10,8 @@
 CPU ms = user+sys (of the child processes, or of this process for the in-process row): robust on a
 busy machine; wall ms shown too. Medians.
 
-    python benchmarks/bench_speed.py [-n 15] [--tree PATH]   # --tree: measure another checkout's capsule
+    python benchmarks/bench_speed.py [-n 15] [--python PATH]
+    # --python: measure the capsule installed for another interpreter (e.g. a checkout's .venv/bin/python)
 """
 
 from __future__ import annotations
@@ -145,17 +146,20 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", type=int, default=15, help="runs per row (default 15)")
     ap.add_argument("--big-runs", type=int, default=3, help="runs of the 64 MiB row (default 3; 0 skips it)")
-    ap.add_argument("--tree", help="a capsule checkout to measure instead of the installed one")
+    ap.add_argument("--python", help="measure the capsule installed for this interpreter (this script runs under it)")
     args = ap.parse_args()
+    if args.python and os.path.realpath(args.python) != os.path.realpath(sys.executable):
+        argv = [a for a in sys.argv[1:] if a != args.python and a != "--python" and not a.startswith("--python=")]
+        os.execv(args.python, [args.python, os.path.abspath(__file__), *argv])
     with tempfile.TemporaryDirectory(prefix="capsule-speed-") as t:
         tmp = Path(t)
         env = {k: v for k, v in os.environ.items() if not k.startswith("JACKIN_CTX_")}
         env["JACKIN_CTX_STATE_DIR"] = str(tmp / "state")
         os.environ["JACKIN_CTX_STATE_DIR"] = str(tmp / "state")
-        if args.tree:
-            sys.path.insert(0, str(Path(args.tree).resolve()))
-            env["PYTHONPATH"] = str(Path(args.tree).resolve())
-        capsule = [sys.executable, "-m", "capsule"]
+        # The console script a user runs (`python -m capsule` from the repo root would import the
+        # checkout in the current directory, whichever capsule the interpreter has installed).
+        script = Path(sys.executable).parent / "capsule"
+        capsule = [str(script)] if script.exists() else [sys.executable, "-m", "capsule"]
         # Bytecode as an install writes it (pip compiles on install): with PYTHONDONTWRITEBYTECODE set,
         # an edited module would otherwise be compiled again on every cold start.
         import importlib.util  # noqa: PLC0415
