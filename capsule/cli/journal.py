@@ -19,10 +19,10 @@ STREAMS = ("stdout", "stderr")
 
 class Journal:
     """The files of one live run: NAME.cmd (the command line; flock'ed while the run lives) and
-    NAME.stdout / NAME.stderr (the raw bytes so far)."""
+    NAME.stdout / NAME.stderr (the raw bytes so far; `ctx run` spools into them)."""
 
     def __init__(self, state_dir, command: str):
-        self._fds: dict[str, int] = {}
+        self.files: dict = {}       # stream -> an unbuffered read/write file, the run's spool
         self._lock = None
         self._base = None
         try:
@@ -36,36 +36,34 @@ class Journal:
             os.rename(tmp, f"{base}.cmd")       # seen by recover() only once locked
             self._lock, self._base = fd, base
             for s in STREAMS:
-                self._fds[s] = os.open(f"{base}.{s}", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+                self.files[s] = open(f"{base}.{s}", "x+b", buffering=0)
         except OSError:
             self.discard()
 
-    def write(self, stream: str, chunk: bytes) -> None:
-        fd = self._fds.get(stream)
-        if fd is None:
-            return
-        try:
-            view = memoryview(chunk)
-            while view:
-                view = view[os.write(fd, view):]
-        except OSError:      # full or gone: this run's safety net is lost, its output is not
-            self.discard()
+    def drop(self, stream: str) -> None:
+        """This stream cannot be journalled (a full disk): the run spools it elsewhere."""
+        f = self.files.pop(stream, None)
+        if f is not None:
+            f.close()
+            _unlink(f"{self._base}.{stream}")
 
     def discard(self) -> None:
         """The output was shown (or the journal cannot be kept): remove it."""
-        for s, fd in list(self._fds.items()):
-            os.close(fd)
-            del self._fds[s]
+        for s in list(self.files):
+            self.drop(s)
         if self._base is not None:
-            for suffix in (*STREAMS, "cmd"):
-                try:
-                    os.unlink(f"{self._base}.{suffix}")
-                except OSError:
-                    pass
+            _unlink(f"{self._base}.cmd")
             self._base = None
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def orphans(state_dir) -> list[str]:
@@ -118,10 +116,7 @@ def recover(state_dir) -> list[str]:
                          f"(could not be archived: {exc})")
             continue
         for suffix in (*STREAMS, "cmd"):
-            try:
-                os.unlink(f"{base}.{suffix}")
-            except OSError:
-                pass
+            _unlink(f"{base}.{suffix}")
     return notes
 
 

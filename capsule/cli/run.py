@@ -17,7 +17,6 @@ import shlex
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -90,14 +89,16 @@ def _copy(pipe, spool, hasher) -> None:
 
 
 class _Capture:
-    """One stream of a running command: spooled (and journalled) until the output is emitted, or,
-    once the command has run too long, written straight through to the user."""
+    """One stream of a running command: spooled into the run's journal (or, when the state dir
+    cannot hold it, a temporary spool) until the output is emitted, or, once the command has run
+    too long, written straight through to the user."""
 
     def __init__(self, name: str, pipe, out, journal):
         import blake3
 
         self.name, self.pipe, self.out, self.journal = name, pipe, out, journal
-        self.spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY)
+        self.spool = journal.files.get(name) or _temporary_spool()
+        self.size = 0
         self.hasher = blake3.blake3()
         self.lock = threading.Lock()
         self.live = False
@@ -109,20 +110,52 @@ class _Capture:
             with self.lock:
                 if self.live:
                     self._show(chunk)
-                else:
-                    self.spool.write(chunk)
-                    self.hasher.update(chunk)
-                    self.journal.write(self.name, chunk)
+                    continue
+                try:
+                    self._keep(chunk)
+                except Exception:  # noqa: BLE001 - nowhere to hold it: show it raw, never block the command
+                    self._go_live()
+                    self._show(chunk)
+                    continue
+                self.hasher.update(chunk)
         self.pipe.close()
+
+    def _keep(self, chunk: bytes) -> None:
+        try:
+            _write_all(self.spool, chunk)
+        except OSError:
+            if self.spool is not self.journal.files.get(self.name):
+                raise
+            # The state dir is full: what it holds moves to a temporary spool, the journal goes.
+            spool = _temporary_spool()
+            self.spool.seek(0)
+            left = self.size
+            while left and (part := self.spool.read(min(left, 1 << 20))):
+                spool.write(part)
+                left -= len(part)
+            self.journal.drop(self.name)
+            self.spool = spool
+            spool.write(chunk)
+        self.size += len(chunk)
 
     def go_live(self) -> None:
         """Show what was held, then everything as it comes (raw)."""
         with self.lock:
+            self._go_live()
+
+    def _go_live(self) -> None:
+        if self.live:
+            return
+        self.live = True
+        left = self.size
+        try:
             self.spool.seek(0)
-            while chunk := self.spool.read(1 << 20):
+            while left and (chunk := self.spool.read(min(left, 1 << 20))):
                 self._show(chunk)
+                left -= len(chunk)
             self.spool.close()
-            self.live = True
+        except (OSError, ValueError):   # a spool that failed (closed, unreadable): show what came after
+            pass
 
     def _show(self, chunk: bytes) -> None:
         try:
@@ -130,6 +163,18 @@ class _Capture:
             self.out.flush()
         except OSError:     # the reader left; keep draining the command's pipe
             pass
+
+
+def _temporary_spool():
+    import tempfile
+
+    return tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY)
+
+
+def _write_all(f, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[f.write(view):]
 
 
 def run_and_observe(argv: list[str], intent: str | None = None) -> int:
@@ -300,7 +345,7 @@ def cmd_pipe(args) -> int:
         while chunk := sys.stdin.buffer.read1(1 << 16):
             out.write(chunk)
         return 0
-    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY)
+    spool = _temporary_spool()
     hasher = blake3.blake3()
     _copy(sys.stdin.buffer, spool, hasher)
     _emit(spool, hasher.hexdigest()[:24], "content" if not args.cmd else "stdout", out, args.cmd, None, None,
