@@ -5,9 +5,10 @@ Invariants: every shown hit keeps its line number, separator and text byte-exact
 file's path (stated once for a file with several hits; a one-hit file keeps its line as printed);
 `ungroup` turns the view back into the tool's own lines. Tool errors (`grep: x: No such file`,
 binary-file notices), `--stats` lines and every verbatim-class or pinned line are kept as
-printed; a cut keeps the intent's lines, then an equal share of every file's first hits, and
-names each file whose hits were cut with its count. Output it cannot parse gets the plain
-line budget of the TOML stages.
+printed; a cut (beyond `max_lines` hits) keeps the definitions of the searched name and the
+intent's lines, then an equal share of every file's first hits, and names each file whose hits
+were cut with its count. Output it cannot parse, and a list of one line per file (-c), gets the
+plain line budget of the TOML stages; a list of paths (-l) is delegated to find's (files.toml).
 """
 
 from __future__ import annotations
