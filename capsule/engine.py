@@ -109,6 +109,7 @@ class Engine:
                           mode="standard" if mode == "measure" else mode, path=path,
                           languages=tuple(languages) or self.languages,
                           filter_id=cls.filter_id)
+            self.archive.defer_index = self.defer
             em = pipeline.process(raw, ctx, self.archive, cls, measure_only=measure_only)
             if limit is not None and budget is not None and not measure_only:
                 em = self._fit(em, raw, command, limit, budget)
@@ -123,13 +124,19 @@ class Engine:
         return Outcome(em.data, emission_id, em.handle)
 
     def drain(self) -> None:
-        """Count and record what observe() deferred; never raises (a lost row costs no output)."""
+        """Count and record what observe() deferred, and index the originals it stored; never
+        raises (a lost row costs no output, a missing index row no original)."""
         while self._pending:
             job = self._pending.pop(0)
             try:
                 job()
             except Exception as exc:  # noqa: BLE001
                 log.warning("deferred record failed: %r", exc)
+        if self._archive is not None:
+            try:
+                self._archive.index_pending()
+            except Exception as exc:  # noqa: BLE001
+                log.warning("deferred archive index failed: %r", exc)
 
     def _fit(self, em: pipeline.Emission, raw: bytes, command: str | None, limit: Limit,
              budget: int) -> pipeline.Emission:

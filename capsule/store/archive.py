@@ -74,6 +74,10 @@ class Archive:
         self.retention_s = retention_s if retention_s is not None else retention_seconds()
         self.conn = sqlite.connect_read(self.path) if readonly else connect(self.path, busy_timeout_ms)
         sqlite.ensure_schema(self.conn, self.path, SCHEMA)
+        # defer_index: a new original is stored at once, its full-text row waits for index_pending()
+        # (the engine calls it after its reply: indexing is most of a put, and nothing waits on it)
+        self.defer_index = False
+        self._unindexed: list[tuple[str, bytes]] = []
 
     def put(self, data: bytes, command: str | None = None) -> str:
         handle = handle_of(data)
@@ -88,9 +92,22 @@ class Archive:
             elif len(data) <= FTS_MAX_BYTES:
                 # A new entry has no index row (put and _purge change both in one transaction):
                 # asking the index would scan it whole (`hash` is not an indexed column).
-                self.conn.execute("INSERT INTO ccr_fts(hash, body) VALUES(?,?)",
-                                  (handle, data.decode("utf-8", "replace")))
+                if self.defer_index:
+                    self._unindexed.append((handle, data))
+                else:
+                    self._index(handle, data)
         return handle
+
+    def index_pending(self) -> None:
+        """Write the full-text rows of the new originals put() stored with defer_index on."""
+        while self._unindexed:
+            handle, data = self._unindexed.pop(0)
+            with sqlite.write(self.conn):
+                if self.conn.execute("SELECT 1 FROM ccr_entries WHERE hash=?", (handle,)).fetchone():
+                    self._index(handle, data)
+
+    def _index(self, handle: str, data: bytes) -> None:
+        self.conn.execute("INSERT INTO ccr_fts(hash, body) VALUES(?,?)", (handle, data.decode("utf-8", "replace")))
 
     def put_file(self, f: BinaryIO, size: int, handle: str, command: str | None = None) -> str:
         """Store a large original in parts, reading it in chunks; `handle` was hashed while spooling."""

@@ -104,3 +104,23 @@ def test_the_longest_token_constant_is_the_encodings():
     enc = tokens._load()
     assert enc is not None, "the offline cl100k encoding must load in tests"
     assert max(len(k) for k in enc._mergeable_ranks) == tokens.LONGEST_TOKEN_BYTES
+
+
+def test_the_full_text_index_row_of_an_original_waits_for_drain(tmp_path):
+    """The original is stored before observe() returns (expand works at once); its search-index
+    row, most of a put's cost, is written by drain(). Without defer it is written inline."""
+    raw = _log()
+    for defer in (True, False):
+        engine = Engine(tmp_path / f"state-{defer}")
+        engine.defer = defer
+        out = engine.observe(raw, command="kubectl logs deploy/api", exit_code=0)
+        assert out.handle and engine.archive.get(out.handle) == raw
+        indexed = lambda: engine.archive.conn.execute(  # noqa: E731
+            "SELECT count(*) FROM ccr_fts WHERE hash=?", (out.handle,)).fetchone()[0]
+        assert indexed() == (0 if defer else 1)
+        engine.drain()
+        assert indexed() == 1
+        engine.observe(raw, command="kubectl logs deploy/api", exit_code=0)   # stored already: renewed
+        engine.drain()
+        assert indexed() == 1 and engine.archive.search("refused") == [out.handle]
+        engine.close()
