@@ -148,7 +148,8 @@ def main() -> int:
     ap.add_argument("--big-runs", type=int, default=3, help="runs of the 64 MiB row (default 3; 0 skips it)")
     ap.add_argument("--python", help="measure the capsule installed for this interpreter (this script runs under it)")
     args = ap.parse_args()
-    if args.python and os.path.realpath(args.python) != os.path.realpath(sys.executable):
+    # abspath, not realpath: two venvs' pythons are symlinks to one interpreter, each with its own install
+    if args.python and os.path.abspath(args.python) != os.path.abspath(sys.executable):
         argv = [a for a in sys.argv[1:] if a != args.python and a != "--python" and not a.startswith("--python=")]
         os.execv(args.python, [args.python, os.path.abspath(__file__), *argv])
     with tempfile.TemporaryDirectory(prefix="capsule-speed-") as t:
