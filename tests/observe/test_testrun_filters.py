@@ -123,3 +123,14 @@ def test_pytest_captured_output_keeps_the_same_first_lines_and_the_error_line_of
         assert f"shard {shard}: synced record 4" in out                          # the section's first lines
         assert f"shard {shard}: synced record 5\n" not in out and f"shard {shard}: synced record 29" not in out
     assert re.search(r"^=+ 12 failed in", out, re.M) and len(out) < len(raw) // 2
+
+
+def test_pytest_tb_short_shows_a_repeated_failing_statement_once_and_every_failure(observe):
+    raw, out = observe("pytest_tbshort_many_failures")
+    statement = "    assert got == expected"
+    assert raw.count(statement + "\n") == 15 and out.count(statement + "\n") == 1
+    for ln in raw.split("\n"):
+        if ln.startswith(("FAILED ", "E ")):
+            assert ln in out, ln
+    assert out.count("tests/test_price.py:12: in test_price") == 15        # each failure keeps its frame
+    assert re.search(r"^=+ 16 failed, 15 passed", out, re.M)

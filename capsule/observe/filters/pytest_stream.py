@@ -112,10 +112,12 @@ class PytestFilter(StreamFilter):
             if _LIBRARY_FRAME.match(line):
                 self.keep_if(line, False, "library frame")
                 return
-            if line.startswith(">"):
+            if line.startswith(">") or (self.after_frame and _STATEMENT.match(line)):
+                # the failing statement (`>` mark; --tb=short: the line under its frame)
                 seen = line in self.sources
                 self.sources.add(line)
                 if seen:    # the same text is on screen already (the guard judges lines by text)
+                    self.after_frame = False
                     self.drop(line, "source line shown in an earlier block")
                     return
             keep = bool(_TEST_HEADER.match(stripped) or _LOCATION.match(line) or _KEEP_IN_BLOCK.match(line)
