@@ -5,7 +5,9 @@ error blocks (the line a panic/exception header announces, `Caused by`/`note:`/`
 indented message continuations), log anomalies in any run (a rare value in a low-cardinality
 field — a 404 among 2xx, `exit status 1` among 0s —, a level above the dominant one, numeric
 outliers), and in a run that exits non-zero, rare templates (a line unlike the thousands around
-it; a variant of a frequent pattern such as pytest's dot row holding the one `F`).
+it; a variant of a frequent pattern such as pytest's dot row holding the one `F`); and the
+text a tool quotes rather than reports (diff hunks, commit messages, the source in a code frame
+or a pytest failure, passing test ids), whose words do not make a line an error.
 Not responsible for dropping anything: filters, budgets, log clustering and the reflex ask it.
 Invariant: deterministic and linear in the lines (tokens per line capped); the set it returns
 holds original 0-based line indices and includes every verbatim-class line.
@@ -167,6 +169,9 @@ def code_frames(lines: list[str]) -> set[int]:
     n = len(lines)
     snippet = -1           # indent of a frame's `= help: ...:` line whose snippet follows
     for i, ln in enumerate(lines):
+        if not (frame or section or ln[:1] == "=" or "-->" in ln or ":::" in ln or "help:" in ln
+                or "PASSED" in ln or "Running `" in ln):
+            continue       # most lines of a long log can start nothing here (substring tests are cheapest)
         if _ARROW.match(ln) or (_SUGGESTS.match(ln) and i + 1 < n and _GUTTER.match(lines[i + 1])):
             frame, snippet = True, -1
             continue
