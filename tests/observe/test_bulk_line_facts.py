@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from capsule.observe import keep, verbatim
 from capsule.observe.filters.stages import Line, Run, _block_starts, collapse_periodic
@@ -64,13 +64,17 @@ def test_line_facts_are_the_per_line_answers(lines):
 
 
 @settings(max_examples=400, deadline=None, derandomize=True, database=None)
-@given(keys=st.lists(st.sampled_from("abc"), max_size=60), max_period=st.integers(2, 8), reach=st.integers(2, 4))
-def test_a_block_starts_only_where_block_starts_says(keys, max_period, reach):
-    starts = set(_block_starts(keys, max_period, reach))
+@given(keys=st.lists(st.sampled_from("abc"), max_size=60), max_period=st.integers(2, 8), reach=st.integers(2, 4),
+       min_reps=st.integers(2, 4))
+@example(keys=list("ababab") + ["c"] * 10, max_period=3, reach=2, min_reps=3)
+@example(keys=list("cabcabcabcab") + ["b"] * 6, max_period=4, reach=3, min_reps=4)
+def test_a_block_starts_only_where_block_starts_says(keys, max_period, reach, min_reps):
+    starts = set(_block_starts(keys, max_period, reach, min_reps))
     n = len(keys)
     for i in range(n):
         for p in range(2, max_period + 1):
-            if i + reach * p <= n and keys[i + p:i + 2 * p] == keys[i:i + p]:
+            copies = [keys[i + k * p:i + (k + 1) * p] for k in range(min_reps)]
+            if i + reach * p <= n and all(c == copies[0] for c in copies) and len(copies[-1]) == p:
                 assert i in starts, (i, p)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from itertools import compress
-from operator import eq
+from operator import and_, eq
 
 from capsule.observe import keep
 from capsule.observe.filters.spec import FilterSpec
@@ -270,7 +270,7 @@ def collapse_periodic(lines: list[Line], max_period: int, run: Run, *, key, min_
     i, n = 0, len(lines)
     if min_reps < 2:
         raise ValueError("a repeated block is seen at least twice")
-    starts = _block_starts(keys, max_period, reach)
+    starts = _block_starts(keys, max_period, reach, min_reps)
     s = 0
     while i < n:
         while s < len(starts) and starts[s] < i:
@@ -308,16 +308,20 @@ def collapse_periodic(lines: list[Line], max_period: int, run: Run, *, key, min_
     return out
 
 
-def _block_starts(keys: list, max_period: int, reach: int) -> list[int]:
+def _block_starts(keys: list, max_period: int, reach: int, min_reps: int = 2) -> list[int]:
     """Sorted indices i where a block of some period p (2..max_period, i + reach*p <= len(keys))
-    could start: keys[i + p] == keys[i]. Elsewhere a block repeats fewer than twice."""
+    repeated min_reps times could start: its first two keys recur p later (and, from three
+    copies on, the first one 2p later). Elsewhere no such block starts."""
     n = len(keys)
     starts: set[int] = set()
     for p in range(2, max_period + 1):
         last = n - reach * p            # the last index a block of period p may start at
         if last < 0:
             break
-        starts.update(compress(range(last + 1), map(eq, keys[:last + 1], keys[p:])))
+        same = map(and_, map(eq, keys, keys[p:]), map(eq, keys[1:], keys[p + 1:]))
+        if min_reps >= 3:
+            same = map(and_, same, map(eq, keys, keys[2 * p:]))
+        starts.update(compress(range(last + 1), same))
     return sorted(starts)
 
 
