@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from itertools import compress
-from operator import and_, eq
+from operator import eq
 
 from capsule.observe import keep
 from capsule.observe.filters.spec import FilterSpec
@@ -318,10 +318,9 @@ def _block_starts(keys: list, max_period: int, reach: int, min_reps: int = 2) ->
         last = n - reach * p            # the last index a block of period p may start at
         if last < 0:
             break
-        same = map(and_, map(eq, keys, keys[p:]), map(eq, keys[1:], keys[p + 1:]))
-        if min_reps >= 3:
-            same = map(and_, same, map(eq, keys, keys[2 * p:]))
-        starts.update(compress(range(last + 1), same))
+        for i in compress(range(last + 1), map(eq, keys, keys[p:])):   # the first key recurs: look closer
+            if keys[i + 1] == keys[i + p + 1] and (min_reps < 3 or (i + 2 * p < n and keys[i] == keys[i + 2 * p])):
+                starts.add(i)
     return sorted(starts)
 
 
