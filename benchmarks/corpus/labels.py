@@ -8,6 +8,7 @@ line of output.txt copied verbatim, listed once, in order of first appearance.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -42,8 +43,18 @@ def every_line(output: bytes) -> list[str]:
 
 
 def source_structure(output: bytes) -> list[str]:
-    """A whole-file cat of a big source file: its def/class lines, so the next read can be exact."""
-    return pick(lines_of(output), lambda l: re.match(r"^\s*(async\s+def|def|class)\s+\w+", l) is not None)
+    """A whole-file cat of a big source file: its def/class lines, so the next read can be exact.
+
+    Python source is read by Python's own parser, so a `def` inside a docstring example is not a definition;
+    other languages (or Python that does not parse) fall back to the line pattern."""
+    lines = lines_of(output)
+    try:
+        tree = ast.parse(output.decode("utf-8", "surrogateescape"))
+    except (SyntaxError, ValueError):
+        return pick(lines, lambda l: re.match(r"^\s*(async\s+def|def|class)\s+\w+", l) is not None)
+    starts = {n.lineno for n in ast.walk(tree)
+              if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    return pick([line for i, line in enumerate(lines, 1) if i in starts], lambda _l: True)
 
 
 def pytest(output: bytes, junit: str | None, exit_code: int = 0) -> list[str]:
