@@ -107,14 +107,19 @@ class Subset:
             i = (i + 1) & mask
         return None
 
-    def add(self, data: bytes) -> None:
-        """Every rank whose key occurs inside a segment of data (a superset of what its pieces use)."""
+    def add(self, data: bytes, budget: int | None = None) -> bool:
+        """Every rank whose key occurs inside a segment of data (a superset of what its pieces use).
+        False (nothing added) when searching its new segments would take looked_at past budget."""
         find, ranks, seen, memo = self._find, self.ranks, self._seen, self._memo
         before = len(ranks)
-        for seg in set(_BOUNDARY.split(data)) - seen:
+        new = set(_BOUNDARY.split(data)) - seen
+        work = sum(map(len, new))
+        if budget is not None and self.looked_at + work > budget:
+            return False
+        self.looked_at += work
+        for seg in new:
             seen.add(seg)
             n = len(seg)
-            self.looked_at += n
             for i in range(n - 1):
                 for j in range(i + 2, min(n, i + 128) + 1):     # single bytes are always ranks
                     key = seg[i:j]
@@ -127,10 +132,12 @@ class Subset:
                         break
         if len(ranks) != before or self._bpe is None:
             self._bpe = core_bpe_module().CoreBPE(ranks, self.special, self.pat_str)
+        return True
 
-    def count(self, clean: str) -> int:
-        """Tokens of a text already made valid UTF-8 (tokens.count does that)."""
-        self.add(clean.encode("utf-8"))
+    def count(self, clean: str, budget: int | None = None) -> int | None:
+        """Tokens of a text already made valid UTF-8 (tokens.count does that); None past budget."""
+        if not self.add(clean.encode("utf-8"), budget):
+            return None
         return len(memoryview(self._bpe.encode_to_tiktoken_buffer(clean, set()))) // 4
 
 

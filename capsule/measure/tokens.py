@@ -18,8 +18,9 @@ _encoder = None
 _failed = False
 _subset = None          # ranktable.Subset, for a process that counts only a few small texts
 
-# Finding the ranks a text can use costs ~1 µs a byte of its distinct segments, building the
-# whole tokenizer ~85 ms once: past this many bytes looked at, a process uses the whole tokenizer.
+# Finding the ranks a text can use costs ~2 µs a byte of its distinct segments (repeated lines,
+# paths and words are searched once), building the whole tokenizer ~115 ms once: past this many
+# distinct bytes searched, a process uses the whole tokenizer.
 SUBSET_BUDGET_BYTES = 64 << 10
 _subset_lock = threading.Lock()
 
@@ -43,12 +44,13 @@ def _from_library():
     return encoder
 
 
-def _counter(clean: str):
-    """The whole encoder's BPE once it is loaded or the text is long; else a rank subset's."""
-    if (_encoder is None and not _failed and _ensure_subset()
-            and _subset.looked_at + len(clean) <= SUBSET_BUDGET_BYTES):
-        return _subset
-    return _load()
+def _subset_count(clean: str) -> int | None:
+    """The count by the rank subset while the whole encoder is not loaded and the subset's budget
+    holds; else None (the whole encoder counts)."""
+    if _encoder is None and not _failed and _ensure_subset():
+        with _subset_lock:
+            return _subset.count(clean, SUBSET_BUDGET_BYTES)
+    return None
 
 
 def _ensure_subset():
@@ -149,12 +151,12 @@ def count(text: str) -> int:
     if not text:
         return 0
     clean = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    counter = _counter(clean)
+    n = _subset_count(clean)
+    if n is not None:
+        return n
+    counter = _load()
     if counter is None:
         return estimate_bytes(len(clean.encode("utf-8")))
-    if counter is _subset:
-        with _subset_lock:
-            return counter.count(clean)
     try:    # a packed u32 buffer: 4 bytes a token, not a Python list of ints (~36 bytes a token)
         return len(memoryview(counter._core_bpe.encode_to_tiktoken_buffer(clean, set()))) // 4
     except AttributeError:

@@ -98,6 +98,10 @@ def test_a_short_lived_process_counts_a_small_text_without_the_whole_encoder(sta
 def test_past_its_budget_a_process_counts_with_the_whole_encoder(encoder, monkeypatch):
     _table(encoder)
     monkeypatch.setattr(tokens, "_encoder", None)
-    text = "word " * (tokens.SUBSET_BUDGET_BYTES // 4)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = ("".join(letters[(i // 26 ** k) % 26] for k in range(4)) for i in range(tokens.SUBSET_BUDGET_BYTES // 4))
+    text = " ".join(words)                                                        # distinct words
+    repeated = "the same line, again and again\n" * 20000                          # 640 KB, one segment set
     assert tokens.count("a few words") == 3 and tokens._encoder is None
+    assert tokens.count(repeated) == _whole(encoder, repeated) and tokens._encoder is None
     assert tokens.count(text) == _whole(encoder, text) and tokens._encoder is not None
