@@ -123,6 +123,10 @@ class Engine:
         emission_id = self._record(em, command, stream, mode, exit_code, scope, duration_ms, len(raw), intent)
         return Outcome(em.data, emission_id, em.handle)
 
+    def pending(self) -> bool:
+        """Are there deferred records waiting for drain()?"""
+        return bool(self._pending)
+
     def drain(self) -> None:
         """Count and record what observe() deferred, and index the originals it stored; never
         raises (a lost row costs no output, a missing index row no original)."""

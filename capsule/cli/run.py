@@ -264,9 +264,25 @@ def _engine():
 
 
 def _drain() -> None:
-    """Count and record what the engine deferred, once the agent has its output."""
-    if _ENGINE is not None:
+    """Count and record what the engine deferred, once the agent has its output: in a detached
+    finisher, so the agent's call ends now (ledger readers wait for it: measure/finisher.py)."""
+    if _ENGINE is None or not _ENGINE.pending():
+        return
+    from capsule.measure import finisher
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if not finisher.detach(_ENGINE.state_dir, _finish):
         _ENGINE.drain()
+
+
+def _finish() -> None:
+    engine = _ENGINE
+    # Store connections opened before the fork belong to the parent: kept referenced (never closed
+    # here; the child leaves by os._exit) while the child records through a connection of its own.
+    engine.inherited = (engine._archive, engine._ledger)
+    engine._archive = engine._ledger = None
+    engine.drain()
 
 
 def _has_terminal() -> bool:

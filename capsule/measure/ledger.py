@@ -13,6 +13,7 @@ from dataclasses import dataclass, asdict, field
 from pathlib import Path
 
 from capsule import paths
+from capsule.measure import finisher
 from capsule.store import sqlite
 from capsule.store.sqlite import connect
 
@@ -102,7 +103,12 @@ class Ledger:
             self.conn.execute(f"INSERT INTO emissions({cols}) VALUES({marks})", d)
             return self.conn.last_insert_rowid()
 
+    def _settled(self) -> None:
+        """Rows of `ctx run`s that have exited may still be being written by their finishers."""
+        finisher.wait(self.path.parent)
+
     def get(self, emission_id: int) -> dict | None:
+        self._settled()
         row = self.conn.execute(f"SELECT {', '.join(ALL_COLUMNS)} FROM emissions WHERE id=?",
                                 (emission_id,)).fetchone()
         if row is None:
@@ -113,11 +119,13 @@ class Ledger:
         return out
 
     def rows(self, since: float | None = None) -> list[dict]:
+        self._settled()
         cur = self.conn.execute(f"SELECT {', '.join(SUMMARY_COLUMNS)} FROM emissions WHERE ts >= ? ORDER BY id",
                                 (since or 0.0,))
         return [dict(zip(SUMMARY_COLUMNS, r)) for r in cur]
 
     def count(self) -> int:
+        self._settled()
         return self.conn.execute("SELECT count(*) FROM emissions").fetchone()[0]
 
     def stats(self) -> dict:

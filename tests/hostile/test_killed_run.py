@@ -142,3 +142,25 @@ def test_a_state_dir_that_fills_up_mid_run_costs_the_journal_not_the_output(tmp_
     assert proc.returncode == 0, proc.stderr.decode()[:1500]
     assert proc.stdout == lines
     assert b"Traceback" not in proc.stderr
+
+
+def test_the_ledger_row_is_written_after_exit_and_readers_wait_for_it(tmp_path):
+    """Counting a large raw output's tokens and writing its row happen in a detached finisher after
+    `ctx run` has exited; a ledger reader waits for it and sees the figures an inline count gives."""
+    import apsw
+
+    from capsule.measure import tokens
+    from capsule.measure.ledger import Ledger
+
+    state = tmp_path / "state"
+    proc = subprocess.run([sys.executable, "-m", "capsule", "ctx", "run", "--", "seq", "1", "1000000"],
+                          capture_output=True, env=_env(state), cwd=REPO, timeout=300)
+    db = state / "ledger.db"
+    written = apsw.Connection(str(db)).execute("SELECT count(*) FROM emissions").fetchone()[0] if db.exists() else 0
+    waiting = list((state / "pending").iterdir())
+    assert proc.returncode == 0 and b"capsule ctx expand" in proc.stdout
+    assert written == 0 and len(waiting) == 1          # exited; its finisher still counts ~7 MB
+    rows = Ledger(db).rows()
+    raw = "".join(f"{i}\n" for i in range(1, 1000001))
+    assert [(r["command"], r["raw_tokens"], r["raw_bytes"]) for r in rows] == [("seq 1 1000000", tokens.count(raw), len(raw))]
+    assert list((state / "pending").iterdir()) == []
