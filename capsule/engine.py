@@ -124,8 +124,8 @@ class Engine:
         return Outcome(em.data, emission_id, em.handle)
 
     def pending(self) -> bool:
-        """Are there deferred records waiting for drain()?"""
-        return bool(self._pending)
+        """Is there deferred work (records, full-text rows) waiting for drain()?"""
+        return bool(self._pending) or bool(self._archive is not None and self._archive._unindexed)
 
     def drain(self) -> None:
         """Count and record what observe() deferred, and index the originals it stored; never

@@ -265,24 +265,29 @@ def _engine():
 
 def _drain() -> None:
     """Count and record what the engine deferred, once the agent has its output: in a detached
-    finisher, so the agent's call ends now (ledger readers wait for it: measure/finisher.py)."""
-    if _ENGINE is None or not _ENGINE.pending():
+    finisher, so the agent's call ends now (ledger readers wait for it: store/finisher.py)."""
+    engine = _ENGINE
+    if engine is None or not engine.pending():
         return
-    from capsule.measure import finisher
+    from capsule.store import finisher
 
     sys.stdout.flush()
     sys.stderr.flush()
-    if not finisher.detach(_ENGINE.state_dir, _finish):
-        _ENGINE.drain()
-
-
-def _finish() -> None:
-    engine = _ENGINE
-    # Store connections opened before the fork belong to the parent: kept referenced (never closed
-    # here; the child leaves by os._exit) while the child records through a connection of its own.
-    engine.inherited = (engine._archive, engine._ledger)
+    # No SQLite connection may cross a fork (the child would share the parent's lock bookkeeping
+    # and lose its writes): the parent's are closed first, and the child opens its own.
+    unindexed = list(engine._archive._unindexed) if engine._archive is not None else []
+    for store in (engine._archive, engine._ledger):
+        if store is not None:
+            store.close()
     engine._archive = engine._ledger = None
-    engine.drain()
+
+    def finish() -> None:
+        if unindexed:                      # the full-text rows the parent deferred
+            engine.archive._unindexed = unindexed
+        engine.drain()
+
+    if not finisher.detach(engine.state_dir, finish):
+        finish()
 
 
 def _has_terminal() -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, asdict, field
 from pathlib import Path
 
 from capsule import paths
-from capsule.measure import finisher
+from capsule.store import finisher
 from capsule.store import sqlite
 from capsule.store.sqlite import connect
 

@@ -16,7 +16,7 @@ import blake3
 
 from capsule import paths
 from capsule.policy import switches
-from capsule.store import sqlite
+from capsule.store import finisher, sqlite
 from capsule.store.sqlite import connect
 
 HANDLE_LEN = 24
@@ -169,6 +169,7 @@ class Archive:
         return row[0]
 
     def search(self, query: str, limit: int = 10) -> list[str]:
+        finisher.wait(self.path.parent)     # full-text rows of `ctx run`s that exited may still be coming
         rows = self.conn.execute(
             "SELECT f.hash FROM ccr_fts f JOIN ccr_entries e ON e.hash=f.hash "
             "WHERE ccr_fts MATCH ? AND e.expires_at >= ? LIMIT ?", (query, time.time(), limit))

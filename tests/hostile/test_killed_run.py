@@ -124,6 +124,10 @@ def test_a_run_that_ends_in_time_leaves_no_journal_and_is_still_compressed(tmp_p
     assert proc.returncode == 0 and err == b""
     assert len(out) < len(LINES) and b"capsule ctx expand" in out     # held, then observed as before
     assert _journal(state) == {}
+    from capsule.store.archive import Archive
+
+    handle = re.search(rb"<<ccr:([0-9a-f]{24})>>", out).group(1).decode()
+    assert handle in Archive(state / "archive.db").search("2999")   # indexed by the finisher; the search waits
 
 
 def test_a_state_dir_that_fills_up_mid_run_costs_the_journal_not_the_output(tmp_path):
