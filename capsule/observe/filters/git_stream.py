@@ -30,7 +30,23 @@ FULL_HASHES = 3     # the newest commits of a plain log keep their full hash
 ABBREV = 12
 
 
+# git's default date (`Tue Dec 1 08:34:30 2026 +0000`), read without strptime when it is exactly that
+# shape: strptime's first call costs ~3 ms of a cold `ctx run` (locale tables, its regexes). Any other
+# shape, or values datetime refuses, go to strptime, which decides as before.
+_GIT_DATE = re.compile(r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) "
+                       r"(\d{1,2}) (\d\d):(\d\d):(\d\d) ([1-9]\d{3}) [+-](?:[01]\d|2[0-3])[0-5]\d")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
 def _short_date(value: str) -> str:
+    m = _GIT_DATE.fullmatch(value.strip())
+    if m:
+        try:
+            day = datetime(int(m[6]), _MONTHS.index(m[1]) + 1, int(m[2]), int(m[3]), int(m[4]), int(m[5]))
+        except ValueError:
+            pass
+        else:
+            return day.strftime("%Y-%m-%d")
     try:
         return datetime.strptime(value.strip(), "%a %b %d %H:%M:%S %Y %z").strftime("%Y-%m-%d")
     except ValueError:
