@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-from importlib import resources
 from pathlib import Path
 
 from capsule.observe.filters.spec import FilterError, FilterSpec, parse_file
@@ -26,6 +25,9 @@ from capsule.observe.keep import missing
 TRANSFORM_ID = "filter"
 PROJECT_FILE = Path(".capsule") / "filters.toml"
 _log = logging.getLogger("capsule")
+# The built-in filters by path: importlib.resources (and the zipfile module it loads) cost ~6 ms of a
+# cold `ctx run`, and capsule is always installed as files.
+_DATA = Path(__file__).parent / "data"
 
 _builtin: dict[str, FilterSpec] | None = None
 # Trusted project/role filters by id "NAME@SHA12" (the file's pinned digest): an id names
@@ -41,7 +43,7 @@ def builtin_filters() -> dict[str, FilterSpec]:
     global _builtin
     if _builtin is None:
         table: dict[str, FilterSpec] = {}
-        data = resources.files("capsule.observe.filters") / "data"
+        data = _DATA
         for entry in sorted(data.iterdir(), key=lambda e: e.name):
             if entry.name.endswith(".toml"):
                 for name, spec in parse_file(entry.read_bytes(), f"filters/data/{entry.name}").items():
@@ -111,7 +113,7 @@ def _builtin_filter(name: str) -> FilterSpec | None:
         return _builtin.get(name)
     header = f"[filters.{name}]".encode()
     if not _file_bytes:
-        data = resources.files("capsule.observe.filters") / "data"
+        data = _DATA
         _file_bytes.update((e.name, e.read_bytes()) for e in sorted(data.iterdir(), key=lambda e: e.name)
                            if e.name.endswith(".toml"))
     for file, raw in _file_bytes.items():
