@@ -7,7 +7,6 @@ every mode (measure-only rows record what would have been saved).
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, asdict, field
 from pathlib import Path
@@ -93,6 +92,8 @@ class Ledger:
         sqlite.ensure_schema(self.conn, self.path, SCHEMA, then=_add_columns)
 
     def record(self, row: Row) -> int:
+        import json     # here: a cold `ctx run` records in its finisher, after the output (~2 ms)
+
         d = asdict(row)
         d["manifest"] = json.dumps(d["manifest"])
         d["reports"] = json.dumps(d["reports"])
@@ -113,6 +114,8 @@ class Ledger:
                                 (emission_id,)).fetchone()
         if row is None:
             return None
+        import json
+
         out = dict(zip(ALL_COLUMNS, row))
         out["manifest"] = json.loads(out["manifest"])
         out["reports"] = json.loads(out["reports"])
