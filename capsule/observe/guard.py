@@ -10,9 +10,10 @@ carries exactly one `[N more lines]` marker with kept + N == total, and one foot
 from __future__ import annotations
 
 import re
-import tomllib
 from functools import lru_cache
 from pathlib import Path
+
+from capsule.observe import tomlcache
 
 SMALL_LINES = 5
 SMALL_TOKENS = 64
@@ -30,7 +31,7 @@ def budgets() -> dict:
     """observe/data/budgets.toml: line budgets, the head/tail split, the worth-it threshold."""
     # by path, not importlib.resources: that (and the zipfile module it loads) is ~6 ms of a cold `ctx run`
     data = (Path(__file__).parent / "data" / "budgets.toml").read_bytes()
-    return tomllib.loads(data.decode())
+    return tomlcache.loads(data)
 
 
 def worth_it(raw_tokens: int, emitted_tokens: int) -> bool:

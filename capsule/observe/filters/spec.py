@@ -9,8 +9,9 @@ project or role file) gets linear-time RE2 regexes only (linear.py), so no input
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
+
+from capsule.observe import tomlcache
 
 ALLOWED_KEYS = {
     "description", "match", "strip_ansi", "replace", "strip_lines", "keep_lines", "protect",
@@ -178,8 +179,12 @@ def parse_filter(name: str, table: dict, source: str, linear: bool = False) -> F
 def parse_file(data: bytes, source: str, linear: bool = False) -> dict[str, FilterSpec]:
     """Parse the bytes of one filter file: `[filters.NAME]` tables. linear=True: RE2 regexes only."""
     try:
-        doc = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        doc = tomlcache.loads(data)
+    except Exception as exc:
+        import tomllib
+
+        if not isinstance(exc, (UnicodeDecodeError, tomllib.TOMLDecodeError)):
+            raise
         raise FilterError(f"{source}: not a valid TOML filter file: {exc}") from None
     unknown = sorted(set(doc) - {"schema", "filters"})
     if unknown:

@@ -8,10 +8,11 @@ Invariant: the rules are data; the first matching rule wins; an unmatched comman
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from capsule.observe import tomlcache
 
 _GIT_GLOBAL_WITH_VALUE = {"-C", "-c", "--git-dir", "--work-tree", "--namespace"}
 _GIT_GLOBAL_FLAGS = {"--no-pager", "--paginate", "-p", "--no-replace-objects", "--bare", "--literal-pathspecs"}
@@ -58,7 +59,7 @@ def load(data: bytes | None = None) -> RuleTable:
         return _table
     # by path, not importlib.resources: that (and the zipfile module it loads) is ~6 ms of a cold `ctx run`
     raw = data if data is not None else Path(__file__).with_name("rules.toml").read_bytes()
-    doc = tomllib.loads(raw.decode("utf-8"))
+    doc = tomlcache.loads(raw)
     rules = []
     for i, r in enumerate(doc.get("rule", [])):
         missing = {"pattern", "filter", "family"} - set(r)
