@@ -110,7 +110,10 @@ def quoted(lines: list[str]) -> set[int]:
     (every changed line up to its budget, each commit's subject) decides about it."""
     out: set[int] = set()
     inside = False
-    for i, ln in enumerate(lines):
+    # Whole-text pre-checks (a line that can match holds the substring, so the text does):
+    # a long log with no hunk, commit, table bar or tree branch skips the per-line loops.
+    text = "\n".join(lines)
+    for i, ln in enumerate(lines if "@" in text and "@@" in text else ()):   # `@`: one memchr
         if _HUNK.match(ln):
             inside = True
             out.add(i)      # `@@ -46,6 +49,82 @@ def _warn(warning: Warning)`: the function context is quoted code
@@ -118,7 +121,11 @@ def quoted(lines: list[str]) -> set[int]:
             out.add(i)
         else:
             inside = False
-    return out | commit_messages(lines) | {i for i, ln in enumerate(lines) if _DIFFSTAT.match(ln) or _named_entry(ln)}
+    if "commit " in text:
+        out |= commit_messages(lines)
+    if "|" in text or "── " in text or "-- " in text:
+        out |= {i for i, ln in enumerate(lines) if _DIFFSTAT.match(ln) or _named_entry(ln)}
+    return out
 
 
 _DRAWN = ("├── ", "└── ", "|-- ", "`-- ")
@@ -168,6 +175,10 @@ def code_frames(lines: list[str]) -> set[int]:
     section = block = False
     n = len(lines)
     snippet = -1           # indent of a frame's `= help: ...:` line whose snippet follows
+    text = "\n".join(lines)
+    if not (text[:1] == "=" or "\n=" in text or "-->" in text or ":::" in text or "help:" in text
+            or "PASSED" in text or ("`" in text and "Running `" in text)):
+        return out         # no line can open a frame or a section, nor be one of the lines below
     for i, ln in enumerate(lines):
         if not (frame or section or ln[:1] == "=" or "-->" in ln or ":::" in ln or "help:" in ln
                 or "PASSED" in ln or "Running `" in ln):
@@ -385,8 +396,7 @@ def _ordered(seq) -> bool:
 def _levels(lines: list[str]) -> set[int]:
     """Log lines whose level ranks above the level most lines carry."""
     levels: dict[int, int] = {}
-    for i, ln in enumerate(lines):
-        m = _LEVEL.search(ln[:120])
+    for i, m in enumerate(map(_LEVEL.search, [ln[:120] for ln in lines])):
         if m:
             levels[i] = _RANK[m.group(1) or m.group(2)]
     if len(levels) < MIN_GROUP:
