@@ -37,6 +37,13 @@ class StreamFilter:
     def feed_line(self, line: str) -> None:
         self.emit(line)
 
+    def feed_lines(self, lines: list[str]) -> None:
+        """All the input's lines at once (ANSI codes already stripped): feed_line on each in turn.
+        A filter that only buffers may override it to skip the per-line calls."""
+        for text in lines:
+            self.lineno += 1
+            self.feed_line(text)
+
     def flush(self) -> None:
         """End of input: emit anything held back."""
 
@@ -90,9 +97,10 @@ def run_stream(flt: StreamFilter, text: str, exit_code: int | None) -> tuple[str
     flt.quoted = frozenset(i + 1 for i in keep.quoted_source(text, exit_code))
     flt.known_verbatim = keep.verbatim_by_line(text, exit_code)
     if body:
-        for raw in body.split("\n"):
-            flt.lineno += 1
-            flt.feed_line(ANSI.sub("", raw) if "\x1b" in raw else raw)
+        lines = body.split("\n")
+        if "\x1b" in body:
+            lines = [ANSI.sub("", raw) if "\x1b" in raw else raw for raw in lines]
+        flt.feed_lines(lines)
     flt.flush()
     flt.on_exit(exit_code)
     out = list(flt.out)

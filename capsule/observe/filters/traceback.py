@@ -152,6 +152,19 @@ class PythonRunFilter(StreamFilter):
             line = _CR_REDRAW.sub("", line)   # progress redraws: what was drawn last
         self.lines.append(self.line(line))
 
+    def feed_lines(self, lines: list[str]) -> None:
+        """feed_line on each line, without a call per line (4,000 calls were ~2 ms of a warm observe)."""
+        if type(self).feed_line is not PythonRunFilter.feed_line:
+            super().feed_lines(lines)     # a subclass's own per-line step
+            return
+        pinned = self.pinned
+        append = self.lines.append
+        for no, text in enumerate(lines, self.lineno + 1):
+            if "\r" in text and "\r" in text.rstrip("\r"):
+                text = _CR_REDRAW.sub("", text)   # progress redraws: what was drawn last
+            append(Line(no, text, pinned=no in pinned))
+        self.lineno += len(lines)
+
     def flush(self) -> None:
         facts = LineFacts(self.lines, self.known_verbatim)
         lines = self._trim_frames(self.lines, facts)
