@@ -161,3 +161,47 @@ def test_field_outliers_follow_the_rule(rows, seed, kinds):
     tokens = [[columns[k](i) for k in kinds] for i in range(rows)]
     idx = list(range(rows))
     assert keep._field_outliers(idx, tokens, len(kinds)) == _outliers_reference(idx, tokens, len(kinds))
+
+
+LEVEL_PIECES = st.one_of(
+    st.sampled_from(["INFO", "WARN", "WARNING", "ERROR", "ERR", "E1234 ", "I0101 ", "W9 ", "F0000 ", "D12345",
+                     "-", "_", "x", "é", " ", "\t", "[", "]", "=", "xINFO", "INFO-", "ERRORS", "CRIT", "FATAL",
+                     "SEVERE", "TRACE", "É", "٣", "ERRİ"]),
+    st.text(max_size=6))
+
+
+
+@SETTINGS
+@given(lines=st.lists(st.lists(LEVEL_PIECES, max_size=10).map("".join), max_size=40), pad=st.integers(0, 130))
+def test_level_ranks_are_the_level_rule_line_by_line(lines, pad):
+    """keep._level_ranks' two-part search finds the level _LEVEL (the rule: one search in each
+    line's first 120 characters) finds."""
+    lines = [" " * (pad if i % 3 == 0 else 0) + ln for i, ln in enumerate(lines)]
+    expected = {}
+    for i, ln in enumerate(lines):
+        m = keep._LEVEL.search(ln[:120])
+        if m:
+            expected[i] = keep._RANK[m.group(1) or m.group(2)]
+    assert keep._level_ranks(lines) == expected
+
+
+@SETTINGS
+@given(lines=st.lists(st.sampled_from(["a", "", "\r", "x\r", "50%\r100%", "a\rb\r", "\r\r", "E  boom", " 3 \r"]),
+                      max_size=30),
+       pinned=st.sets(st.integers(0, 32)), before=st.integers(0, 3))
+def test_feed_lines_is_feed_line_line_by_line(lines, pinned, before):
+    """PythonRunFilter.feed_lines builds the Lines feed_line would, one call per line (numbers,
+    progress redraws, pins), also after lines fed one by one."""
+    from capsule.observe.filters.traceback import PythonRunFilter
+
+    one, bulk = PythonRunFilter(), PythonRunFilter()
+    for flt in (one, bulk):
+        flt.pinned = frozenset(pinned)
+        for _ in range(before):
+            flt.lineno += 1
+            flt.feed_line("first")
+    for text in lines:
+        one.lineno += 1
+        one.feed_line(text)
+    bulk.feed_lines(lines)
+    assert (bulk.lines, bulk.lineno) == (one.lines, one.lineno)
