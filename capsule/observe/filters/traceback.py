@@ -178,6 +178,9 @@ class PythonRunFilter(StreamFilter):
 
     def _trim_frames(self, lines: list[Line], facts: LineFacts) -> list[Line]:
         """Library frames keep their File line only; caret lines go everywhere."""
+        texts = "\n".join([line.text for line in lines])
+        if not ('File "' in texts or "^" in texts or "~" in texts or "at " in texts):
+            return list(lines)      # no line can be a frame or a caret line (a long log: no loop)
         out: list[Line] = []
         in_lib = False
         for line in lines:
