@@ -25,14 +25,17 @@ def _env(home) -> dict:
             "PATH": "/usr/bin:/bin", "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1"}
 
 
+def _git_in(root):
+    """A git runner for one temp repository, with a fixed author and date (deterministic hashes)."""
+    env = _env(root)
+    return lambda *args: subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
+                                        env=env).stdout
+
+
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
     root = tmp_path_factory.mktemp("repo")
-    env = _env(root)
-
-    def git(*args):
-        return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env).stdout
-
+    git = _git_in(root)
     git("init", "-q", "-b", "main")
     # every hunk header of big.py names `class ParseError(Exception):`, quoted code that reads like an error
     (root / "big.py").write_text("class ParseError(Exception):\n" + "".join(
@@ -214,11 +217,7 @@ def test_blame_states_each_commit_once_and_keeps_every_line(tmp_path):
 @pytest.fixture(scope="module")
 def long_history(tmp_path_factory):
     root = tmp_path_factory.mktemp("history")
-    env = _env(root)
-
-    def git(*args):
-        return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env).stdout
-
+    git = _git_in(root)
     git("init", "-q", "-b", "main")
     for i in range(1, 121):
         (root / f"m{i % 9}.py").write_text(f"VALUE = {i}\n")
