@@ -21,6 +21,7 @@ from collections import Counter, defaultdict
 from functools import lru_cache
 from operator import le
 
+from capsule.observe import digits
 from capsule.observe.verbatim import verbatim_flags
 
 MAX_TOKENS = 16          # tokens of a line that take part in templates
@@ -100,9 +101,10 @@ def _analyse(text: str, failing: bool) -> tuple[frozenset[int], frozenset[int], 
     content = quoted(lines)
     frames = code_frames(lines)
     content |= frames
-    flags = verbatim_flags(lines)
+    masked = digits.masked(lines)
+    flags = verbatim_flags(lines, masked)
     verbatim = [flag and i not in content for i, flag in enumerate(flags)]
-    more = error_blocks(lines, verbatim) | anomalies(lines, failing)
+    more = error_blocks(lines, verbatim) | anomalies(lines, failing, masked)
     more = {i for i in more if not verbatim[i] and i not in frames}
     return (frozenset(more | {i for i, v in enumerate(verbatim) if v}), frozenset(more), frozenset(frames),
             tuple(flags))
@@ -299,19 +301,23 @@ _KINDS = bytes.maketrans((string.ascii_letters + string.digits).encode(), b"a" *
 
 
 def _shapes(lines: list[str]) -> list[tuple[str, ...]]:
-    """[_shape(line) for line in lines] in a few passes over the joined text (a regex callback
-    per letter run was most of a long log's analysis): each letter becomes `a`, each digit `0`,
-    then runs of them shrink to one. A non-ASCII line gets _shape itself (`\\d` also matches
-    other scripts' digits)."""
+    """[_shape(line) for line in lines], worked out once per distinct line of kinds (a regex
+    callback per letter run was most of a long log's analysis): over the joined text as ASCII
+    bytes each letter becomes `a` and each digit `0` (a log's lines mostly share those), then the
+    runs in the distinct ones shrink to one. A non-ASCII line gets _shape itself (`\\d` also
+    matches other scripts' digits; a non-ASCII character became one `?`)."""
     if not lines:
         return []
-    # as ASCII bytes (a non-ASCII character becomes one `?`; those lines are redone below)
-    kinds = "\n".join(lines).encode("ascii", "replace").translate(_KINDS)
+    kinds = "\n".join(lines).encode("ascii", "replace").translate(_KINDS).decode("ascii").split("\n")
+    distinct = list(dict.fromkeys(kinds))
+    short = "\n".join(distinct).encode("ascii")
     for run in (b"aa", b"00"):
-        while run in kinds:
-            kinds = kinds.replace(run, run[:1])
-    return [tuple(_tokens(k)) if ln.isascii() else _shape(ln)
-            for ln, k in zip(lines, kinds.decode("ascii").split("\n"))]
+        while run in short:
+            short = short.replace(run, run[:1])
+    shape_of = {k: tuple(_tokens(s)) for k, s in zip(distinct, short.decode("ascii").split("\n"))}
+    if all(map(str.isascii, lines)):
+        return list(map(shape_of.__getitem__, kinds))
+    return [shape_of[k] if ln.isascii() else _shape(ln) for ln, k in zip(lines, kinds)]
 
 
 def _mask(line: str) -> tuple[str, ...]:
@@ -327,7 +333,7 @@ def _groups(keys: list[tuple]) -> dict[tuple, list[int]]:
     return groups
 
 
-def anomalies(lines: list[str], failing: bool) -> set[int]:
+def anomalies(lines: list[str], failing: bool, masked: list[str] | None = None) -> set[int]:
     keep: set[int] = set()
     tokens = [_tokens(ln) for ln in lines]
     # Records of one shape (words and numbers reduced to their kind): a field that reads
@@ -335,7 +341,7 @@ def anomalies(lines: list[str], failing: bool) -> set[int]:
     for key, idx in _groups([s if len(t) >= MIN_FIELDS else () for s, t in zip(_shapes(lines), tokens)]).items():
         if len(idx) >= MIN_GROUP and len(key) >= MIN_FIELDS:
             keep |= _field_outliers(idx, tokens, len(key))
-    keep |= _levels(lines)
+    keep |= _levels(lines, masked)
     if failing:
         # Templates (numbers masked, words kept): in a failing run, the odd one out.
         # Stack frames and source excerpts are the tool filters' business, not anomalies.
@@ -399,9 +405,9 @@ def _ordered(seq) -> bool:
     return all(map(le, seq, seq[1:]))      # numbers as numbers, anything else as text
 
 
-def _levels(lines: list[str]) -> set[int]:
+def _levels(lines: list[str], masked: list[str] | None = None) -> set[int]:
     """Log lines whose level ranks above the level most lines carry."""
-    levels = _level_ranks(lines)
+    levels = _level_ranks(lines, masked)
     if len(levels) < MIN_GROUP:
         return set()
     dominant = Counter(levels.values()).most_common(1)[0][0]
@@ -409,20 +415,24 @@ def _levels(lines: list[str]) -> set[int]:
     return above if _rare(len(above), len(levels)) else set()
 
 
-def _level_ranks(lines: list[str]) -> dict[int, int]:
-    """The rank of each line's level (_LEVEL in its first 120 characters), by line index."""
-    levels: dict[int, int] = {}
-    glog, word, wordish = _LEVEL_GLOG.match, _LEVEL_WORD.search, _WORDISH.match
-    for i, ln in enumerate(lines):
-        head = ln[:120]
-        m = glog(head)     # only at the start, where no level word can also match (`E1` is no word)
-        if m is None:
-            m = word(head)
-            while m is not None and m.start() and wordish(head, m.start() - 1):
-                m = word(head, m.start() + 1)
-        if m is not None:
-            levels[i] = _RANK[m.group(1)]
-    return levels
+def _level_ranks(lines: list[str], masked: list[str] | None = None) -> dict[int, int]:
+    """The rank of each line's level (_LEVEL in its first 120 characters), by line index: asked
+    once per distinct digit-masked line (digits.masked; the rule sees a digit only as `\\d`/`\\w`,
+    so a line and its mask rank alike). `masked`: digits.masked(lines), when the caller has it."""
+    masked = masked if masked is not None else digits.masked(lines)
+    if masked is None:        # a line holds a newline
+        masked = lines
+    rank = {m: _level_rank(m[:120]) for m in dict.fromkeys(masked)}
+    return {i: r for i, r in enumerate(map(rank.__getitem__, masked)) if r is not None}
+
+
+def _level_rank(head: str) -> int | None:
+    m = _LEVEL_GLOG.match(head)     # only at the start, where no level word can also match (`E1` is no word)
+    if m is None:
+        m = _LEVEL_WORD.search(head)
+        while m is not None and m.start() and _WORDISH.match(head, m.start() - 1):
+            m = _LEVEL_WORD.search(head, m.start() + 1)
+    return None if m is None else _RANK[m.group(1)]
 
 
 def _variants(groups: dict[tuple, list[int]], tokens: list[list[str]]) -> set[int]:

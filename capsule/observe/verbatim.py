@@ -8,6 +8,9 @@ finding is verbatim-class; the pipeline refuses any lossy result that lost one.
 from __future__ import annotations
 
 import re
+from itertools import compress
+
+from capsule.observe import digits
 
 # Kept broad on purpose: a false positive costs a few tokens, a false negative hides an error.
 _VERBATIM = re.compile(
@@ -69,27 +72,31 @@ def is_verbatim(line: str) -> bool:
     return bool(_VERBATIM.search(line))
 
 
-def verbatim_flags(lines: list[str]) -> list[bool]:
+def verbatim_flags(lines: list[str], masked: list[str] | None = None) -> list[bool]:
     """[is_verbatim(line) for line in lines] (lines without a newline): the needles and line
-    starts are found by a scan over the joined text, and only the lines they hit get the regex."""
-    joined = "\n".join(lines)
-    if joined.count("\n") != len(lines) - 1:      # a line holds a newline (or no lines)
+    starts are looked for once per distinct digit-masked line (no needle or start holds a digit,
+    so a line and its mask hit alike; a log's lines mostly differ in their numbers), and only
+    the lines they hit get the regex. `masked`: digits.masked(lines), when the caller has it."""
+    masked = masked if masked is not None else digits.masked(lines)
+    if masked is None:      # a line holds a newline
         return [is_verbatim(line) for line in lines]
-    hits: set[int] = set()
+    distinct = list(dict.fromkeys(masked))
+    joined = "\n".join(distinct)
+    hits: set[str] = set()
     # lower() keeps every newline (no case mapping makes or drops one): rows hold in it
     for text, pattern in ((joined.lower(), _NEEDLE_RE), ("\n" + joined, _START_RE)):
         row, at, pos = 0, 0, 0
         while (m := pattern.search(text, pos)) is not None:
             row += text.count("\n", at, m.start())
             at = m.start()
-            hits.add(row)
+            hits.add(distinct[row])
             pos = text.find("\n", at + 1)      # one hit is enough for a line
             if pos < 0:
                 break
     if not joined.isascii():
-        hits.update(i for i, line in enumerate(lines) if not line.isascii())
+        hits.update(m for m in distinct if not m.isascii())
     flags = [False] * len(lines)
-    for i in hits:
+    for i in compress(range(len(lines)), map(hits.__contains__, masked)):
         flags[i] = is_verbatim(lines[i])
     return flags
 

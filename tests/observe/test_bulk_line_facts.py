@@ -18,7 +18,9 @@ PIECES = st.one_of(
     st.sampled_from(WORDS + ["left:", "right:", "Error", "Exception", "E  ", "FAIL", "---", "+++", "> 3 |",
                              "-->", "0 errors", "2 failed", "worker-7", "0x1f3a", "deadbeef12", "١٢٣",
                              "K", "İ", "ſ", "\t", "\u00a0", "\x1c", "\u2028", "\r", " E ", "INFO", "12:30:01",
-                             "échec", "falló", "ſegmentation fault", "\u212ailled", "ERRORİ", "\x00", "7\x00 8"]),
+                             "échec", "falló", "ſegmentation fault", "\u212ailled", "ERRORİ", "\x00", "7\x00 8",
+                             "\udc80", "\ud83d\ude00", "1 errors", "10 failed", "errors: 0", "failed: 10",
+                             "> 12 | x", "cve-2024-1", "E0101 ", "0", "9"]),
     st.text(max_size=10))
 LINES = st.lists(st.lists(PIECES, max_size=8).map("".join), max_size=40)
 SETTINGS = settings(max_examples=400, deadline=None, derandomize=True, database=None)
@@ -53,14 +55,17 @@ def test_keep_shapes_are_the_per_line_shapes(lines):
 @SETTINGS
 @given(lines=LINES)
 def test_line_facts_are_the_per_line_answers(lines):
-    rows = [Line(i + 1, t) for i, t in enumerate(lines)]
+    rows = [Line(i + 1, t, pinned=i % 5 == 4) for i, t in enumerate(lines)]
     known = {lines[0]: verbatim.is_verbatim(lines[0])} if lines else {}
     facts = LineFacts(rows, known)
+    more = rows + [Line(0, "[12 similar lines: a 1 b]"), Line(0, "x 9\nerror 3")]
+    assert facts.shapes(more) == [shape(row.text) for row in more]
+    assert facts.kept_all(more) == [row.pinned or verbatim.is_verbatim(row.text) for row in more]
     for row in rows + [Line(0, "[12 similar lines: a 1 b]"), Line(0, "x 9\nerror 3")]:
         assert facts.numbered(row.text) == re.sub(r"\d+", "#", row.text)
         assert facts.shape(row.text) == " ".join(re.findall(r"\S+", re.sub(r"\d+", "#", row.text))[:5])
         assert facts.shape(row.text) == shape(row.text)
-        assert facts.kept(row) == verbatim.is_verbatim(row.text)
+        assert facts.kept(row) == (row.pinned or verbatim.is_verbatim(row.text))
 
 
 @settings(max_examples=400, deadline=None, derandomize=True, database=None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from capsule.observe import digits
 from capsule.observe.filters.stages import _CR_REDRAW, Line, _collapse_blocks, _collapse_repeats, collapse_periodic
 from capsule.observe.filters.streaming import StreamFilter
 from capsule.observe.verbatim import is_verbatim
@@ -32,32 +33,28 @@ def _first_words(text: str) -> str:
     return " ".join(text.split(None, 5)[:5])     # str.split's whitespace is re's \s: \S+ words
 
 
-_DIGIT_MARK = bytes.maketrans(b"0123456789", b"\0" * 10)
-
-
 def _numbered(texts: list[str]) -> list[str]:
-    """[_NUM.sub("#", t) for t in texts], without a regex match per number: over the joined texts
-    as ASCII bytes, digits become NUL, runs of NUL shrink to one, NUL becomes `#`. A non-ASCII
-    text gets the regex itself (\\d also matches other scripts' digits)."""
-    joined = "\n".join(texts)
-    if "\0" in joined or joined.count("\n") != len(texts) - 1:     # a NUL, a newline in a text, no texts
+    """[_NUM.sub("#", t) for t in texts], one substitution over the distinct digit-masked texts
+    joined (digits.masked: a digit run stays a digit run, so a text and its mask number alike;
+    a log's lines mostly differ in their numbers)."""
+    masked = digits.masked(texts)
+    if masked is None:        # a text holds a newline
         return [_NUM.sub("#", t) for t in texts]
-    marked = joined.encode("ascii", "replace").translate(_DIGIT_MARK)
-    while b"\0\0" in marked:
-        marked = marked.replace(b"\0\0", b"\0")
-    out = marked.replace(b"\0", b"#").decode("ascii").split("\n")
-    return [n if t.isascii() else _NUM.sub("#", t) for t, n in zip(texts, out)]
+    distinct = list(dict.fromkeys(masked))
+    number_of = dict(zip(distinct, _NUM.sub("#", "\n".join(distinct)).split("\n")))
+    return list(map(number_of.__getitem__, masked))
 
 
 class LineFacts:
     """What the passes ask of a line text again and again (its digits normalised, its shape,
-    whether it is verbatim-class), worked out once per text: the digits by one substitution over
-    the joined texts, the verbatim class taken from the analysis observe/keep.py already made."""
+    whether it is verbatim-class), worked out once per text (the shape once per normalised
+    text): the digits by one substitution over the distinct texts, the verbatim class taken from
+    the analysis observe/keep.py already made."""
 
     def __init__(self, lines: list[Line], known_verbatim: dict[str, bool] | None = None) -> None:
         texts = [line.text for line in lines]
         self._numbered = dict(zip(texts, _numbered(texts)))
-        self._shape: dict[str, str] = {}
+        self._shape: dict[str, str] = {}      # by numbered text
         self._verbatim = dict(known_verbatim or {})
 
     def numbered(self, text: str) -> str:
@@ -67,10 +64,23 @@ class LineFacts:
         return n
 
     def shape(self, text: str) -> str:
-        s = self._shape.get(text)
+        n = self.numbered(text)
+        s = self._shape.get(n)
         if s is None:
-            s = self._shape[text] = _first_words(self.numbered(text))
+            s = self._shape[n] = _first_words(n)
         return s
+
+    def shapes(self, lines: list[Line]) -> list[str]:
+        """[self.shape(line.text) for line in lines], without a call per line."""
+        texts = [line.text for line in lines]
+        nums = list(map(self._numbered.get, texts))
+        if None in nums:
+            nums = [self.numbered(t) if n is None else n for t, n in zip(texts, nums)]
+        shape = self._shape
+        for n in dict.fromkeys(nums):
+            if n not in shape:
+                shape[n] = _first_words(n)
+        return list(map(shape.__getitem__, nums))
 
     def kept(self, line: Line) -> bool:
         if line.pinned:
@@ -80,12 +90,17 @@ class LineFacts:
             v = self._verbatim[line.text] = is_verbatim(line.text)
         return v
 
+    def kept_all(self, lines: list[Line]) -> list[bool]:
+        """[self.kept(line) for line in lines], a call only for a text not seen before."""
+        flags = list(map(self._verbatim.get, [line.text for line in lines]))
+        return [line.pinned or (self.kept(line) if v is None else v) for line, v in zip(lines, flags)]
+
 
 def collapse_similar(lines: list[Line], run, keep_edges: int = 2, facts: LineFacts | None = None) -> list[Line]:
     """Runs of > SIMILAR_RUN consecutive lines with the same shape keep their edges only."""
     facts = facts or LineFacts(lines)
-    shapes = [facts.shape(line.text) for line in lines]
-    kept = [facts.kept(line) for line in lines]
+    shapes = facts.shapes(lines)
+    kept = facts.kept_all(lines)
     out: list[Line] = []
     i = 0
     n = len(lines)
@@ -112,7 +127,7 @@ SHAPE_MIN = 8        # a shape seen this often (not verbatim) keeps its first 2 
 def collapse_shapes(lines: list[Line], run, facts: LineFacts | None = None) -> list[Line]:
     """Interleaved log lines: a frequent non-error shape keeps its first two and its last line."""
     facts = facts or LineFacts(lines)
-    keys = [facts.shape(line.text) if line.no and not facts.kept(line) else "" for line in lines]
+    keys = [shape if line.no and not kept else "" for line, shape, kept in zip(lines, facts.shapes(lines), facts.kept_all(lines))]
     counts = Counter(key for key in keys if key)
     seen: dict[str, int] = {}
     out: list[Line] = []
