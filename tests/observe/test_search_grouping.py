@@ -120,6 +120,19 @@ def test_context_lines_keep_their_separators(tree):
     assert not any(MARKER_RE.match(ln) for ln in out.splitlines()) and len(out) < len(raw)
 
 
+def test_a_context_line_holding_a_time_stays_in_its_files_group(tmp_path):
+    """`src/m.py-1-    start = '12:30:45'` also reads as a hit of a file `src/m.py-1-    start = '12`;
+    next to src/m.py's own hits it is src/m.py's context line: grouped under it, not a file of its own."""
+    for f in range(3):
+        (tmp_path / f"m{f}.py").write_text("".join(f"start = '12:30:45'\n# TODO fix {k}\npass\n" for k in range(12)))
+    raw, code = run(["grep", "-rn", "-C1", "TODO", "."], tmp_path)
+    out = filtered(raw, "grep -rn -C1 TODO .", code)
+    headings = [ln.split(" (")[0] for ln in out.text.splitlines() if ln.startswith("./")]
+    assert sorted(headings) == ["./m0.py", "./m1.py", "./m2.py"]      # grep walks in directory order
+    back = set(ungroup(out.text))
+    assert len({ln for ln in raw.splitlines() if ln != "--"} - back) <= out.removed_lines
+
+
 def test_through_the_engine_small_stays_raw_and_big_is_deterministic(tree, tmp_path):
     engine = Engine(tmp_path / "state", mode="standard", scope="test")
     small, code = run(["grep", "-rn", "TODO", "src/cart.py", "src/users.py"], tree)

@@ -65,6 +65,9 @@ def _misc(lineno: int, raw: str) -> Entry | None:
 def _prefixed(lines: list[str]) -> list[Entry] | None:
     """`path:N:text` hits (grep -rn, rg -n without a terminal), `path-N-text` context lines."""
     paths = {m.group("path") for m in map(_HIT.match, lines) if m}
+    # A context line whose text holds `:N:` (a time, `host:80:x`) reads as a hit of a file named
+    # `path-N-text…`: where that name is a known path's context line, it is one.
+    paths -= {p for p in paths if any(p[:c.start()] in paths for c in _CTX.finditer(p))}
     if not paths:
         return None
     out = []
