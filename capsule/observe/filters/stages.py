@@ -234,6 +234,9 @@ def _dedupe(spec: FilterSpec, lines: list[Line], run: Run) -> list[Line]:
 
 
 def _collapse_repeats(lines: list[Line], run: Run) -> list[Line]:
+    texts = [line.text for line in lines]
+    if not any(map(eq, texts, texts[1:])):
+        return list(lines)      # no line repeats the one before it (most long logs): no loop
     out: list[Line] = []
     i = 0
     while i < len(lines):
@@ -254,17 +257,23 @@ def _collapse_repeats(lines: list[Line], run: Run) -> list[Line]:
 
 def _collapse_blocks(lines: list[Line], max_period: int, run: Run) -> list[Line]:
     """A block of 2..max_period lines repeated back to back (3+ times) is kept once with a count."""
-    return collapse_periodic(lines, max_period, run, key=lambda text: text, min_reps=3, keep_last=False)
+    return collapse_periodic(lines, max_period, run, keys=[line.text for line in lines], min_reps=3, keep_last=False)
 
 
-def collapse_periodic(lines: list[Line], max_period: int, run: Run, *, key, min_reps: int,
-                      keep_last: bool) -> list[Line]:
-    """Blocks of 2..max_period lines whose `key` repeats back to back at least `min_reps` times:
-    the first copy stays (and the last, with `keep_last`, since its numbers differ), the rest
-    are dropped and one line says how many copies went."""
+def collapse_periodic(lines: list[Line], max_period: int, run: Run, *, key=None, keys: list | None = None,
+                      min_reps: int, keep_last: bool) -> list[Line]:
+    """Blocks of 2..max_period lines whose `key` (or each line's entry of `keys`) repeats back to
+    back at least `min_reps` times: the first copy stays (and the last, with `keep_last`, since
+    its numbers differ), the rest are dropped and one line says how many copies went."""
     out: list[Line] = []
+    if keys is None:
+        keys = [key(line.text) for line in lines]
+    if len(set(keys)) == len(keys):
+        return list(lines)      # no key recurs, so no block repeats (a long log of distinct lines)
     # a pinned line never hides inside a repeated block: its key is its own
-    keys = [("pinned", i) if line.pinned else key(line.text) for i, line in enumerate(lines)]
+    keys = list(keys)
+    for i in compress(range(len(lines)), [line.pinned for line in lines]):
+        keys[i] = ("pinned", i)
     kept_copies = 2 if keep_last else 1
     reach = min_reps - 1 if keep_last else 2
     i, n = 0, len(lines)

@@ -70,12 +70,17 @@ class LineFacts:
             s = self._shape[n] = _first_words(n)
         return s
 
-    def shapes(self, lines: list[Line]) -> list[str]:
-        """[self.shape(line.text) for line in lines], without a call per line."""
+    def numbered_all(self, lines: list[Line]) -> list[str]:
+        """[self.numbered(line.text) for line in lines], a call only for a text not seen before."""
         texts = [line.text for line in lines]
         nums = list(map(self._numbered.get, texts))
         if None in nums:
             nums = [self.numbered(t) if n is None else n for t, n in zip(texts, nums)]
+        return nums
+
+    def shapes(self, lines: list[Line]) -> list[str]:
+        """[self.shape(line.text) for line in lines], without a call per line."""
+        nums = self.numbered_all(lines)
         shape = self._shape
         for n in dict.fromkeys(nums):
             if n not in shape:
@@ -152,7 +157,7 @@ def collapse_shapes(lines: list[Line], run, facts: LineFacts | None = None) -> l
 def collapse_shape_blocks(lines: list[Line], max_period: int, run, facts: LineFacts | None = None) -> list[Line]:
     """A block of 2..max_period lines repeated with only numbers changing keeps its first and last copy."""
     facts = facts or LineFacts(lines)
-    return collapse_periodic(lines, max_period, run, key=facts.numbered, min_reps=4, keep_last=True)
+    return collapse_periodic(lines, max_period, run, keys=facts.numbered_all(lines), min_reps=4, keep_last=True)
 
 
 class PythonRunFilter(StreamFilter):
@@ -172,12 +177,14 @@ class PythonRunFilter(StreamFilter):
         if type(self).feed_line is not PythonRunFilter.feed_line:
             super().feed_lines(lines)     # a subclass's own per-line step
             return
-        pinned = self.pinned
-        append = self.lines.append
-        for no, text in enumerate(lines, self.lineno + 1):
-            if "\r" in text and "\r" in text.rstrip("\r"):
-                text = _CR_REDRAW.sub("", text)   # progress redraws: what was drawn last
-            append(Line(no, text, pinned=no in pinned))
+        first = self.lineno + 1
+        if any("\r" in text for text in lines):
+            lines = [_CR_REDRAW.sub("", t) if "\r" in t and "\r" in t.rstrip("\r") else t for t in lines]
+        fed = [Line(no, text) for no, text in enumerate(lines, first)]
+        for no in self.pinned:
+            if 0 <= no - first < len(fed):
+                fed[no - first].pinned = True
+        self.lines.extend(fed)
         self.lineno += len(lines)
 
     def flush(self) -> None:
