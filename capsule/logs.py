@@ -1,67 +1,48 @@
-"""Logging: structlog JSON lines into the state directory, never to the command's stdout.
+"""Logging for capsule's modules: records go to the state directory's log file (log_handlers.py),
+never to the command's stdout or stderr.
 
-Not responsible for what is logged. Invariant: configuring twice is harmless; a log file
-that cannot be opened silently disables file logging rather than failing the caller; a log
-write that fails (disk full, file gone) is dropped without a word on the user's streams (no
-"--- Logging error ---"); and a run that logs nothing pays nothing (structlog and the file are
-set up on the first record).
+Not responsible for the handlers (log_handlers.py) nor for what is logged.
+Invariant: a run that logs nothing never imports logging (~6 ms of a cold `ctx run`): a Logger
+looks its logging.Logger up on first use, and configure() installs the handlers then (at once
+when logging is already imported); configuring twice is harmless.
 """
 
 from __future__ import annotations
 
-import logging
+import sys
 
-_configured = False
-
-
-class QuietFileHandler(logging.FileHandler):
-    """A file handler whose failures stay silent: logging must never write on the user's stderr."""
-
-    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
-        pass
+_wanted = False
 
 
-class _FirstUseHandler(logging.Handler):
-    """Opens the JSON-lines file handler when the first record arrives."""
+class Logger:
+    """logging.getLogger(name), looked up on first use (with the handlers configure() asked for)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._inner: logging.Handler | None = None
+    __slots__ = ("_name",)
 
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            if self._inner is None:
-                self._inner = _file_handler()
-            self._inner.handle(record)
-        except Exception:  # noqa: BLE001 - a failing log write is dropped, never shown
-            pass
+    def __init__(self, name: str) -> None:
+        self._name = name
 
-    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802
-        pass
+    def __getattr__(self, attr: str):
+        import logging
+
+        if _wanted:
+            _install()
+        return getattr(logging.getLogger(self._name), attr)
 
 
-def _file_handler() -> logging.Handler:
-    import structlog
-
-    from capsule import paths
-
-    try:
-        handler: logging.Handler = QuietFileHandler(paths.log_path(), encoding="utf-8")
-    except OSError:
-        return logging.NullHandler()
-    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
-        processor=structlog.processors.JSONRenderer(),
-        foreign_pre_chain=[structlog.processors.TimeStamper(fmt="iso"), structlog.stdlib.add_log_level],
-    ))
-    return handler
+def get(name: str) -> Logger:
+    return Logger(name)
 
 
 def configure() -> None:
-    global _configured
-    if _configured:
-        return
-    _configured = True
-    root = logging.getLogger("capsule")
-    root.handlers[:] = [_FirstUseHandler()]
-    root.setLevel(logging.INFO)
-    root.propagate = False
+    """Send the "capsule" loggers' records to the log file, once logging is in use."""
+    global _wanted
+    _wanted = True
+    if "logging" in sys.modules:      # something imported it: a record may come by another way
+        _install()
+
+
+def _install() -> None:
+    from capsule import log_handlers
+
+    log_handlers.install()

@@ -11,7 +11,6 @@ terminating signal that arrives after the command is gone is ours, and ends us w
 
 from __future__ import annotations
 
-import logging
 import os
 import shlex
 import signal
@@ -20,6 +19,7 @@ import sys
 import threading
 import time
 
+from capsule import logs
 from capsule.cli.main import UserError
 from capsule.policy import switches
 
@@ -231,13 +231,11 @@ def _emit(spool, digest, stream, out, command, status, duration_ms, intent) -> N
         return
     data = None
     try:
-        from capsule import logs
-
         logs.configure()
         data = _engine().observe_file(spool, size, digest, command=command, stream=stream, exit_code=status,
                                       duration_ms=duration_ms, intent=intent).data or None
     except Exception as exc:  # noqa: BLE001 - whatever happened, the agent gets the raw output
-        logging.getLogger("capsule.run").warning("engine failed on %s of %r: %r; raw output passed through",
+        logs.get("capsule.run").warning("engine failed on %s of %r: %r; raw output passed through",
                                                  stream, command, exc)
         data = None
     out.flush()
@@ -285,6 +283,9 @@ def _drain() -> None:
         if unindexed:                      # the full-text rows the parent deferred
             engine.archive._unindexed = unindexed
         engine.drain()
+        from capsule.measure import tokens
+
+        tokens.save_learned()              # the next run need not search this output's words again
 
     if not finisher.detach(engine.state_dir, finish):
         finish()

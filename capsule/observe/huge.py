@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 from collections import deque
 from dataclasses import dataclass, field
-from typing import BinaryIO
+TYPE_CHECKING = False     # typing.TYPE_CHECKING without importing typing (~2 ms of a cold `ctx run`)
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 HEAD_LINES = 40
 TAIL_LINES = 40

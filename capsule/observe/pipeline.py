@@ -8,11 +8,11 @@ lines survive or raw is emitted (INV-7); a lossy emission has one marker and one
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from dataclasses import dataclass, field, replace
 
+from capsule import logs
 from capsule.measure import tokens
 from capsule.observe import guard, registry
 from capsule.observe.content import gate
@@ -23,7 +23,7 @@ from capsule.observe.verbatim import EXEMPT_TRANSFORMS
 from capsule.policy import switches
 from capsule.store.archive import handle_of
 
-log = logging.getLogger("capsule.pipeline")
+log = logs.get("capsule.pipeline")
 
 
 PENDING = -1     # a stage report's token figure not yet counted (Emission.settle fills it in)

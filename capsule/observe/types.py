@@ -9,7 +9,9 @@ any kept line gives its original bytes back).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, asdict
-from typing import Callable, Protocol
+TYPE_CHECKING = False     # typing.TYPE_CHECKING without importing typing (~2 ms of a cold `ctx run`)
+if TYPE_CHECKING:
+    from typing import Callable
 
 MAX_INTENT_TOKENS = 128  # seed 001: the step's goal handed to intent-aware transforms
 
@@ -76,8 +78,5 @@ class StageReport:
         }
 
 
-class Transform(Protocol):
-    def __call__(self, text: str, ctx: Context) -> TransformResult: ...
-
-
-TransformFn = Callable[[str, Context], TransformResult]
+if TYPE_CHECKING:
+    TransformFn = Callable[[str, Context], TransformResult]     # what registry.get returns

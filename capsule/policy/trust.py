@@ -13,16 +13,15 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
-import logging
 import os
 import stat
 import tempfile
 import time
 from pathlib import Path
 
-from capsule import paths
+from capsule import logs, paths
 
-_log = logging.getLogger("capsule")
+_log = logs.get("capsule")
 
 
 class TrustError(ValueError):

@@ -588,7 +588,7 @@ class _QuietStderr(logging.StreamHandler):
 
 
 def setup_logging(state_dir: Path, verbose: bool = False) -> None:
-    from capsule.logs import QuietFileHandler  # noqa: PLC0415
+    from capsule.log_handlers import QuietFileHandler  # noqa: PLC0415
 
     handlers: list[logging.Handler] = [_QuietStderr(sys.stderr)]
     try:

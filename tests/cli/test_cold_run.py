@@ -1,0 +1,41 @@
+"""A cold `capsule ctx run` imports only what its job needs: logging and typing stay out of a run
+that logs nothing (they were ~8 ms of its start), and a run that does log still writes its record
+to the state dir's log file and nothing to the user's streams."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+PROBE = """
+import json, sys
+sys.argv = ["capsule", "ctx", "run", "--", "seq", "1", "3000"]
+from capsule.cli.main import main
+code = main()
+sys.stdout.flush()
+print(json.dumps([m for m in ("logging", "typing", "tiktoken", "structlog") if m in sys.modules]), file=sys.stderr)
+"""
+
+
+def _probe(state_dir, **env):
+    full = {**os.environ, "JACKIN_CTX_STATE_DIR": str(state_dir), **env}
+    return subprocess.run([sys.executable, "-c", PROBE], capture_output=True, env=full, timeout=60)
+
+
+def test_a_run_that_logs_nothing_imports_no_logging_nor_typing(state_dir):
+    first = _probe(state_dir)        # the first run of a state dir writes the tokenizer's tables (tiktoken)
+    assert first.returncode == 0 and "tiktoken" in json.loads(first.stderr)
+    proc = _probe(state_dir)
+    assert proc.returncode == 0
+    assert len(proc.stdout) < len("".join(f"{i}\n" for i in range(1, 3001)))      # it was compressed
+    assert json.loads(proc.stderr) == []
+
+
+def test_a_run_that_logs_writes_the_record_to_the_log_file_only(state_dir):
+    raw = "".join(f"{i}\n" for i in range(1, 3001)).encode()
+    proc = _probe(state_dir, JACKIN_CTX_FAULT_INJECT="*")
+    assert proc.returncode == 0 and proc.stdout == raw             # fail open: the whole raw output
+    assert "logging" in json.loads(proc.stderr)                     # the only thing on stderr is the probe's line
+    assert "injected fault" in (state_dir / "capsule.log").read_text()
