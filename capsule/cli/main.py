@@ -8,6 +8,7 @@ Invariant: bad usage exits 2 with a message naming the problem; no traceback for
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from types import SimpleNamespace
 
@@ -87,14 +88,24 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"capsule: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:       # the reader left (`| head`): the rest is not wanted, nothing to say
+        _quiet_stdout()
+        return 0
     except Exception as exc:  # a state store that is corrupt, read-only or locked: one line, exit 2
         message = _store_failure(exc)
         if message is None:
             raise
         print(f"capsule: {message}", file=sys.stderr)
         return 2
-    except BrokenPipeError:
-        return 0
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush of what is still buffered for the
+    closed pipe fails nowhere (it would print `Exception ignored ... BrokenPipeError`)."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def _store_failure(exc: Exception) -> str | None:

@@ -103,3 +103,20 @@ def test_footer_command_runs_as_printed_in_sh_and_bash(capsule, state_dir):
     for shell in ("bash", "sh"):
         r = subprocess.run([shell, "-c", command], capture_output=True, env=env, timeout=60)
         assert r.returncode == 0 and r.stdout == raw, (shell, r.stderr[-300:])
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(capsule, state_dir):
+    """`capsule ctx expand H | head`: the reader leaves, the rest is not wanted; no traceback."""
+    import os
+    import sys
+
+    raw = "".join(f"{i}\n" for i in range(1, 300001)).encode()          # far past a pipe's buffer
+    h = _handle(capsule("ctx", "pipe", "--cmd", "seq 1 300000", input=raw).stdout)
+    env = {**os.environ, "JACKIN_CTX_STATE_DIR": str(state_dir)}
+    proc = subprocess.Popen([sys.executable, "-m", "capsule", "ctx", "expand", h], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    assert proc.stdout.read(10) == raw[:10]
+    proc.stdout.close()                                                   # as `head -c 10` does
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 0
+    assert err == b"", err.decode()[-800:]
