@@ -3,13 +3,16 @@ state dir's cache: a cold `ctx run` reads three files and tomllib (import and pa
 
 Not responsible for what the files mean, nor for reporting bad TOML (tomllib's own errors propagate).
 Invariant: loads(data) == tomllib.loads(data.decode("utf-8")) for every data; any cache trouble
-(absent, unwritable, damaged, a value marshal cannot hold) just parses the bytes.
+(absent, unwritable, damaged, a value marshal cannot hold) just parses the bytes; the cache holds
+at most MAX_ENTRIES entries (each edit of a project filter is new content), the newest.
 """
 
 from __future__ import annotations
 
 import marshal
 import os
+
+MAX_ENTRIES = 64
 
 
 def loads(data: bytes) -> dict:
@@ -37,6 +40,20 @@ def loads(data: bytes) -> dict:
             with open(tmp, "wb") as f:
                 f.write(blob)
             os.replace(tmp, path)
+            _prune(path.parent)
         except Exception:  # noqa: BLE001 - a cache we cannot write only costs time
             pass
     return doc
+
+
+def _prune(cache) -> None:
+    """Past MAX_ENTRIES, the oldest entries go (on a miss only: a hit costs no listing)."""
+    entries = list(cache.glob("toml-*.marshal"))
+    if len(entries) <= MAX_ENTRIES:
+        return
+    entries.sort(key=lambda p: p.stat().st_mtime_ns)
+    for old in entries[:len(entries) - MAX_ENTRIES]:
+        try:
+            old.unlink()
+        except OSError:
+            pass

@@ -41,3 +41,16 @@ def test_bad_toml_raises_tomllibs_error_and_caches_nothing(state_dir):
     with pytest.raises(UnicodeDecodeError):
         tomlcache.loads(b"a = '\xff'\n")
     assert _cached(state_dir) == []
+
+
+def test_the_cache_keeps_the_newest_entries_only(state_dir):
+    """Every edit of a project filter is new content: the cache holds at most MAX_ENTRIES, the newest."""
+    import os
+
+    for i in range(tomlcache.MAX_ENTRIES + 6):
+        assert tomlcache.loads(f"n = {i}\n".encode()) == {"n": i}
+        newest = max(_cached(state_dir), key=lambda p: p.stat().st_mtime_ns)
+        os.utime(newest, ns=(i * 10 ** 9, i * 10 ** 9))        # distinct ages, whatever the clock's grain
+    kept = _cached(state_dir)
+    assert len(kept) == tomlcache.MAX_ENTRIES
+    assert sorted(int(p.stat().st_mtime) for p in kept) == list(range(6, tomlcache.MAX_ENTRIES + 6))
