@@ -30,14 +30,28 @@ _VERBATIM = re.compile(
 _BENIGN = re.compile(r"(?i)\b(0 (errors?|failed|failures|warnings?)|no (errors|issues|problems|warnings) found|errors?: 0\b|failed: 0\b)")
 
 
-# Every alternative of _VERBATIM needs one of these (lower-case) or one of the line starts below.
-# An ASCII line with neither cannot match, and lower() is exact case folding on ASCII; a non-ASCII
-# line always gets the full regex (its case folding differs: Kelvin sign, dotted I, long s).
+# Every alternative of _VERBATIM needs one of these (lower-case) or one of the line starts below:
+# a line with neither cannot match. On ASCII, lower() is the regex's case folding; beyond it, the
+# regex also takes four characters for ASCII letters (_FOLD, found by trying every code point),
+# which are made those letters first.
 _NEEDLES = ("err", "fatal", "fail", "panic", "exception", "traceback", "warn", "assert", "segmentation",
             "core dumped", "abort", "denied", "refused", "rejected", "conflict", "cannot", "can't", "unable",
             "not found", "no such", "vulnerab", "cve-", "unauthori", "forbidden", "time", "killed", "oom",
-            "fehler", "fehlgeschlagen", "fallo", "expected", "received", "left:", "right:")
-_STARTS = ("E", "-", "+", ">")
+            "fehler", "fehlgeschlagen", "fallo", "falló", "échec", "expected", "received", "left:", "right:")
+_FOLD = (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"), ("\u212a", "k"))     # İ ı ſ K
+
+
+def _folded(text: str) -> str:
+    """text.lower() with _FOLD's characters made their ASCII letters first (newlines kept)."""
+    if not text.isascii():
+        for char, letter in _FOLD:
+            if char in text:
+                text = text.replace(char, letter)
+    return text.lower()
+# The line starts those alternatives need (`^E\s{2,}`, `^\s*E\s+\S`, `^FAIL`, `^\s*[-+]{3}\s`,
+# `^\s*>\s+\d+\s*\|`, `^\s*-->\s`; the pattern ignores case, so `e` too): a diff's `+`/`-` lines
+# are not candidates unless they open so.
+_START_LINE = re.compile(r"(?i:FAIL)|\s*(?:[-+]{3}\s|-->\s|[Ee>])")
 
 
 def _trie(words: list[str]) -> str:
@@ -53,13 +67,12 @@ def _trie(words: list[str]) -> str:
 
 
 _NEEDLE_RE = re.compile(_trie(list(_NEEDLES)))   # one scan, not one per needle
-_START_RE = re.compile(r"\n(?:FAIL|[^\S\n]*[-+>E])")   # a line (after its newline) that opens with _STARTS
+# the same starts in lines joined by newlines (no line holds one): whitespace other than a newline
+_START_RE = re.compile(r"\n(?:(?i:FAIL)|[^\S\n]*(?:[-+]{3}[^\S\n]|-->[^\S\n]|[Ee>]))")
 
 
 def _may_match(line: str) -> bool:
-    if not line.isascii() or line.startswith("FAIL") or line.lstrip()[:1] in _STARTS:
-        return True
-    return _NEEDLE_RE.search(line.lower()) is not None
+    return _START_LINE.match(line) is not None or _NEEDLE_RE.search(_folded(line)) is not None
 
 
 def is_verbatim(line: str) -> bool:
@@ -83,8 +96,8 @@ def verbatim_flags(lines: list[str], masked: list[str] | None = None) -> list[bo
     distinct = list(dict.fromkeys(masked))
     joined = "\n".join(distinct)
     hits: set[str] = set()
-    # lower() keeps every newline (no case mapping makes or drops one): rows hold in it
-    for text, pattern in ((joined.lower(), _NEEDLE_RE), ("\n" + joined, _START_RE)):
+    # _folded keeps every newline (no case mapping makes or drops one): rows hold in it
+    for text, pattern in ((_folded(joined), _NEEDLE_RE), ("\n" + joined, _START_RE)):
         row, at, pos = 0, 0, 0
         while (m := pattern.search(text, pos)) is not None:
             row += text.count("\n", at, m.start())
@@ -93,8 +106,6 @@ def verbatim_flags(lines: list[str], masked: list[str] | None = None) -> list[bo
             pos = text.find("\n", at + 1)      # one hit is enough for a line
             if pos < 0:
                 break
-    if not joined.isascii():
-        hits.update(m for m in distinct if not m.isascii())
     flags = [False] * len(lines)
     for i in compress(range(len(lines)), map(hits.__contains__, masked)):
         flags[i] = is_verbatim(lines[i])

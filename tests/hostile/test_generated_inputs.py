@@ -129,7 +129,10 @@ WORDS = re.findall(r"[a-zA-Z][a-zA-Z'! -]*[a-zA-Z!:]|cve-\d+", verbatim._VERBATI
 
 @settings(max_examples=3000, deadline=None, derandomize=True, database=None)
 @given(parts=st.lists(st.one_of(st.sampled_from(WORDS + ["left:", "right:", "Error", "Exception", "E  ", "FAIL",
-                                                         "---", "+++", "> 3 |", "-->", "0 errors", "2 failed"]),
+                                                         "---", "+++", "> 3 |", "-->", "0 errors", "2 failed",
+                                                         "--- ", "+++\t", "-+-\x0c", "  --- a", "-- -", "++", "+",
+                                                         "-", " >", "E", "e", "fail", "\x1c", "ſ", "\u212a", "ı", "İ",
+                                                         "ÉCHEC", "FALLÓ", "│", "é", "\u2028"]),
                                 st.text(max_size=12)), max_size=8),
        sep=st.sampled_from([" ", "", "  ", "\t", ":"]), upper=st.booleans())
 def test_the_verbatim_fast_path_agrees_with_the_regex(parts, sep, upper):

@@ -33,7 +33,7 @@ def test_verbatim_flags_are_is_verbatim_line_by_line(lines, upper):
     assert verbatim.verbatim_flags(lines) == [verbatim.is_verbatim(ln) for ln in lines]
 
 
-TRICKY = ["E  x", "E   ", "  E foo", "\tE\tbar", "FAIL: x", "FAILED", "--- a/x", "+++ b/x", "  > 3 | x", "--> src",
+TRICKY = ["--- a", "---", "+++\tb", "  -+- x", "-- x", "+ x", "- x", "E  x", "E   ", "  E foo", "\tE\tbar", "FAIL: x", "FAILED", "--- a/x", "+++ b/x", "  > 3 | x", "--> src",
           "ſegmentation fault", "\u212ailled", "échec", "falló", "ERRORİ", "0 errors", "0 errors, 2 failed", "ok",
           "", "   ", "\u00a0", "Error", "no error here", "timeout", "E", "-", "+x", ">", "\x1cE  x", "\u2028E  x"]
 
