@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from capsule.observe import digits
 from capsule.observe.types import Context, Removal, TransformResult
 
 TRANSFORM_ID = "logs"
@@ -54,6 +55,35 @@ def template(line: str) -> str:
     return t
 
 
+# A mask can match only where its text holds one of these (None: no such test): a whole text
+# without them skips that mask's pass.
+_NEEDED = ("://", "/", "-", None, ":", "-", ".", None, None, None)
+
+
+def templates(lines: list[str]) -> list[str]:
+    """[template(line) for line in lines] (lines without a newline). A template holds no ASCII
+    digit and every mask reads a digit only as a digit, so lines that differ only in their digits
+    share a template: it is worked out once per distinct digit-masked line (digits.masked), each
+    mask one substitution over them joined (no mask spans a newline, which is a word boundary as
+    a line's end is). A line holding an HTTP request (its status and protocol stay in the
+    template) gets template() itself."""
+    stripped = [ln.strip() for ln in lines]
+    masked = digits.masked(stripped)
+    if not stripped or masked is None:
+        return [template(ln) for ln in lines]
+    distinct = list(dict.fromkeys(masked))
+    joined = "\n".join(distinct)
+    for (pat, repl), needle in zip(_MASKS, _NEEDED):
+        if needle is None or needle in joined:
+            joined = pat.sub(repl, joined)
+    template_of = dict(zip(distinct, joined.split("\n")))
+    out = list(map(template_of.__getitem__, masked))
+    for i, t in enumerate(stripped):
+        if "HTTP/" in t and _REQUEST.search(t):
+            out[i] = template(lines[i])
+    return out
+
+
 def failed_requests(lines: list[str]) -> set[int]:
     """The first line of each distinct failing request (4xx/5xx: method, target, status) of an
     access log: the errors of the log, kept even when failures are common enough to repeat."""
@@ -91,9 +121,9 @@ def cluster(text: str, ctx: Context) -> TransformResult:
         scores = relevance(shown_lines, ctx.intent)
         pinned |= set(sorted((i for i, s in enumerate(scores) if s > 0), key=lambda i: (-scores[i], i))[:INTENT_KEEP])
     groups: dict[str, list[int]] = defaultdict(list)
-    for i, ln in enumerate(shown_lines):
-        if ln.strip():
-            groups[template(ln)].append(i)
+    nonblank = [i for i, ln in enumerate(shown_lines) if ln.strip()]
+    for i, tpl in zip(nonblank, templates([shown_lines[i] for i in nonblank])):
+        groups[tpl].append(i)
     drop: dict[int, str] = {}
     counts: dict[int, int] = {}
     for tpl, idx in groups.items():

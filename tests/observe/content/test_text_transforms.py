@@ -172,3 +172,18 @@ def test_lossless_transform_and_probe():
     assert "waiting  [×10]" in result.text and "\x1b" not in result.text and result.lossless
     assert gate.compressibility("abc " * 500) < 0.2
     assert not gate.worth_aggressive(os.urandom(20000).decode("latin-1"))
+
+
+LOG_PIECES = st.one_of(st.sampled_from([
+    "2026-01-01T10:00:00Z", "2026-01-01 10:00:00,123", "12/31/2026", "1.2.2026", "10:00", "10:00:59.5", "INFO",
+    "req", "7f3a9c21", "0xdeadBEEF", "deadbeef12", "took 12ms", "from 10.0.0.1:8080", "user-42", "id_7x", "v1.2.3",
+    "/usr/lib/x.so", "./a/b", "../c/d/", "http://h:80/p?q=1", "https://x.io", "550e8400-e29b-41d4-a716-446655440000",
+    '"GET /a.gif HTTP/1.0" 200', '"POST /api HTTP/1.1" 503', "HTTP/2", "١٢٣", "٣.٤", "-", ":", ".", "/", " ", "\t",
+    "é", "\u2028", "x9", "9x", "_", "0", "99999999"]), st.text(max_size=6))
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, database=None)
+@given(lines=st.lists(st.lists(LOG_PIECES, max_size=8).map(" ".join), max_size=40))
+def test_log_templates_in_bulk_are_the_per_line_templates(lines):
+    lines = [ln.replace("\n", " ") for ln in lines]     # the lines of a split text
+    assert logs.templates(lines) == [logs.template(ln) for ln in lines]
