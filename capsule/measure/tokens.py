@@ -156,7 +156,9 @@ def label() -> str:
     return LABEL_APPROX if is_approx() else LABEL_EXACT
 
 
-def count(text: str) -> int:
+def count(text: str, remember: bool = False) -> int:
+    """Exact tokens of text. `remember`: keep its segments' counts for the texts counted next
+    (an emission, before its original and the transform's own output are counted)."""
     if not text:
         return 0
     clean = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
@@ -166,10 +168,68 @@ def count(text: str) -> int:
     counter = _load()
     if counter is None:
         return estimate_bytes(len(clean.encode("utf-8")))
-    try:    # a packed u32 buffer: 4 bytes a token, not a Python list of ints (~36 bytes a token)
-        return len(memoryview(counter._core_bpe.encode_to_tiktoken_buffer(clean, set()))) // 4
+    try:
+        core = counter._core_bpe
     except AttributeError:
         return len(counter.encode_ordinary(clean))
+    if len(clean) < SEGMENTED_FROM:
+        return _encoded_len(core, clean)
+    return _count_by_segments(core, clean, remember)
+
+
+def _encoded_len(core, text: str) -> int:
+    # a packed u32 buffer: 4 bytes a token, not a Python list of ints (~36 bytes a token)
+    return len(memoryview(core.encode_to_tiktoken_buffer(text, set()))) // 4
+
+
+# A long text is counted as the sum of its segments' counts (segments()), a remembered segment
+# not encoded again: an emission keeps most lines of its original, so once the emission is counted
+# (remember=True) its original and the transform's own output encode little more.
+SEGMENTED_FROM = 16 << 10
+SEGMENT_CACHE_CHARS = 16 << 20      # past this many characters of segments, the cache starts over
+_segment_counts: dict[str, int] = {}
+_segment_chars = 0
+
+
+def segments(text: str) -> list[str]:
+    """text cut after each newline that a printable ASCII character follows. No piece of cl100k's
+    pre-tokenizer spans such a place (a newline only ends a piece or sits in a whitespace run, and
+    the piece after it starts afresh), so count(text) is the sum of its segments' counts."""
+    lines = text.split("\n")
+    out: list[str] = []
+    start = pos = 0
+    for line, following in zip(lines, lines[1:]):
+        pos += len(line) + 1
+        if following and "!" <= following[0] <= "~":
+            out.append(text[start:pos])
+            start = pos
+    out.append(text[start:])
+    return out
+
+
+def _count_by_segments(core, clean: str, remember: bool) -> int:
+    """The remembered segments' counts, plus the others' encoded one by one (remember) or all in
+    one call: segments joined in their order keep every cut (each but the first starts with a
+    printable character, each but the last ends with a newline), so their count is the sum."""
+    global _segment_chars
+    known = _segment_counts
+    total = 0
+    unknown: list[str] = []
+    for seg in segments(clean):
+        n = known.get(seg)
+        if n is not None:
+            total += n
+        elif not remember:
+            unknown.append(seg)
+        else:
+            n = _encoded_len(core, seg)
+            if _segment_chars > SEGMENT_CACHE_CHARS:
+                known.clear()
+                _segment_chars = 0
+            known[seg] = n
+            _segment_chars += len(seg)
+            total += n
+    return total + (_encoded_len(core, "".join(unknown)) if unknown else 0)
 
 
 # Below this many bytes an exact count costs less than a millisecond: no bound is worth it.

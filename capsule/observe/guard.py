@@ -41,6 +41,12 @@ def worth_it(raw_tokens: int, emitted_tokens: int) -> bool:
     return saved >= worth["min_saved_tokens"] and saved >= worth["min_saved_share"] * raw_tokens
 
 
+def worth_counting(raw_chars: int, emitted_chars: int) -> bool:
+    """Does a changed emission (marker and footer included) save enough characters to be
+    considered at all (budgets.toml [worth] min_saved_chars_share)?"""
+    return raw_chars - emitted_chars >= budgets()["worth"]["min_saved_chars_share"] * raw_chars
+
+
 def marker(n: int) -> str:
     return f"[{n} more line{'s' if n != 1 else ''}]"
 

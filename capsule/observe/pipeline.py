@@ -59,7 +59,10 @@ class Emission:
     def settle(self) -> None:
         """Count what was deferred (exact, the same figures as counting up front)."""
         if self.known_raw_tokens is None:
-            self.known_raw_tokens = tokens.count(self.raw_text or "")
+            # a transform's output counted next that keeps most of the lines: encode them once
+            out_text, raw_text = self.transformed_text, self.raw_text or ""
+            reuse = out_text is not None and out_text != raw_text and 2 * len(out_text) > len(raw_text)
+            self.known_raw_tokens = tokens.count(raw_text, remember=reuse)
         elif self.raw_text is None and self.transformed_text is None:
             return
         out = None
@@ -180,7 +183,10 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
     # before anything is stored; footer tokens count toward never-worse.
     handle = handle_of(raw)
     footer_text = guard.with_footer(out_text, handle)
-    emitted_tokens = tokens.count(footer_text)
+    if not guard.worth_counting(len(text), len(footer_text)):
+        return passthrough(f"not worth it: saves {len(text) - len(footer_text)} of {len(text)} characters: raw",
+                           result.transform_id)
+    emitted_tokens = tokens.count(footer_text, remember=True)     # its original is counted next
     # Never worse and worth it grow with the raw count: holding on the floor, they hold exactly.
     if emitted_tokens >= floor or not guard.worth_it(floor, emitted_tokens):
         if emitted_tokens >= raw_count():

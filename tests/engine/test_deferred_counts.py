@@ -43,7 +43,7 @@ def test_observe_does_not_count_the_raw_input_before_returning(state_dir, monkey
     engine.defer = True
     counted: list[int] = []
     real = tokens.count
-    monkeypatch.setattr(tokens, "count", lambda text: counted.append(len(text)) or real(text))
+    monkeypatch.setattr(tokens, "count", lambda text, **kw: counted.append(len(text)) or real(text, **kw))
     out = engine.observe(raw, command="kubectl logs deploy/api", exit_code=0)
     assert len(out.data) < len(raw) // 3 and b"connection refused" in out.data
     assert max(counted) < len(raw) // 3          # only the (small) emission was counted

@@ -87,6 +87,31 @@ def test_never_worse_when_transform_inflates(state_dir):
     assert em.data == raw and em.emitted_tokens == em.raw_tokens
 
 
+def _drop_lines_for_registry(text, ctx):
+    """Drops every 100th line: about 1% of the characters."""
+    lines = text.split("\n")
+    kept = [ln for i, ln in enumerate(lines) if i % 100 != 99]
+    return TransformResult("\n".join(kept), "drop1pct", [Removal("every 100th line", len(lines) - len(kept))])
+
+
+def test_an_emission_saving_under_the_character_share_is_not_made_nor_counted(state_dir, monkeypatch):
+    """budgets.toml [worth] min_saved_chars_share: raw, decided before any token of it is counted
+    (the agent does not wait on a count whose answer can only be raw); the ledger's figures come later."""
+    from capsule.observe.classify import Classification
+
+    registry.register("test_drop1pct", f"{__name__}:_drop_lines_for_registry")
+    counted = []
+    real_count = tokens.count
+    monkeypatch.setattr(tokens, "count", lambda text, **kw: counted.append(len(text)) or real_count(text, **kw))
+    raw = _numbered(3000)
+    em = process(raw, Context(), Archive(state_dir / "a.db"), Classification("x", "test_drop1pct"))
+    assert em.data == raw and em.handle is None
+    assert counted == []                                       # nothing counted while the agent waits
+    assert "not worth it" in em.reports[-1].detail and "characters" in em.reports[-1].detail
+    assert em.raw_tokens == real_count(raw.decode())            # exact, once asked for
+    assert guard.budgets()["worth"]["min_saved_chars_share"] == 0.02
+
+
 def test_fault_injection_through_the_cli_passes_raw_and_logs(capsule, state_dir):
     raw = _numbered(400)
     r = capsule("ctx", "pipe", input=raw, env={"JACKIN_CTX_FAULT_INJECT": "*"})
