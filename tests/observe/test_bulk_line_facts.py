@@ -63,8 +63,8 @@ def test_line_facts_are_the_per_line_answers(lines):
     assert facts.kept_all(more) == [row.pinned or verbatim.is_verbatim(row.text) for row in more]
     for row in rows + [Line(0, "[12 similar lines: a 1 b]"), Line(0, "x 9\nerror 3")]:
         assert facts.numbered(row.text) == re.sub(r"\d+", "#", row.text)
-        assert facts.shape(row.text) == " ".join(re.findall(r"\S+", re.sub(r"\d+", "#", row.text))[:5])
-        assert facts.shape(row.text) == shape(row.text)
+        assert facts.shapes([row]) == [" ".join(re.findall(r"\S+", re.sub(r"\d+", "#", row.text))[:5])]
+        assert facts.shapes([row]) == [shape(row.text)]
         assert facts.kept(row) == (row.pinned or verbatim.is_verbatim(row.text))
 
 
@@ -88,7 +88,7 @@ def test_collapse_periodic_keeps_its_output_with_the_skip():
     texts = ["start"] + [f"{w} {k}" for k in range(5) for w in ("GET /a", "GET /b", "done")] + ["end", "end"]
     lines = [Line(i + 1, t) for i, t in enumerate(texts)]
     run = Run()
-    out = collapse_periodic(lines, 6, run, key=lambda t: re.sub(r"\d+", "#", t), min_reps=4, keep_last=True)
+    out = collapse_periodic(lines, 6, run, keys=[re.sub(r"\d+", "#", t) for t in texts], min_reps=4, keep_last=True)
     assert [ln.text for ln in out] == ["start", "GET /a 0", "GET /b 0", "done 0",
                                        "[the 3 lines above repeat 3 more times with different numbers]",
                                        "GET /a 4", "GET /b 4", "done 4", "end", "end"]

@@ -260,14 +260,12 @@ def _collapse_blocks(lines: list[Line], max_period: int, run: Run) -> list[Line]
     return collapse_periodic(lines, max_period, run, keys=[line.text for line in lines], min_reps=3, keep_last=False)
 
 
-def collapse_periodic(lines: list[Line], max_period: int, run: Run, *, key=None, keys: list | None = None,
-                      min_reps: int, keep_last: bool) -> list[Line]:
-    """Blocks of 2..max_period lines whose `key` (or each line's entry of `keys`) repeats back to
-    back at least `min_reps` times: the first copy stays (and the last, with `keep_last`, since
-    its numbers differ), the rest are dropped and one line says how many copies went."""
+def collapse_periodic(lines: list[Line], max_period: int, run: Run, *, keys: list, min_reps: int,
+                      keep_last: bool) -> list[Line]:
+    """Blocks of 2..max_period lines whose keys (one per line) repeat back to back at least
+    `min_reps` times: the first copy stays (and the last, with `keep_last`, since its numbers
+    differ), the rest are dropped and one line says how many copies went."""
     out: list[Line] = []
-    if keys is None:
-        keys = [key(line.text) for line in lines]
     if len(set(keys)) == len(keys):
         return list(lines)      # no key recurs, so no block repeats (a long log of distinct lines)
     # a pinned line never hides inside a repeated block: its key is its own

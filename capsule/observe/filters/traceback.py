@@ -63,13 +63,6 @@ class LineFacts:
             n = self._numbered[text] = _NUM.sub("#", text)
         return n
 
-    def shape(self, text: str) -> str:
-        n = self.numbered(text)
-        s = self._shape.get(n)
-        if s is None:
-            s = self._shape[n] = _first_words(n)
-        return s
-
     def numbered_all(self, lines: list[Line]) -> list[str]:
         """[self.numbered(line.text) for line in lines], a call only for a text not seen before."""
         texts = [line.text for line in lines]
@@ -79,7 +72,7 @@ class LineFacts:
         return nums
 
     def shapes(self, lines: list[Line]) -> list[str]:
-        """[self.shape(line.text) for line in lines], without a call per line."""
+        """[shape(line.text) for line in lines], once per digit-normalised text."""
         nums = self.numbered_all(lines)
         shape = self._shape
         for n in dict.fromkeys(nums):
