@@ -347,7 +347,12 @@ class GitFilter(StreamFilter):
             self.drop_block(h.head[0], last, h.head[1], "hunk beyond the diff budget")
             return
         self.emit(h.head[1])
-        for i, ((no, text), need) in enumerate(zip(h.lines, near)):
+        # past the plan, the lines after the last conflict or pinned line go as one removal
+        tail = len(h.lines)
+        if plan != -1:
+            tail = max(plan, 1 + max((i for i, (no, _) in enumerate(h.lines) if forced[i] or no in self.pinned),
+                                     default=-1))
+        for i, ((no, text), need) in enumerate(zip(h.lines[:tail], near)):
             if forced[i]:
                 self.emit(text)          # a conflict region is what the reader has to resolve
             elif plan != -1 and i >= plan:
@@ -356,6 +361,8 @@ class GitFilter(StreamFilter):
                 self.emit(text)
             else:
                 self.drop(text, "unchanged context line", no)
+        if tail < len(h.lines):
+            self.drop_block(h.lines[tail][0], h.lines[-1][0], h.lines[tail][1], "rest of a hunk beyond the diff budget")
 
 
 class GitBlameFilter(StreamFilter):
