@@ -49,9 +49,9 @@ def _folded(text: str) -> str:
                 text = text.replace(char, letter)
     return text.lower()
 # The line starts those alternatives need (`^E\s{2,}`, `^\s*E\s+\S`, `^FAIL`, `^\s*[-+]{3}\s`,
-# `^\s*>\s+\d+\s*\|`, `^\s*-->\s`; the pattern ignores case, so `e` too): a diff's `+`/`-` lines
-# are not candidates unless they open so.
-_START_LINE = re.compile(r"(?i:FAIL)|\s*(?:[-+]{3}\s|-->\s|[Ee>])")
+# `^\s*>\s+\d+\s*\|`, `^\s*-->\s`; the pattern ignores case, so `e` too), each followed by
+# whitespace: a diff's `+`/`-` lines and a commit message's `    error handling` are not candidates.
+_START_LINE = re.compile(r"(?i:FAIL)|\s*(?:[-+]{3}|-->|[Ee>])\s")
 
 
 def _trie(words: list[str]) -> str:
@@ -68,7 +68,7 @@ def _trie(words: list[str]) -> str:
 
 _NEEDLE_RE = re.compile(_trie(list(_NEEDLES)))   # one scan, not one per needle
 # the same starts in lines joined by newlines (no line holds one): whitespace other than a newline
-_START_RE = re.compile(r"\n(?:(?i:FAIL)|[^\S\n]*(?:[-+]{3}[^\S\n]|-->[^\S\n]|[Ee>]))")
+_START_RE = re.compile(r"\n(?:(?i:FAIL)|[^\S\n]*(?:[-+]{3}|-->|[Ee>])[^\S\n])")
 
 
 def _may_match(line: str) -> bool:
