@@ -27,6 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import interpreter  # noqa: E402
 from corpora import default_corpora  # noqa: E402
 
 
@@ -106,13 +107,9 @@ def main() -> int:
                     help="a real file observed as COMMAND's output (default `cat PATH`); repeatable")
     ap.add_argument("--no-corpora", action="store_true", help="only the --file outputs")
     ap.add_argument("--slowest", type=int, default=8, help="list this many slowest outputs (default 8)")
-    ap.add_argument("--python", help="measure the capsule installed for this interpreter (this script runs under it)")
+    interpreter.add_option(ap)
     args = ap.parse_args()
-    if args.python and not os.access(args.python, os.X_OK):
-        ap.error(f"--python {args.python}: no such interpreter")
-    if args.python and os.path.abspath(args.python) != os.path.abspath(sys.executable):
-        argv = [a for a in sys.argv[1:] if a != args.python and a != "--python" and not a.startswith("--python=")]
-        os.execv(args.python, [args.python, os.path.abspath(__file__), *argv])
+    interpreter.run_under(ap, args.python, __file__)
     for spec in args.file:
         if not Path(spec.partition("=")[0]).is_file():
             ap.error(f"--file {spec}: no such file")

@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import interpreter
+
 ROOT = Path(__file__).resolve().parents[1]
 ADOPTED = False
 MB = 1 << 20
@@ -179,14 +181,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", type=int, default=15, help="runs per row (default 15)")
     ap.add_argument("--big-runs", type=int, default=3, help="runs of the 64 MiB row (default 3; 0 skips it)")
-    ap.add_argument("--python", help="measure the capsule installed for this interpreter (this script runs under it)")
+    interpreter.add_option(ap)
     args = ap.parse_args()
-    # abspath, not realpath: two venvs' pythons are symlinks to one interpreter, each with its own install
-    if args.python and not os.access(args.python, os.X_OK):
-        ap.error(f"--python {args.python}: no such interpreter")
-    if args.python and os.path.abspath(args.python) != os.path.abspath(sys.executable):
-        argv = [a for a in sys.argv[1:] if a != args.python and a != "--python" and not a.startswith("--python=")]
-        os.execv(args.python, [args.python, os.path.abspath(__file__), *argv])
+    interpreter.run_under(ap, args.python, __file__)
     with tempfile.TemporaryDirectory(prefix="capsule-speed-") as t:
         tmp = Path(t)
         env = {k: v for k, v in os.environ.items() if not k.startswith("JACKIN_CTX_")}

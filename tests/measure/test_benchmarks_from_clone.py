@@ -180,3 +180,14 @@ def test_bench_speed_runs_on_a_tiny_input():
     done = run("bench_speed.py", "-n", "1", "--big-runs", "0")
     assert "cold embedded run" in done.stdout, done.stderr
     assert done.returncode in (0, 1), done.stderr          # 1 = a speed target missed on a loaded machine
+
+
+def test_bench_observe_runs_on_the_shipped_corpora_and_a_real_file(tmp_path):
+    log = tmp_path / "app.log"
+    log.write_text("".join(f"2026-12-01T10:{i % 60:02d}:00Z INFO worker-{i % 4} GET /items/{i} 200\n" for i in range(3000)))
+    done = run("bench_observe.py", "--min-kb", "300", "--runs", "1", "--slowest", "50", "--file", f"{log}=python3 app.py")
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^TOTAL\s+\d+", done.stdout, re.M) and f"{log} as `python3 app.py`" in done.stdout
+    assert "benchmarks/corpus" not in done.stderr
+    missing = run("bench_observe.py", "--no-corpora", "--file", str(tmp_path / "absent.log"))
+    assert missing.returncode == 2 and "no such file" in missing.stderr
