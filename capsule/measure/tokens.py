@@ -192,9 +192,9 @@ _segment_chars = 0
 
 
 def segments(text: str) -> list[str]:
-    """text cut after each newline that a printable ASCII character follows. No piece of cl100k's
-    pre-tokenizer spans such a place (a newline only ends a piece or sits in a whitespace run, and
-    the piece after it starts afresh), so count(text) is the sum of its segments' counts."""
+    """text cut after each newline that a printable ASCII character follows: one of the places no
+    piece of cl100k's pre-tokenizer can straddle (ranktable._BOUNDARY states them all), the only one
+    kept here so that a segment is a line or a few, so count(text) is the sum of its segments' counts."""
     lines = text.split("\n")
     out: list[str] = []
     start = pos = 0
