@@ -197,6 +197,8 @@ class Supervisor:
                 return
             settings = Settings(state_dir=self.state_dir, mode=self.mode, shims_on=self.plan["shims"].on,
                                 languages=self.role.context.languages,
+                                routing=self.router.table if self.router.enabled else None, agent_kind=kind,
+                                stagger=_stagger_settings(self.role),
                                 **({"anthropic_upstream": target.upstream} if kind == "claude"
                                    else {"openai_upstream": target.upstream}))
             self.proxy = ProxyServer(settings).start()
@@ -468,7 +470,8 @@ class Supervisor:
             "subsystems": {k: v.as_dict() for k, v in self.plan.items()},
             "registration": self.registration,
             "conflicts": self.conflicts,
-            "proxy": {**self.proxy_info, **({"stats": dict(self.proxy.proxy.stats)} if self.proxy else {})},
+            "proxy": {**self.proxy_info, **({"stats": dict(self.proxy.proxy.stats),
+                                             "route": dict(self.proxy.proxy.route.stats)} if self.proxy else {})},
             "state_dir": str(self.state_dir),
             "routing": self.routing_status(),
         }
@@ -479,6 +482,12 @@ class Supervisor:
             return {}
         return {"on": self.router.enabled, "agent": self.router.agent_kind, **table.as_dict(),
                 "launch": {k: v for k, v in vars(self.router.current).items() if v and k != "agents_json"}}
+
+
+def _stagger_settings(role):
+    from capsule.proxy.stagger import settings_from  # noqa: PLC0415
+
+    return settings_from((role.context.routing or {}).get("stagger") or {})
 
 
 # The file each client's tool shell sources before a call (see shims/shim_template/agent_env.sh).
