@@ -238,7 +238,15 @@ def _render_routing(rt: dict | None) -> list[str]:
     if rt.get("budget_usd_day") or rt.get("budget_usd_session"):
         head += f"; budget ${rt.get('budget_usd_day') or '-'}/day ${rt.get('budget_usd_session') or '-'}/session"
     out = [head]
+    if rt.get("agent") == "shell":
+        return [head.split(";")[0] + "; agent kind shell has no model or effort knobs"]
+    plain = [ln["task_class"] for ln in rt["lanes"] if not any(ln.get(k) for k in
+             ("model", "effort", "degraded_model", "degraded_effort"))]
+    if plain:
+        out[0] += f"; {', '.join(plain)}: client default"
     for ln in rt["lanes"]:
+        if ln["task_class"] in plain:
+            continue
         deg = ""
         if ln.get("degraded_model") or ln.get("degraded_effort"):
             deg = f"  -> degraded {ln.get('degraded_model') or ln.get('model') or 'client default'}/{ln.get('degraded_effort') or ln.get('effort') or '-'}"
