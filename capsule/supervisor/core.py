@@ -190,7 +190,8 @@ class Supervisor:
                 log.info("proxy not used: %s", target.skip)
                 return
             settings = Settings(state_dir=self.state_dir, mode=self.mode, shims_on=self.plan["shims"].on,
-                                languages=self.role.context.languages,
+                                languages=self.role.context.languages, media=dict(self.role.context.media),
+                                workspace=Path(self.opts.workdir or Path.cwd()),
                                 **({"anthropic_upstream": target.upstream} if kind == "claude"
                                    else {"openai_upstream": target.upstream}))
             self.proxy = ProxyServer(settings).start()
