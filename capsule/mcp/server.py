@@ -20,7 +20,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from capsule.agents import claude, codex
-from capsule.policy import switches
+from capsule.ground import switches
 from capsule.retrieve import modes, packer, workspace
 from capsule.retrieve.index import WorkspaceIndex
 from capsule.retrieve.reader import Reader, load_text
@@ -118,7 +118,7 @@ class ReadDoor:
         """One ledger row per read; a ledger failure never fails the read."""
         try:
             from capsule.measure.ledger import Ledger, Row
-            from capsule.measure.tokens import count, label
+            from capsule.ground.tokens import count, label
 
             if self._ledger_db is None:
                 self._ledger_db = Ledger()
@@ -166,7 +166,7 @@ class ReadDoor:
         """An auto read with the step's goal: a plain (non-outlined) text keeps only the lines the
         reflex scores as relevant, numbered, with the follow-up that brings back the rest. Such a
         read records no stub — the scope did not receive the whole file."""
-        from capsule.measure.tokens import count
+        from capsule.ground.tokens import count
         from capsule.observe.content.reflex import reflex
         from capsule.observe.types import MAX_INTENT_TOKENS, Context as ObsContext
 

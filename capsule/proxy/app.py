@@ -18,7 +18,7 @@ from pathlib import Path
 import anyio
 import httpx2
 
-from capsule import paths
+from capsule.ground import paths
 from capsule.proxy import rewrite, usage
 from capsule.proxy.memo import Memo
 

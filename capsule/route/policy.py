@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 
-from capsule.policy.switches import Switches
+from capsule.ground.switches import Switches
 
 EFFORTS = ("low", "medium", "high")
 

@@ -45,7 +45,7 @@ def put(name: str, k: str, value: Any) -> None:
 
 
 def _path(name: str):
-    from capsule import paths
+    from capsule.ground import paths
 
     return paths.state_dir() / "cache" / f"memo-{name}.json"
 
