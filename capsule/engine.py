@@ -99,6 +99,10 @@ class Engine:
         mode = mode or self.mode
         measure_only = sw.measure_only or mode == "measure"
         try:
+            if intent:      # an over-long goal is shortened, never a reason to lose the output
+                from capsule.observe.intent import shorten  # noqa: PLC0415
+
+                intent = shorten(intent)[0]
             cls = classify(command, raw[:1024], cwd)
             if intent and cls.transform_id == "default" and not cls.passthrough:
                 # No tool-specific filter knows this output, but the step's goal is known.

@@ -166,12 +166,11 @@ class ReadDoor:
         """An auto read with the step's goal: a plain (non-outlined) text keeps only the lines the
         reflex scores as relevant, numbered, with the follow-up that brings back the rest. Such a
         read records no stub — the scope did not receive the whole file."""
-        from capsule.ground.tokens import count
         from capsule.observe.content.reflex import reflex
-        from capsule.observe.types import MAX_INTENT_TOKENS, Context as ObsContext
+        from capsule.observe.intent import shorten
+        from capsule.observe.types import Context as ObsContext
 
-        if count(intent) > MAX_INTENT_TOKENS:
-            raise ToolError(f"intent is over {MAX_INTENT_TOKENS} tokens; state the step's goal in a sentence")
+        intent = shorten(intent)[0]     # over MAX_INTENT_TOKENS: its first and last words, never an error
         started = time.perf_counter()
         try:
             result = self.reader().read_result(path, "auto", scope="")
