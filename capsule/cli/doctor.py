@@ -50,6 +50,26 @@ def _store(path: Path) -> dict:
     return info
 
 
+def _permissions(state: Path) -> dict:
+    """The state dir and what is directly in it: anything others can read, write or enter is a
+    problem (capsule creates all of it owner-only; an older capsule or a volume may not have)."""
+    import stat  # noqa: PLC0415
+
+    problems = []
+    try:
+        entries = [state, *sorted(state.iterdir())]
+    except OSError as exc:
+        return {"problems": [f"{state}: cannot list ({exc.strerror})"]}
+    for p in entries:
+        try:
+            st = p.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISLNK(st.st_mode) and st.st_mode & 0o077:
+            problems.append(f"{p} ({stat.filemode(st.st_mode)})")
+    return {"mode": oct(state.stat().st_mode & 0o777), "problems": problems}
+
+
 def collect(role_arg: str | None = None) -> dict:
     # Imported here, not at the top: every `capsule ctx run` builds the parser that registers this
     # module, and these (anyio, the shims, the role manifest) are ~40 ms of its cold start.
@@ -106,7 +126,7 @@ def collect(role_arg: str | None = None) -> dict:
         "supervisor": running,
         "state": {"dir": str(state), "archive": _store(state / paths.ARCHIVE_DB),
                   "ledger": _store(state / paths.LEDGER_DB), "usage": _store(state / paths.USAGE_DB),
-                  "interrupted": journal.describe(state)},
+                  "interrupted": journal.describe(state), "permissions": _permissions(state)},
         "shims": {"dirs": shim.dirs, "first_on_path": shim.first, "present": bool(shim.dirs)},
         "conflicts": found,
         "mcp_registration": mcp,
@@ -178,6 +198,10 @@ def render(r: dict) -> str:
             lines.append(f"{key:<12} {s['bytes']:,} bytes  integrity {s.get('integrity')}  {rows}")
         else:
             lines.append(f"{key:<12} (none yet) {s['path']}")
+    perms = r["state"].get("permissions") or {}
+    if perms.get("problems"):
+        lines.append(f"permissions  others can read or enter {len(perms['problems'])} path(s) in the state dir: "
+                     + ", ".join(perms["problems"][:3]) + f"; fix: chmod 700 {r['state']['dir']}")
     for run in r["state"].get("interrupted", []):
         sizes = ", ".join(f"{n:,} bytes of {s}" for s, n in run["bytes"].items())
         lines.append(f"interrupted  `{run['command']}` was killed before its output was shown: {sizes} kept "

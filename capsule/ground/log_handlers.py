@@ -11,6 +11,7 @@ up on the first record.
 from __future__ import annotations
 
 import logging
+import os
 
 _configured = False
 
@@ -47,7 +48,9 @@ def _file_handler() -> logging.Handler:
     from capsule.ground import paths
 
     try:
-        handler: logging.Handler = QuietFileHandler(paths.log_path(), encoding="utf-8")
+        log = paths.log_path()
+        os.close(paths.open_private(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND))   # owner-only before logging opens it
+        handler: logging.Handler = QuietFileHandler(log, encoding="utf-8")
     except OSError:
         return logging.NullHandler()
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(

@@ -58,7 +58,7 @@ def load_pins() -> dict[str, dict]:
 
 def _save_pins(pins: dict[str, dict]) -> None:
     store = _store_path()
-    store.parent.mkdir(parents=True, exist_ok=True)
+    store.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".trust-", dir=store.parent)
     try:
         with os.fdopen(fd, "w") as fh:

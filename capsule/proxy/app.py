@@ -19,7 +19,7 @@ import anyio
 import httpx2
 
 from capsule.ground import paths
-from capsule.proxy import rewrite, usage
+from capsule.proxy import rewrite, target, usage
 from capsule.proxy.memo import Memo
 
 log = logging.getLogger("capsule.proxy")
@@ -52,7 +52,7 @@ class Proxy:
         self._engine_lock = threading.Lock()
         self._client: httpx2.AsyncClient | None = None
         self.stats = {"requests": 0, "rewritten": 0, "blocks_shrunk": 0, "usage_rows": 0, "fail_open": 0,
-                      "upstream_errors": 0}
+                      "upstream_errors": 0, "refused": 0}
 
     # ---- ASGI --------------------------------------------------------------------------------------
     async def __call__(self, scope, receive, send) -> None:
@@ -68,11 +68,18 @@ class Proxy:
         if scope["type"] != "http":
             return
         self.stats["requests"] += 1
-        body = await _read_body(receive)
         path = scope.get("path", "/")
-        api, upstream = self._route(path)
-        query = scope.get("query_string", b"")
-        url = upstream + (b"?" + query if query else b"").decode("latin-1")
+        raw_path = scope.get("raw_path") or path.encode("utf-8", "surrogateescape")
+        api = "openai" if raw_path == OPENAI_PREFIX.encode() or raw_path.startswith(OPENAI_PREFIX.encode() + b"/") \
+            else "anthropic"
+        try:
+            url = self._upstream_url(api, raw_path, scope.get("query_string", b""))
+        except target.BadTarget as exc:   # never sent on: a target naming another host would take the key with it
+            self.stats["refused"] += 1
+            log.warning("proxy: refused a request target (%s)", exc)
+            await _error(send, api, f"capsule proxy: {exc}", status=400)
+            return
+        body = await _read_body(receive)
         headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() not in HOP_BY_HOP]
         hmap = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in headers}
         sub = path[len(OPENAI_PREFIX):] if api == "openai" else path
@@ -83,10 +90,13 @@ class Proxy:
         await self._forward(scope.get("method", "GET"), url, headers, body, send, api,
                             session if tap_usage else None)
 
-    def _route(self, path: str) -> tuple[str, str]:
-        if path == OPENAI_PREFIX or path.startswith(OPENAI_PREFIX + "/"):
-            return "openai", self.settings.openai_upstream.rstrip("/") + path[len(OPENAI_PREFIX):]
-        return "anthropic", self.settings.anthropic_upstream.rstrip("/") + path
+    def _upstream_url(self, api: str, raw_path: bytes, query: bytes) -> httpx2.URL:
+        if api == "openai":
+            sub = raw_path[len(OPENAI_PREFIX):]
+            if not sub:
+                return httpx2.URL(self.settings.openai_upstream).copy_with(query=query or None)
+            return target.upstream_url(self.settings.openai_upstream, sub, query)
+        return target.upstream_url(self.settings.anthropic_upstream, raw_path, query)
 
     # ---- request side --------------------------------------------------------------------------------
     async def _maybe_rewrite(self, api: str, body: bytes, hmap: dict[str, str]) -> tuple[bytes, str | None]:
@@ -222,12 +232,16 @@ async def _read_body(receive) -> bytes:
     return b"".join(parts)
 
 
-async def _error(send, api: str, message: str) -> None:
+async def _error(send, api: str, message: str, status: int = 502) -> None:
+    """An error in the API's own shape: 502 upstream unreachable, 400 a request capsule refuses."""
+    refused = status == 400
     if api == "anthropic":
-        payload = {"type": "error", "error": {"type": "api_error", "message": message}}
+        payload = {"type": "error", "error": {"type": "invalid_request_error" if refused else "api_error",
+                                              "message": message}}
     else:
-        payload = {"error": {"type": "server_error", "message": message, "code": "upstream_unreachable"}}
+        payload = {"error": {"type": "invalid_request_error" if refused else "server_error", "message": message,
+                             "param": None, "code": "invalid_request_target" if refused else "upstream_unreachable"}}
     data = json.dumps(payload).encode()
-    await send({"type": "http.response.start", "status": 502,
+    await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
     await send({"type": "http.response.body", "body": data})

@@ -167,10 +167,7 @@ class ProxyServer:
                 "anthropic_upstream": redact(self.settings.anthropic_upstream),
                 "openai_upstream": redact(self.settings.openai_upstream),
                 "shims_on": self.settings.shims_on, "started": time.time()}
-        path = _state_path(self.settings.state_dir)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, indent=1))
-        os.replace(tmp, path)
+        paths.write_private(_state_path(self.settings.state_dir), json.dumps(data, indent=1))
 
 
 def _state_path(state_dir) -> Path:

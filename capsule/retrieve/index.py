@@ -100,7 +100,8 @@ class WorkspaceIndex:
     def __init__(self, root: Path | str, directory: Path | None = None):
         self.root = Path(root).resolve()
         self.dir = Path(directory) if directory else workspace_index_dir(self.root)
-        self.dir.mkdir(parents=True, exist_ok=True)
+        paths.private_dir(self.dir.parent)     # tantivy writes 0644 files: 0700 dirs keep them ours
+        paths.private_dir(self.dir)
         self.meta = Meta(self.dir)
         self._lock = threading.Lock()
         self._open()
@@ -114,7 +115,7 @@ class WorkspaceIndex:
             if old != tdir and old.is_dir():
                 shutil.rmtree(old, ignore_errors=True)
         (self.dir / "schema-version").unlink(missing_ok=True)
-        tdir.mkdir(exist_ok=True)
+        paths.private_dir(tdir)
         sb = tantivy.SchemaBuilder()
         sb.add_text_field("path", stored=True, tokenizer_name="raw", index_option="basic")
         sb.add_text_field("path_t", stored=False)
