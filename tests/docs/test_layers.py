@@ -51,8 +51,7 @@ def imports(mods: dict[str, Path]) -> list[tuple[str, str, int]]:
                 if node.level:
                     up = package.split(".")[: len(package.split(".")) - node.level + 1]
                     base = ".".join(up + ([base] if base else []))
-                # `from P import m`: the module P.m when there is one, else the names of P
-                names = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+                names = [base] + [f"{base}.{a.name}" for a in node.names]   # P runs before P.m
             elif (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "import_module"
                   and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
                 names = [node.args[0].value]
