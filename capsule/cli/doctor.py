@@ -134,7 +134,21 @@ def collect(role_arg: str | None = None) -> dict:
         "standing_context": standing,
         "proxy": _proxy(running, state),
         "graduation": _graduation(planning.effective_mode(role, sw), state),
+        "media": _media(role),
     }
+
+
+def _media(role) -> dict:
+    """The media layer's policy for the role, and the tools it would use (PDF text, page images, OCR)."""
+    try:
+        from capsule.observe.media import ocr, pdf  # noqa: PLC0415
+        from capsule.policy import media  # noqa: PLC0415
+
+        pol = media.from_table(role.context.media, role.context.mode)
+        return {"mode": pol.mode, "reason": pol.reason, "pdf_text": pdf.tool(), "pdf_pages": pdf.renderer(),
+                "ocr": ocr.engine(), "pdf": pol.pdf, "screenshots": pol.screenshots}
+    except Exception as exc:  # noqa: BLE001 - a finding, not a crash
+        return {"error": str(exc)}
 
 
 def _graduation(mode: str, state: Path) -> dict | None:
@@ -228,6 +242,11 @@ def render(r: dict) -> str:
 
         g = r["graduation"]
         lines.append(f"graduation   {'error: ' + g['error'] if 'error' in g else graduation.describe(g)}")
+    md = r.get("media")
+    if md:
+        lines.append(f"media        error: {md['error']}" if "error" in md else
+                     f"media        {md['mode']} ({md['reason']}); PDF text: {md['pdf_text'] or 'none (PDFs pass as they came)'}"
+                     f"; pages: {md['pdf_pages'] or 'none'}; OCR: {md['ocr'] or 'none (no screenshot pointers)'}")
     outside = r.get("outside_state") or []
     lines.append(f"outside state {'nothing written (up --local is session-scoped)' if not outside else ''}")
     lines += [f"  {w}" for w in outside]

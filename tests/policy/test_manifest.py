@@ -55,7 +55,7 @@ def test_role_by_path_and_defaults(tmp_path):
 
 @pytest.mark.parametrize("text, line, needle", [
     (GOOD.replace('mode = "standard"', 'mode = "standard"\nturbo_mode = true'), 10,
-     'unknown key "turbo_mode" in [context]; allowed: filters, languages, mode'),
+     'unknown key "turbo_mode" in [context]; allowed: filters, languages, media, mode'),
     (GOOD.replace('mode = "standard"', 'mode = "fast"'), 9, "bad value for \"context.mode\": 'fast'; hint: one of 'off'"),
     (GOOD.replace('kind = "shell"', 'kind = "vim"'), 5, "\"agent.kind\""),
     (GOOD.replace('effort_default = "low"', 'effort_default = 3'), 14, "context.routing.effort_default"),

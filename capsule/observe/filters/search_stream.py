@@ -198,6 +198,8 @@ class SearchFilter(StreamFilter):
     def __init__(self) -> None:
         super().__init__()
         self.lines: list[str] = []
+        self.folded: set[int] = set()      # hit line numbers a fold's count line stands for
+        self.after: dict[int, str] = {}    # a fold's sample line number -> its count line
 
     def feed_line(self, line: str) -> None:
         self.lines.append(line)
@@ -213,13 +215,51 @@ class SearchFilter(StreamFilter):
         files = [g for g in groups if g[0].kind in ("hit", "head")]
         if not any(e.no for e in hits) and all(len(g) == 1 for g in files):
             return self._plain(exit_code)    # one line per file (-c, -l like): a list, not hits to group
-        keep = {e.lineno for e in hits} if len(hits) <= budget and len(files) <= max_files \
-            else self._choose(hits, files[:max_files], budget)
-        if keep == {e.lineno for e in hits} and all(len(g) == 1 or g[0].kind == "head" for g in files) \
-                and len(files) <= max_files:
+        self.folded, self.after, outliers = self._fold(hits)
+        shown = [e for e in hits if e.lineno not in self.folded]
+        files = [g for g in files if any(e.kind == "hit" and e.lineno not in self.folded for e in g)]
+        keep = {e.lineno for e in shown} if len(shown) <= budget and len(files) <= max_files \
+            else self._choose(shown, files[:max_files], budget, outliers)
+        if not self.folded and keep == {e.lineno for e in hits} and len(files) <= max_files \
+                and all(len(g) == 1 or g[0].kind == "head" for g in files):
             self.out = list(self.lines)      # nothing to group and nothing cut: as printed
             return
         self._emit(groups, keep, files[max_files:])
+
+    # --- folding -------------------------------------------------------------------------
+    def _fold(self, hits: list[Entry]) -> tuple[set[int], dict[int, str], set[int]]:
+        """Hits sharing a template (content/templates.py) show as their first and one count line;
+        the hits that break a template, the protected ones, the definitions of the searched name
+        and the lines the intent points at join none. (folded line numbers, count line after a
+        sample's line number, outlier line numbers)."""
+        from capsule.observe.content import templates
+
+        if any(e.sep == "-" for e in hits):
+            return set(), {}, set()       # context was asked for: the agent reads those regions whole
+        exempt = {i for i, e in enumerate(hits) if self._protected(e)}
+        defs = {id(e) for e in self._definitions(hits)}
+        exempt |= {i for i, e in enumerate(hits) if id(e) in defs}
+        if self.intent:
+            from capsule.observe.content.reflex import relevance
+
+            exempt |= {i for i, s in enumerate(relevance([e.raw for e in hits], self.intent)) if s > 0}
+        folds, outliers = templates.cluster([e.text for e in hits], exempt)
+        folded: set[int] = set()
+        after: dict[int, str] = {}
+        for f in folds:
+            members = [hits[m] for m in f.members]
+            folded |= {e.lineno for e in members[1:]}
+            paths = list(dict.fromkeys(e.path for e in members if e.path is not None))
+            where = ""
+            if len(paths) > 1:
+                shape = templates.describe(paths)
+                where = f" in {len(paths)} files" + (f" {shape}" if shape else "")
+            elif all(e.no for e in members[1:]):      # one file: where in it
+                nos = sorted(int(e.no) for e in members[1:])
+                where = f" at lines {nos[0]}…{nos[-1]}"
+            noun = "lines" if any(e.sep == "-" for e in members) else "hits"
+            after[members[0].lineno] = f.summary(noun, where)
+        return folded, after, {hits[i].lineno for i in outliers}
 
     # --- choosing ------------------------------------------------------------------------
     def _protected(self, e: Entry) -> bool:
@@ -236,8 +276,11 @@ class SearchFilter(StreamFilter):
         found = re.compile(f"{_DEF_BEFORE}{name}\\b|\\b{name}{_DEF_AFTER}", query.flags)
         return [e for e in hits if found.search(e.text)]
 
-    def _choose(self, hits: list[Entry], files: list[list[Entry]], budget: int) -> set[int]:
+    def _choose(self, hits: list[Entry], files: list[list[Entry]], budget: int,
+                outliers: set[int] = frozenset()) -> set[int]:
         keep = {e.lineno for e in hits if self._protected(e)}
+        keep |= set(self.after)                       # a fold's sample stands for its count line
+        keep |= set(sorted(outliers)[:budget // 2])   # the hits that break a template: the ones that differ
         keep |= {e.lineno for e in self._definitions(hits)[:int(budget * DEFINITION_SHARE)]}
         if self.intent:
             from capsule.observe.content.reflex import relevance
@@ -245,7 +288,8 @@ class SearchFilter(StreamFilter):
             scores = relevance([e.raw for e in hits], self.intent)
             ranked = sorted((i for i, s in enumerate(scores) if s > 0), key=lambda i: (-scores[i], i))
             keep |= {hits[i].lineno for i in ranked[:int(budget * INTENT_SHARE)]}
-        rest = [[e for e in g if e.kind == "hit" and e.lineno not in keep] for g in files]
+        rest = [[e for e in g if e.kind == "hit" and e.lineno not in keep and e.lineno not in self.folded]
+                for g in files]
         shares = fair_shares([len(r) for r in rest], max(0, budget - len(keep)))
         for r, share in zip(rest, shares):
             keep |= {e.lineno for e in r[:share]}
@@ -267,6 +311,9 @@ class SearchFilter(StreamFilter):
                 self._group(g, keep)
             else:
                 self.emit(g[0].raw)
+            for e in g:                  # after the file's group: a count line would read as a path in it
+                if e.lineno in self.after and e.lineno in keep:
+                    self.emit(self.after[e.lineno])
             if i == last:
                 if hidden:
                     n = sum(1 for g in hidden for e in g if e.kind == "hit")
@@ -278,6 +325,13 @@ class SearchFilter(StreamFilter):
         body = g[1:] if head else g
         hits = [e for e in body if e.kind == "hit"]
         path = g[0].path
+        if all(e.lineno in self.folded for e in hits):     # every hit is told by a fold's count line
+            for e in body:
+                self.drop(e.raw, "same template as a shown hit (counted)", e.lineno)
+            if head is not None:
+                self.drop(head.raw, "the file's heading (its hits are counted)", head.lineno)
+            return
+        hits = [e for e in hits if e.lineno not in self.folded]
         shown = [e for e in hits if e.lineno in keep]
         if len(hits) == 1 and shown and head is None and len(body) == 1:
             self.emit(hits[0].raw)           # one hit: the tool's own line is as short as it gets
@@ -303,6 +357,8 @@ class SearchFilter(StreamFilter):
                     self.emit(e.raw)
                 else:
                     self.drop(e.raw, "context separator of a cut block", e.lineno)
+            elif e.lineno in self.folded:
+                self.drop(e.raw, "same template as a shown hit (counted)", e.lineno)
             elif e.lineno not in keep:
                 self.drop(e.raw, "match beyond the fair share of its file", e.lineno)
             elif head is not None or path is None or not e.no or self._protected(e):
