@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from capsule import logs
-from capsule.measure import tokens
+from capsule.ground import logs
+from capsule.ground import tokens
 from capsule.measure.ledger import Row
 from capsule.observe import media
 from capsule.observe.media import caps

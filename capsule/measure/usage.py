@@ -22,7 +22,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from capsule import paths
+from capsule.ground import paths
 from capsule.store import sqlite
 from capsule.store.sqlite import connect
 
