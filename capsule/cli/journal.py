@@ -13,7 +13,7 @@ import fcntl
 import os
 import time
 
-from capsule import paths
+from capsule.ground import paths
 
 DIR = "journal"
 STREAMS = ("stdout", "stderr")
@@ -147,7 +147,7 @@ def _recover_one(base: str) -> list[str]:
             while chunk := f.read(1 << 20):
                 hasher.update(chunk)
             if archive is None:
-                from capsule import paths
+                from capsule.ground import paths
 
                 archive = Archive(paths.state_dir() / paths.ARCHIVE_DB)
             handle = archive.put_file(f, size, hasher.hexdigest()[:24], command)

@@ -20,7 +20,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from capsule.agents import claude, codex
-from capsule.policy import switches
+from capsule.ground import switches
 from capsule.retrieve import modes, packer, workspace
 from capsule.retrieve.index import WorkspaceIndex
 from capsule.retrieve.reader import Reader, load_text
@@ -118,7 +118,7 @@ class ReadDoor:
         """One ledger row per read; a ledger failure never fails the read."""
         try:
             from capsule.measure.ledger import Ledger, Row
-            from capsule.measure.tokens import count, label
+            from capsule.ground.tokens import count, label
 
             if self._ledger_db is None:
                 self._ledger_db = Ledger()

@@ -22,8 +22,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from capsule.ground import paths
 from capsule.store import redact
-from capsule import paths
 from capsule.store import sqlite
 from capsule.store.sqlite import connect
 

@@ -17,7 +17,7 @@ import threading
 import tomllib
 from pathlib import Path
 
-from capsule.policy import switches
+from capsule.ground import switches
 
 MARKER = "[capsule redacted: {kind}]"
 MARKER_RE = re.compile(r"\[capsule redacted: [a-z0-9-]+\]")
@@ -207,7 +207,7 @@ def _detect_secrets(skip: set[str]) -> list[tuple[str, str, int]]:
         rows += [(kind, rx.pattern, rx.flags & ~re.UNICODE) for rx in cls.denylist if isinstance(rx.pattern, str)]
     if cache is not None:
         try:
-            from capsule import paths
+            from capsule.ground import paths
 
             paths.private_dir(cache.parent)
             paths.write_private(cache, json.dumps(rows))
@@ -220,7 +220,7 @@ def _cache_path() -> Path | None:
     try:
         import importlib.util
 
-        from capsule import paths
+        from capsule.ground import paths
 
         spec = importlib.util.find_spec("detect_secrets")
         if spec is None or not spec.origin:
