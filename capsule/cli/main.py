@@ -21,6 +21,7 @@ COMMAND_MODULES = [
     "capsule.cli.ctx",
     "capsule.cli.runtime",
     "capsule.cli.proxy",
+    "capsule.cli.fleet",
 ]
 
 
