@@ -17,8 +17,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from capsule import paths
-from capsule.policy import switches
+from capsule.ground import paths
+from capsule.ground import switches
 
 ROLE_LABEL = "capsule.role"
 ACCOUNT_LABEL = "capsule.account"
