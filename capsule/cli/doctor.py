@@ -12,9 +12,10 @@ import os
 import sys
 from pathlib import Path
 
-from capsule import __version__, paths
-from capsule.cli.main import UserError
-from capsule.policy import switches
+from capsule import __version__
+from capsule.ground import paths
+from capsule.ground.errors import UserError
+from capsule.ground import switches
 
 
 def register(sub) -> None:
@@ -73,10 +74,11 @@ def collect(role_arg: str | None = None) -> dict:
     # Imported here, not at the top: every `capsule ctx run` builds the parser that registers this
     # module, and these (anyio, the shims, the role manifest) are ~40 ms of its cold start.
     from capsule.cli import journal  # noqa: PLC0415
-    from capsule.policy import conflicts, modes  # noqa: PLC0415
+    from capsule.policy import modes
+    from capsule.shims import conflicts  # noqa: PLC0415
     from capsule.policy.manifest import DEFAULT_ROLE, ManifestError, load_role  # noqa: PLC0415
     from capsule.prompt import budget  # noqa: PLC0415
-    from capsule.supervisor import plan as planning  # noqa: PLC0415
+    from capsule.policy import plan as planning  # noqa: PLC0415
     from capsule.supervisor import server  # noqa: PLC0415
 
     sock = paths.socket_path()

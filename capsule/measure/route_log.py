@@ -13,7 +13,7 @@ import json
 import time
 from pathlib import Path
 
-from capsule import paths
+from capsule.ground import paths
 from capsule.store import sqlite
 from capsule.store.sqlite import connect
 

@@ -150,7 +150,7 @@ class RouteSide:
     # ---- stores --------------------------------------------------------------------------------
     def route_log(self):
         if self._log is None:
-            from capsule import paths  # noqa: PLC0415
+            from capsule.ground import paths  # noqa: PLC0415
             from capsule.measure.route_log import RouteLog  # noqa: PLC0415
 
             self._log = RouteLog(self.state_dir / paths.LEDGER_DB)

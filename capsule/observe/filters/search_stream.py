@@ -21,8 +21,8 @@ from capsule.observe.filters.streaming import StreamFilter
 from capsule.observe.verbatim import is_verbatim
 
 _HIT = re.compile(r"^(?P<path>[^\s:][^:]*?):(?P<no>\d+):(?P<text>.*)$")
-_CTX = re.compile(r"-(?P<no>\d+)-")
-_BARE = re.compile(r"^(?P<no>\d+)(?P<sep>[:-])(?P<text>.*)$")
+_CTX = re.compile(r"(?P<sep>[-=])(?P<no>\d+)(?P=sep)")   # `=`: git grep -W's function line
+_BARE = re.compile(r"^(?P<no>\d+)(?P<sep>[:=-])(?P<text>.*)$")
 _NONUM = re.compile(r"^(?P<path>[^\s:][^:]*?):(?P<text>.*)$")
 _ERROR = re.compile(r"^(grep|egrep|fgrep|zgrep|rg|ag|ack|ugrep|git): |^Binary file .+ matches$")
 _STATS = re.compile(r"^\d+(\.\d+)? (matches|matched lines|files? contained matches|files? searched"
@@ -42,7 +42,7 @@ class Entry:
     raw: str           # the line as printed
     path: str | None = None
     no: str = ""       # line number in the file, as printed
-    sep: str = ":"     # ":" a match, "-" a context line
+    sep: str = ":"     # ":" a match, "-" a context line, "=" git grep -W's function line
     text: str = ""
 
 
@@ -80,7 +80,7 @@ def _prefixed(lines: list[str]) -> list[Entry] | None:
         if entry is None:
             for c in _CTX.finditer(raw):      # the path is a known one: `a-1-b.py-3-x` splits right
                 if raw[:c.start()] in paths:
-                    entry = Entry("hit", i, raw, raw[:c.start()], c.group("no"), "-", raw[c.end():])
+                    entry = Entry("hit", i, raw, raw[:c.start()], c.group("no"), c.group("sep"), raw[c.end():])
                     break
         if entry is None:
             return None
@@ -181,6 +181,9 @@ def ungroup(view: str) -> list[str]:
     stands for); other lines as they are. Inverse of the grouping, used to check it."""
     out, path = [], None
     for line in view.split("\n"):
+        if line == "--" and path is not None:
+            out.append(line)          # a break between regions of one file: still that file's group
+            continue
         m = _BARE.match(line)
         if m and path is not None:
             out.append(f"{path}{m.group('sep')}{m.group('no')}{m.group('sep')}{m.group('text')}")
@@ -215,6 +218,13 @@ class SearchFilter(StreamFilter):
         files = [g for g in groups if g[0].kind in ("hit", "head")]
         if not any(e.no for e in hits) and all(len(g) == 1 for g in files):
             return self._plain(exit_code)    # one line per file (-c, -l like): a list, not hits to group
+        if self._reads(hits, len(self.lines)):
+            keep = {e.lineno for e in hits}         # a bounded view of the regions asked for: whole
+            if all(len(g) == 1 or g[0].kind == "head" for g in files) or len(files) > max_files:
+                self.out = list(self.lines)
+            else:
+                self._emit(groups, keep, [])
+            return
         self.folded, self.after, outliers = self._fold(hits)
         shown = [e for e in hits if e.lineno not in self.folded]
         files = [g for g in files if any(e.kind == "hit" and e.lineno not in self.folded for e in g)]
@@ -226,6 +236,18 @@ class SearchFilter(StreamFilter):
             return
         self._emit(groups, keep, files[max_files:])
 
+    def _reads(self, hits: list[Entry], n_lines: int) -> bool:
+        """A search that reads code (content/search.asks_to_read: context asked for, grep -n on
+        one file; or hits that name no file, the tool's own one-file form) within the bounded
+        view's size (budgets.toml [reads] view_max_lines) is shown whole (issue 25)."""
+        from capsule.observe.content.search import asks_to_read
+        from capsule.observe.guard import budgets
+
+        if n_lines > budgets()["reads"]["view_max_lines"]:
+            return False
+        one_file = all(e.path is None and e.no for e in hits)
+        return one_file or asks_to_read(self.command)
+
     # --- folding -------------------------------------------------------------------------
     def _fold(self, hits: list[Entry]) -> tuple[set[int], dict[int, str], set[int]]:
         """Hits sharing a template (content/templates.py) show as their first and one count line;
@@ -234,7 +256,7 @@ class SearchFilter(StreamFilter):
         sample's line number, outlier line numbers)."""
         from capsule.observe.content import templates
 
-        if any(e.sep == "-" for e in hits):
+        if any(e.sep != ":" for e in hits):
             return set(), {}, set()       # context was asked for: the agent reads those regions whole
         exempt = {i for i, e in enumerate(hits) if self._protected(e)}
         defs = {id(e) for e in self._definitions(hits)}
@@ -257,7 +279,7 @@ class SearchFilter(StreamFilter):
             elif all(e.no for e in members[1:]):      # one file: where in it
                 nos = sorted(int(e.no) for e in members[1:])
                 where = f" at lines {nos[0]}…{nos[-1]}"
-            noun = "lines" if any(e.sep == "-" for e in members) else "hits"
+            noun = "lines" if any(e.sep != ":" for e in members) else "hits"
             after[members[0].lineno] = f.summary(noun, where)
         return folded, after, {hits[i].lineno for i in outliers}
 
@@ -339,7 +361,7 @@ class SearchFilter(StreamFilter):
         if path is not None:
             title = head.raw if head else path
             if len(shown) < len(hits):
-                noun = "lines" if any(e.sep == "-" for e in hits) else "matches"
+                noun = "lines" if any(e.sep != ":" for e in hits) else "matches"
                 if len(hits) == 1:
                     noun = noun[:-2] if noun == "matches" else noun[:-1]
                 title += f" ({len(hits)} {noun}, {len(shown)} shown)"

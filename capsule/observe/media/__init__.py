@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from capsule.measure import tokens as tok
+from capsule.ground import tokens as tok
 from capsule.observe.media import caps, image, ocr, pdf, screenshot
 from capsule.observe.media.image import MediaError
 from capsule.observe.media.pdf import Part

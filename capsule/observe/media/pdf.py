@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from capsule.measure import tokens as tok
+from capsule.ground import tokens as tok
 from capsule.observe.media import caps, image
 from capsule.observe.media.image import MediaError
 

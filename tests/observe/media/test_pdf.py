@@ -7,7 +7,7 @@ import shutil
 import pytest
 from PIL import Image
 
-from capsule.measure import tokens
+from capsule.ground import tokens
 from capsule.observe import media
 from capsule.observe.media import caps, pdf
 from capsule.policy.media import MediaPolicy

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from capsule.policy import switches
+from capsule.ground import switches
 
 CONTAINER_STATE_DIR = Path("/state/context")
 CONTAINER_SHIM_DIR = Path("/opt/capsule/shims")
