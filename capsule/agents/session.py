@@ -86,7 +86,7 @@ def _hook_command(session_dir: Path, state_dir: Path, python: str) -> str:
 def _boundary_command(session_dir: Path, state_dir: Path, python: str) -> str:
     import shlex  # noqa: PLC0415
 
-    from capsule import paths  # noqa: PLC0415
+    from capsule.ground import paths  # noqa: PLC0415
 
     script = session_dir / "boundary_hook.py"
     text = BOUNDARY_TEMPLATE.read_text(encoding="utf-8").replace(

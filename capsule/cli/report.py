@@ -50,7 +50,7 @@ def build(args) -> dict:
 
 def _route(calls: list[dict], since) -> dict:
     """Boundaries, decisions, the INV-9 audit and utilization over time (capsule.measure.route_report)."""
-    from capsule import paths
+    from capsule.ground import paths
     from capsule.measure import quota, route_log, route_report
 
     state = paths.state_dir()
