@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from capsule.ground.terminal import visible
 from capsule.cli.gain import parse_since
 from capsule.ground.errors import UserError
 
@@ -84,10 +85,10 @@ def cmd_report(args) -> int:
         return 0
     from capsule.measure import report_text
 
-    print(report_text.render(data))
+    print(visible(report_text.render(data)))
     if data.get("route"):
         from capsule.measure import route_report
 
         print()
-        print("\n".join(route_report.render_text(data["route"])))
+        print(visible("\n".join(route_report.render_text(data["route"]))))
     return 0
