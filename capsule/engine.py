@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from capsule import logs, paths
-from capsule.measure import tokens
+from capsule.ground import logs, paths
+from capsule.ground import tokens
 from capsule.measure.ledger import Ledger, Row
 from capsule.observe import guard, huge, pipeline
 from capsule.observe.classify import classify
 from capsule.observe.types import Context
-from capsule.policy import switches
+from capsule.ground import switches
 from capsule.policy.modes import default_mode
 from capsule.store.archive import Archive
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import sys
 
-from capsule.cli.main import UserError
+from capsule.ground.terminal import visible
+from capsule.ground.errors import UserError
 
 
 def register(sub) -> None:
@@ -50,6 +51,7 @@ def _original(handle: str | None) -> str | None:
 def cmd_audit(args) -> int:
     from capsule.measure import audit
     from capsule.measure.ledger import Ledger
+    from capsule.observe import rerun
 
     answer = _read_answer(args.answer)
     row = Ledger().get(args.emission)
@@ -59,17 +61,17 @@ def cmd_audit(args) -> int:
     original = _original(row.get("handle"))
     removed, kept = audit.pieces_from(original, manifest)
     if original is not None and any(not (r.get("start") and r.get("end")) for r in manifest):
-        kept = audit.emitted_text(row, original) or kept
+        kept = rerun.emitted_text(row, original) or kept
     result = audit.check_answer(answer, removed, kept or "")
     if args.json:
         print(json.dumps({"emission": args.emission, "transform": row.get("transform"),
                           "original_available": original is not None, **result.as_dict()}, indent=2))
         return 0
     source = "original + manifest" if original is not None else "manifest previews only (original expired)"
-    print(f"emission {args.emission} ({row.get('transform')}, {len(manifest)} removals; {source})")
+    print(visible(f"emission {args.emission} ({row.get('transform')}, {len(manifest)} removals; {source})"))
     for f in result.findings:
         where = f" line {f.line}" if f.line else ""
-        print(f"{f.risk:<6} {f.token}  only in removed content{where}: {f.reason}")
+        print(visible(f"{f.risk:<6} {f.token}  only in removed content{where}: {f.reason}"))
     print(f"risk: {result.risk} ({len(result.findings)} of {result.checked} distinctive tokens "
           f"found only in removed content)")
     return 0

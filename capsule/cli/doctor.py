@@ -12,9 +12,11 @@ import os
 import sys
 from pathlib import Path
 
-from capsule import __version__, paths
-from capsule.cli.main import UserError
-from capsule.policy import switches
+from capsule.ground.terminal import visible
+from capsule import __version__
+from capsule.ground import paths
+from capsule.ground.errors import UserError
+from capsule.ground import switches
 
 
 def register(sub) -> None:
@@ -73,10 +75,11 @@ def collect(role_arg: str | None = None) -> dict:
     # Imported here, not at the top: every `capsule ctx run` builds the parser that registers this
     # module, and these (anyio, the shims, the role manifest) are ~40 ms of its cold start.
     from capsule.cli import journal  # noqa: PLC0415
-    from capsule.policy import conflicts, modes  # noqa: PLC0415
+    from capsule.policy import modes
+    from capsule.shims import conflicts  # noqa: PLC0415
     from capsule.policy.manifest import DEFAULT_ROLE, ManifestError, load_role  # noqa: PLC0415
     from capsule.prompt import budget  # noqa: PLC0415
-    from capsule.supervisor import plan as planning  # noqa: PLC0415
+    from capsule.policy import plan as planning  # noqa: PLC0415
     from capsule.supervisor import server  # noqa: PLC0415
 
     sock = paths.socket_path()
@@ -305,7 +308,7 @@ def cmd_doctor(args) -> int:
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
     else:
-        print(render(report))
+        print(visible(render(report)))
     if args.gate and (report["standing_context"]["over"] or report["conflicts"]):
         print("capsule: doctor --gate failed: "
               + ("standing context over budget" if report["standing_context"]["over"] else "conflicting tools"),

@@ -13,7 +13,7 @@ import fcntl
 import os
 import time
 
-from capsule import paths
+from capsule.ground import paths
 
 DIR = "journal"
 STREAMS = ("stdout", "stderr")
@@ -34,7 +34,9 @@ class Journal:
             tmp = f"{base}.tmp"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             fcntl.flock(fd, fcntl.LOCK_EX)        # held until we exit, however we exit
-            os.write(fd, f"{command}\n{os.getcwd()}\n".encode("utf-8", "surrogateescape"))
+            from capsule.store import redact
+
+            os.write(fd, f"{redact.redacted(command)}\n{os.getcwd()}\n".encode("utf-8", "surrogateescape"))
             os.rename(tmp, f"{base}.cmd")       # seen by recover() only once locked
             self._lock, self._base = fd, base
             for s in STREAMS:
@@ -145,7 +147,7 @@ def _recover_one(base: str) -> list[str]:
             while chunk := f.read(1 << 20):
                 hasher.update(chunk)
             if archive is None:
-                from capsule import paths
+                from capsule.ground import paths
 
                 archive = Archive(paths.state_dir() / paths.ARCHIVE_DB)
             handle = archive.put_file(f, size, hasher.hexdigest()[:24], command)

@@ -12,8 +12,9 @@ import json
 import sys
 from pathlib import Path
 
+from capsule.ground.terminal import visible
 from capsule.cli.gain import parse_since
-from capsule.cli.main import UserError
+from capsule.ground.errors import UserError
 
 
 def register(sub) -> None:
@@ -33,6 +34,7 @@ def build(args) -> dict:
     from capsule.cli.usage import load
     from capsule.measure import report
     from capsule.measure.ledger import Ledger
+    from capsule.prompt import budget
 
     since = parse_since(args.since) if args.since else None
     data = load(args.claude_dir, args.codex_dir, since)
@@ -41,9 +43,26 @@ def build(args) -> dict:
         rows = ledger.rows(since)
     finally:
         ledger.close()
-    out = report.build(data["calls"], data["events"], data["meta"], rows)
+    out = report.build(data["calls"], data["events"], data["meta"], rows, budget.everything_on())
     out["ingest"] = data["ingest"]
+    out["route"] = _route(data["calls"], since)
     return out
+
+
+def _route(calls: list[dict], since) -> dict:
+    """Boundaries, decisions, the INV-9 audit and utilization over time (capsule.measure.route_report)."""
+    from capsule.ground import paths
+    from capsule.measure import quota, route_log, route_report
+
+    state = paths.state_dir()
+    samples = []
+    if (state / quota.QUOTA_DB).exists():
+        store = quota.QuotaStore(state / quota.QUOTA_DB)
+        try:
+            samples = store.samples(since)
+        finally:
+            store.close()
+    return route_report.analyse(calls, route_log.read(state / paths.LEDGER_DB, since), samples)
 
 
 def cmd_report(args) -> int:
@@ -66,5 +85,10 @@ def cmd_report(args) -> int:
         return 0
     from capsule.measure import report_text
 
-    print(report_text.render(data))
+    print(visible(report_text.render(data)))
+    if data.get("route"):
+        from capsule.measure import route_report
+
+        print()
+        print(visible("\n".join(route_report.render_text(data["route"]))))
     return 0

@@ -19,9 +19,9 @@ import sys
 import threading
 import time
 
-from capsule import logs
-from capsule.cli.main import UserError
-from capsule.policy import switches
+from capsule.ground import logs
+from capsule.ground.errors import UserError
+from capsule.ground import switches
 
 SPOOL_MEMORY = 8 << 20
 FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGWINCH)
@@ -180,7 +180,7 @@ def _write_all(f, data: bytes) -> None:
 
 
 def run_and_observe(argv: list[str], intent: str | None = None) -> int:
-    from capsule import paths
+    from capsule.ground import paths
     from capsule.cli import journal as journals
 
     command = shlex.join(argv)
@@ -285,7 +285,7 @@ def _drain() -> None:
         if unindexed:                      # the full-text rows the parent deferred
             engine.archive._unindexed = unindexed
         engine.drain()
-        from capsule.measure import tokens
+        from capsule.ground import tokens
 
         tokens.save_learned()              # the next run need not search this output's words again
 

@@ -139,7 +139,7 @@ class Synced:
     `append_only` rows never change once written (copied once); the others are upserted locally and
     carry `seq`, bumped on every write, so a changed row is copied again."""
     table: Table
-    db: str             # the local file name (capsule.paths)
+    db: str             # the local file name (capsule.ground.paths)
     cursor: str
     append_only: bool
 

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
-from capsule import paths
+from capsule.ground import paths
 from capsule.store import sqlite
 from capsule.store.sqlite import connect
 

@@ -9,7 +9,7 @@ and its next step last).
 
 from __future__ import annotations
 
-from capsule.measure import tokens
+from capsule.ground import tokens
 from capsule.observe.types import MAX_INTENT_TOKENS
 
 JOIN = " … "

@@ -20,7 +20,7 @@ def loads(data: bytes) -> dict:
     try:
         from blake3 import blake3
 
-        from capsule import paths
+        from capsule.ground import paths
 
         path = paths.state_dir() / "cache" / f"toml-{blake3(data).hexdigest()[:32]}.marshal"
         with open(path, "rb") as f:
@@ -35,7 +35,7 @@ def loads(data: bytes) -> dict:
     if path is not None:
         try:
             blob = marshal.dumps(doc)       # ValueError for a TOML date: such a file is parsed each time
-            from capsule import paths
+            from capsule.ground import paths
 
             paths.private_dir(path.parent)
             paths.write_private(path, blob)

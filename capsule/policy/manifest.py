@@ -1,7 +1,7 @@
 """Role manifests: find, parse and validate a role TOML against its versioned JSON Schema.
 
 Not responsible for acting on a role (the supervisor and `capsule up` do) nor for kill switches
-(policy/switches.py). Invariant: a manifest with an unknown key or a bad value never yields a
+(ground/switches.py). Invariant: a manifest with an unknown key or a bad value never yields a
 Role; the error names the file, the key, its line and a hint.
 """
 

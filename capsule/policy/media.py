@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from capsule.policy import switches
+from capsule.ground import switches
 
 MODES = ("off", "measure", "on")
 PDF_RULES = ("text", "keep")

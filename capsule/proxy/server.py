@@ -20,7 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from typing import TYPE_CHECKING
 
-from capsule import paths
+from capsule.ground import paths
 
 if TYPE_CHECKING:   # the app pulls in the HTTP stack; doctor only reads proxy.json through this module
     from capsule.proxy.app import Settings

@@ -31,7 +31,7 @@ class Settings:
 
 
 def settings_from(spec: dict, env=None) -> Settings:
-    from capsule.policy.switches import is_on  # noqa: PLC0415
+    from capsule.ground.switches import is_on  # noqa: PLC0415
 
     env = os.environ if env is None else env
     return Settings(enabled=bool(spec.get("enabled", True)) and not is_on(NO_STAGGER, env),

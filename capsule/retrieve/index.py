@@ -1,7 +1,7 @@
 """The workspace search index: tantivy BM25 over path and content, refreshed from a corpus signature.
 
 Responsible for building, refreshing and querying one workspace's index under
-capsule.paths.index_dir()/<workspace id>/, and for boosting hits by frecency.
+capsule.ground.paths.index_dir()/<workspace id>/, and for boosting hits by frecency.
 Not responsible for snippets or budgets (packer.py) or for which files exist (workspace.py).
 Invariant: the index is a rebuildable cache; a refresh re-reads only files whose (mtime, size)
 changed and re-indexes only those whose hash changed. A file is in the index at most once, even
@@ -24,7 +24,7 @@ from typing import Callable
 import tantivy
 from blake3 import blake3
 
-from capsule import paths
+from capsule.ground import paths
 from capsule.retrieve import workspace
 from capsule.retrieve.frecency import Meta
 

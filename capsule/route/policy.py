@@ -14,7 +14,7 @@ import json
 import os
 from dataclasses import dataclass, field, replace
 
-from capsule.policy.switches import Switches
+from capsule.ground.switches import Switches
 from capsule.route import lanes as lanes_mod
 from capsule.route.lanes import EFFORTS, Lane, Table, client_effort, client_knobs
 

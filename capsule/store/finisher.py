@@ -13,7 +13,7 @@ import fcntl
 import os
 import time
 
-from capsule import paths
+from capsule.ground import paths
 
 DIR = "pending"
 WAIT_S = 60.0        # a reader waits at most this long for one finisher (a loaded machine)

@@ -36,7 +36,7 @@ def put(name: str, k: str, value: Any) -> None:
     if len(table) > MAX_ENTRIES:
         table = dict(list(table.items())[-MAX_ENTRIES:])
     try:
-        from capsule import paths
+        from capsule.ground import paths
 
         paths.private_dir(path.parent)
         paths.write_private(path, json.dumps(table))
@@ -45,7 +45,7 @@ def put(name: str, k: str, value: Any) -> None:
 
 
 def _path(name: str):
-    from capsule import paths
+    from capsule.ground import paths
 
     return paths.state_dir() / "cache" / f"memo-{name}.json"
 

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import apsw
 
-from capsule import paths
+from capsule.ground import paths
 
 BUSY_TIMEOUT_MS = 60_000
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from blake3 import blake3
 
-from capsule import paths
-from capsule.retrieve.modes import split_lines
+from capsule.ground import paths
+from capsule.ground.lines import split_lines
 
 VERSION = 1
 MAX_CHANGED_LINES = 120      # past this, a changed file goes out in full again
@@ -49,7 +49,7 @@ class Decision:
 
 def stub_text(path: str) -> str:
     """The unchanged stub, kept within STUB_TOKEN_CAP tokens by shortening the path."""
-    from capsule.measure.tokens import count
+    from capsule.ground.tokens import count
 
     shown = path
     parts = Path(path).parts

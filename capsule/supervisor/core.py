@@ -2,7 +2,7 @@
 
 Runs the agent in its own process group, forwards signals to that group, reaps every child and
 orphan, keeps the engine warm behind the control socket, and exits with the agent's status.
-Not responsible for deciding what runs (supervisor/plan.py) or for compression (capsule.engine).
+Not responsible for deciding what runs (policy/plan.py) or for compression (capsule.engine).
 Invariant: the exit status is the agent's (128+n when signal n killed it); no zombie outlives a
 reap pass; stragglers get SIGTERM, then SIGKILL after the grace period.
 """
@@ -20,11 +20,12 @@ from pathlib import Path
 
 import anyio
 
-from capsule import __version__, paths
-from capsule.policy import switches
+from capsule import __version__
+from capsule.ground import paths
+from capsule.ground import switches
 from capsule.policy.manifest import Role
 from capsule.route import policy as route
-from capsule.supervisor import plan as planning
+from capsule.policy import plan as planning
 from capsule.supervisor import server
 from capsule.supervisor.server import EngineServer
 
@@ -167,7 +168,7 @@ class Supervisor:
             filter_engine.set_role_filters([{**e, "path": str(self.role.path.parent / e["path"])}
                                             for e in self.role.context.filters_extra])
             engine.archive, engine.ledger  # open the stores now, not on the first command
-            from capsule.measure import tokens  # noqa: PLC0415
+            from capsule.ground import tokens  # noqa: PLC0415
             from capsule.observe.classify import classify  # noqa: PLC0415
             tokens.count("warm up the tokenizer")
             classify("git status", b"")
@@ -196,7 +197,8 @@ class Supervisor:
                 log.info("proxy not used: %s", target.skip)
                 return
             settings = Settings(state_dir=self.state_dir, mode=self.mode, shims_on=self.plan["shims"].on,
-                                languages=self.role.context.languages,
+                                languages=self.role.context.languages, media=dict(self.role.context.media),
+                                workspace=Path(self.opts.workdir or Path.cwd()),
                                 routing=self.router.table if self.router.enabled else None, agent_kind=kind,
                                 stagger=_stagger_settings(self.role),
                                 **({"anthropic_upstream": target.upstream} if kind == "claude"
@@ -314,7 +316,7 @@ class Supervisor:
             if kind == "claude":
                 return session.claude_argv(cmd, self.session_dir, self.state_dir, mcp=self.plan["register"].on,
                                            intent=self.plan["engine"].on and self.plan["shims"].on,
-                                           python=shims.shim_python())
+                                           python=shims.shim_python(), boundaries=self.plan["engine"].on)
             if kind == "codex":
                 return session.codex_argv(cmd, self.state_dir, self.agent_env(), mcp=self.plan["register"].on)
         except Exception as exc:  # noqa: BLE001
@@ -521,7 +523,7 @@ def _agent_view_env(kind: str, shim_dir: Path, env: dict[str, str]) -> None:
 
 
 def _probe_conflicts() -> list[str]:
-    from capsule.policy import conflicts  # noqa: PLC0415
+    from capsule.shims import conflicts  # noqa: PLC0415
 
     env = dict(os.environ)
     try:
@@ -610,7 +612,7 @@ class _QuietStderr(logging.StreamHandler):
 
 
 def setup_logging(state_dir: Path, verbose: bool = False) -> None:
-    from capsule.log_handlers import QuietFileHandler  # noqa: PLC0415
+    from capsule.ground.log_handlers import QuietFileHandler  # noqa: PLC0415
 
     handlers: list[logging.Handler] = [_QuietStderr(sys.stderr)]
     try:

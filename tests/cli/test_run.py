@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from capsule.cli.run import run_and_observe
-from capsule.measure import tokens
+from capsule.ground import tokens
 from capsule.measure.ledger import Ledger
 
 

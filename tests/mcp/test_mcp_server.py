@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from capsule.measure.tokens import count
+from capsule.ground.tokens import count
 
 from tests.mcp.conftest import Session, text_of
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 
 from capsule.engine import Engine
-from capsule.measure import tokens
+from capsule.ground import tokens
 from capsule.observe.intent import shorten
 from capsule.observe.types import MAX_INTENT_TOKENS
 

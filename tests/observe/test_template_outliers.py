@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 
 from capsule.engine import Engine
-from capsule.measure import tokens
+from capsule.ground import tokens
 from capsule.observe.content.templates import cluster
 from capsule.observe.filters.search_stream import ungroup
 

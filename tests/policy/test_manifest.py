@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from capsule.policy.manifest import ManifestError, load_role, role_names
-from capsule.policy import switches
-from capsule.supervisor.plan import effective_mode, plan
+from capsule.ground import switches
+from capsule.policy.plan import effective_mode, plan
 
 GOOD = """\
 schema = 1

@@ -3,7 +3,8 @@ media policy with the kill switches applied."""
 
 import pytest
 
-from capsule.policy import media, switches
+from capsule.policy import media
+from capsule.ground import switches
 from capsule.policy.manifest import ManifestError, load_role
 
 HEAD = 'schema = 1\nname = "m"\n\n[agent]\nkind = "shell"\n\n[context]\nmode = "standard"\n\n'

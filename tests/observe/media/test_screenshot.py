@@ -1,7 +1,7 @@
 """The screenshot-of-text rule: Tesseract decides "mostly text"; a workspace file holding the text
 gets a pointer instead of the pixels; else the image is sized as any other."""
 
-from capsule.measure import tokens
+from capsule.ground import tokens
 from capsule.observe import media
 from capsule.observe.media import caps
 from capsule.policy.media import MediaPolicy

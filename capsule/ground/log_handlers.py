@@ -1,4 +1,4 @@
-"""The handlers behind capsule/logs.py: structlog JSON lines into the state directory, never to
+"""The handlers behind capsule/ground/logs.py: structlog JSON lines into the state directory, never to
 the command's stdout or stderr.
 
 Not responsible for when they are installed (logs.py decides) nor for what is logged.
@@ -45,7 +45,7 @@ class _FirstUseHandler(logging.Handler):
 def _file_handler() -> logging.Handler:
     import structlog
 
-    from capsule import paths
+    from capsule.ground import paths
 
     try:
         log = paths.log_path()

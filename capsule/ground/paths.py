@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from capsule.policy import switches
+from capsule.ground import switches
 
 CONTAINER_STATE_DIR = Path("/state/context")
 CONTAINER_SHIM_DIR = Path("/opt/capsule/shims")
@@ -25,6 +25,7 @@ SOCKET_NAME = "engine.sock"
 TRUST_FILE = "trusted_filters.json"
 PROXY_DB = "proxy.db"          # the proxy door's memo of rewritten tool results (INV-1)
 PROXY_STATE = "proxy.json"     # the running proxy's address and upstreams, for doctor
+BOUNDARIES_FILE = "boundaries.jsonl"   # task boundaries appended by client hooks; the route log reads them
 PRIVATE_DIR = 0o700            # originals, rewritten requests and commands are the user's alone
 PRIVATE_FILE = 0o600
 
