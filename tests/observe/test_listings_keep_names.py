@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 
 from capsule.engine import Engine
-from capsule.measure import tokens
+from capsule.ground import tokens
 
 
 def tree(tmp_path):

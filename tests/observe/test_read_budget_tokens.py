@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 
 from capsule.engine import Engine
-from capsule.measure import tokens
+from capsule.ground import tokens
 
 
 def module(n_funcs: int, special: int | None = None) -> str:

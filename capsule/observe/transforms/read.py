@@ -49,7 +49,7 @@ def read_file(text: str, ctx: Context) -> TransformResult:
     from capsule.observe import registry
     from capsule.observe.content.sniff import sniff
 
-    from capsule.measure import tokens
+    from capsule.ground import tokens
 
     budget = budgets()["aggressive" if ctx.mode == "aggressive" else "budgets"]["read_tokens"]
     source = unnumbered(text)
@@ -155,7 +155,7 @@ def pointed_at(root, kinds, lines: list[str], names: list[str], budget: int) -> 
     about to edit is shown, not outlined (issue 25)."""
     if not names:
         return set()
-    from capsule.measure import tokens
+    from capsule.ground import tokens
 
     wanted = set(names)
     found: list[tuple[int, int, int]] = []      # (kind rank, start row, end row)

@@ -11,7 +11,7 @@ import re
 import subprocess
 
 from capsule.engine import Engine
-from capsule.measure import tokens
+from capsule.ground import tokens
 
 
 def orders() -> list[dict]:
