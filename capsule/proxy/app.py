@@ -19,6 +19,7 @@ import anyio
 import httpx2
 
 from capsule.ground import paths
+from capsule.proxy import media as proxy_media
 from capsule.proxy import rewrite, target, usage
 from capsule.ground.types import Observation
 from capsule.proxy.memo import Memo
@@ -44,6 +45,8 @@ class Settings:
     routing: object = None           # the session's lane table (capsule.route.lanes.Table); None: no pins
     agent_kind: str | None = None
     stagger: object = None           # capsule.proxy.stagger.Settings; None: the defaults
+    media: dict | None = None        # the role's [context.media] table (None: follows `mode`)
+    workspace: Path | None = None    # where a screenshot's source file may be found (None: no pointers)
 
 
 class Proxy:
@@ -62,7 +65,7 @@ class Proxy:
 
         self.stagger = Stagger(settings.stagger or settings_from({}))
         self.stats = {"requests": 0, "rewritten": 0, "blocks_shrunk": 0, "usage_rows": 0, "fail_open": 0,
-                      "upstream_errors": 0, "refused": 0}
+                      "upstream_errors": 0, "refused": 0, "media_changed": 0}
 
     # ---- ASGI --------------------------------------------------------------------------------------
     async def __call__(self, scope, receive, send) -> None:
@@ -168,7 +171,79 @@ class Proxy:
                 self.stats["blocks_shrunk"] += 1
             return text if stored is None else stored
 
-        return rewrite.rewrite(api, parsed, shrink, shims_on=self.settings.shims_on)
+        def media(blob: proxy_media.Blob):
+            found = self.memo.get(api, session, MEDIA_CALL, blob.b64)
+            if found is not Memo._MISSING:
+                return None if found is None else _parts(found)
+            parts = self._media(blob, parsed.get("model"), session)
+            stored = self.memo.put(api, session, MEDIA_CALL, blob.b64, None if parts is None else _parts_json(parts))
+            if stored is not None:
+                self.stats["media_changed"] += 1
+            return None if stored is None else _parts(stored)
+
+        def pdf_pages(read: proxy_media.PdfPages):
+            from blake3 import blake3  # noqa: PLC0415
+
+            digest = blake3("\0".join(read.b64).encode("ascii", "replace")).hexdigest()
+            key = f"pdf-pages\0{read.path}\0{read.pages}\0{digest}"
+            found = self.memo.get(api, session, MEDIA_CALL, key)
+            if found is not Memo._MISSING:
+                return None if found is None else _parts(found)
+            parts = self._pdf_pages(read, parsed.get("model"), session)
+            stored = self.memo.put(api, session, MEDIA_CALL, key, None if parts is None else _parts_json(parts))
+            if stored is not None:
+                self.stats["media_changed"] += 1
+            return None if stored is None else _parts(stored)
+
+        media_changed = proxy_media.rewrite(api, parsed, media, pdf_pages)
+        out = rewrite.rewrite(api, parsed, shrink, shims_on=self.settings.shims_on)
+        return rewrite.serialize(parsed) if out is None and media_changed else out
+
+    def _pdf_pages(self, read: proxy_media.PdfPages, model, session: str):
+        """A PDF page range the client sent as page images: the pages' text from the file itself, read
+        only inside the workspace (the path comes from the request: hostile until checked)."""
+        from capsule import engine_media  # noqa: PLC0415
+        from capsule.policy import media as media_policy  # noqa: PLC0415
+        from capsule.retrieve import workspace  # noqa: PLC0415
+
+        policy = media_policy.from_table(self.settings.media, self.settings.mode)
+        root = self.settings.workspace
+        if policy.mode == "off" or policy.pdf != "text" or root is None:
+            return None
+        try:
+            real = workspace.resolve(root, read.path)
+            rel = workspace.relative(root, real)
+            data = workspace.read_inside(root, real, rel, rewrite.limit("max_body_bytes"))
+        except (workspace.WorkspaceError, OSError) as exc:
+            log.info("proxy: PDF pages of %s not read (%s); sent as the client's images", read.path, exc)
+            return None
+        images = [proxy_media.decode(proxy_media.Blob("image/jpeg", b, read.path, "anthropic")) for b in read.b64]
+        if any(i is None for i in images):
+            return None
+        with self._engine_lock:
+            out = engine_media.observe_media(self.engine(), data, "application/pdf",
+                                             model=model if isinstance(model, str) else None, api="anthropic",
+                                             policy=policy, scope=session, path=read.path, workspace=root,
+                                             pages=read.pages, sent_images=images)
+        return out.parts
+
+    def _media(self, blob: proxy_media.Blob, model, session: str):
+        """One image or PDF through the engine's media entry, at its first sight in the conversation."""
+        from capsule import engine_media  # noqa: PLC0415 - Pillow and poppler only for requests with media
+        from capsule.policy import media as media_policy  # noqa: PLC0415
+
+        policy = media_policy.from_table(self.settings.media, self.settings.mode)
+        if policy.mode == "off":
+            return None
+        data = proxy_media.decode(blob)
+        if data is None:
+            return None
+        with self._engine_lock:
+            out = engine_media.observe_media(self.engine(), data, blob.media_type,
+                                             model=model if isinstance(model, str) else None, api=blob.api,
+                                             policy=policy, scope=session, path=blob.path,
+                                             workspace=self.settings.workspace)
+        return out.parts
 
     def _observe(self, call: rewrite.Call, text: str, session: str) -> str:
         """One observation through the engine (classify → transform → guard → archive → ledger)."""
@@ -265,6 +340,24 @@ class Proxy:
                     closer()
                 except Exception:  # noqa: BLE001
                     pass
+
+
+MEDIA_CALL = "media"     # the memo's call id for image and PDF blocks (keyed by their base64 text)
+
+
+def _parts_json(parts) -> str:
+    import base64  # noqa: PLC0415
+
+    return json.dumps([{"kind": p.kind, "text": p.text, "media_type": p.media_type,
+                        "data": base64.b64encode(p.data).decode("ascii")} for p in parts])
+
+
+def _parts(stored: str):
+    import base64  # noqa: PLC0415
+
+    from capsule.observe.media.pdf import Part  # noqa: PLC0415
+
+    return [Part(d["kind"], d["text"], base64.b64decode(d["data"]), d["media_type"]) for d in json.loads(stored)]
 
 
 async def _read_body(receive) -> bytes:
