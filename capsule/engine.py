@@ -142,9 +142,10 @@ class Engine:
                   manifest=em.ledger_manifest if em.ledger_manifest is not None else [r.as_dict() for r in em.removals],
                   reports=em.ledger_reports if em.ledger_reports is not None else
                   [r.as_dict() for r in em.reports] + [{"name": "would_emit", "tokens": em.would_emit_tokens}])
-        return self._safe_record(row)
+        return self.record(row)
 
-    def _safe_record(self, row: Row) -> int | None:
+    def record(self, row: Row) -> int | None:
+        """Write one ledger row; a failure is logged, never raised (the agent's output comes first)."""
         try:
             return self.ledger.record(row)
         except Exception as exc:  # noqa: BLE001 - a ledger failure must not cost the agent its output
