@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import time
 import tomllib
@@ -77,7 +78,7 @@ def _hook_command(session_dir: Path, state_dir: Path, python: str) -> str:
     script = session_dir / "intent_hook.py"
     text = HOOK_TEMPLATE.read_text(encoding="utf-8").replace("@INTENTS_DIR@", repr(str(intents_dir(state_dir))))
     script.write_text(text, encoding="utf-8")
-    return f"{python} -IS {script}"
+    return shlex.join([python, "-IS", str(script)])     # a shell runs it: a path is data, never code
 
 
 def _binary_at(argv: list[str], name: str) -> int | None:

@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from capsule.ground.terminal import visible
 from capsule.cli.gain import parse_since
 from capsule.ground.errors import UserError
 
@@ -73,5 +74,5 @@ def cmd_report(args) -> int:
         return 0
     from capsule.measure import report_text
 
-    print(report_text.render(data))
+    print(visible(report_text.render(data)))
     return 0
