@@ -169,7 +169,7 @@ def test_a_whole_file_cat_with_a_merge_conflict_shows_the_conflict(engine):
     out, raw, _ = seen(engine, "cat_merge_conflict")
     assert out == raw.decode()
     cmd, raw, code = fixture("cat_merge_conflict")
-    out = Engine(engine.state_dir, mode="aggressive", scope="test").observe(raw, command=cmd, exit_code=code) \
+    out = Engine(engine.state_dir, mode="aggressive", scope="test").observe(Observation(raw, command=cmd, exit_code=code)) \
         .data.decode()
     src = raw.decode().splitlines()
     start = next(i for i, ln in enumerate(src) if ln.startswith("<<<<<<< "))

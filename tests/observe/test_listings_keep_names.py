@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 
 from capsule.engine import Engine
+from capsule.ground.types import Observation
 from capsule.ground import tokens
 
 
@@ -29,7 +30,7 @@ def test_ls_la_of_190_entries_keeps_every_name_and_folds_shared_columns(tmp_path
     d = tree(tmp_path)
     raw = subprocess.run(["ls", "-la"], cwd=d, capture_output=True, check=True).stdout
     assert raw.count(b"\n") == 191          # total, ., .. and 188 entries
-    out = Engine(tmp_path / "st", mode="standard", scope="t").observe(raw, command="ls -la").data.decode()
+    out = Engine(tmp_path / "st", mode="standard", scope="t").observe(Observation(raw, command="ls -la")).data.decode()
     for name in names(d):
         assert any(ln.endswith(" " + name) for ln in out.splitlines()), name
     assert "(every entry below: owner" in out                     # the repeated columns, once
@@ -39,7 +40,7 @@ def test_ls_la_of_190_entries_keeps_every_name_and_folds_shared_columns(tmp_path
 def test_a_bare_ls_keeps_every_name(tmp_path):
     d = tree(tmp_path)
     raw = subprocess.run(["ls"], cwd=d, capture_output=True, check=True).stdout
-    out = Engine(tmp_path / "st", mode="standard", scope="t").observe(raw, command="ls").data.decode()
+    out = Engine(tmp_path / "st", mode="standard", scope="t").observe(Observation(raw, command="ls")).data.decode()
     assert set(out.splitlines()) >= set(names(d))
 
 
@@ -49,6 +50,6 @@ def test_past_the_budget_an_entry_loses_its_columns_not_its_name(tmp_path):
     for i in range(450):
         (d / f"m{i:03}.txt").write_text("")
     raw = subprocess.run(["ls", "-la"], cwd=d, capture_output=True, check=True).stdout
-    out = Engine(tmp_path / "st", mode="standard", scope="t").observe(raw, command="ls -la").data.decode()
+    out = Engine(tmp_path / "st", mode="standard", scope="t").observe(Observation(raw, command="ls -la")).data.decode()
     for name in names(d):
         assert name in out, name

@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 
 from capsule.engine import Engine
+from capsule.ground.types import Observation
 from capsule.ground import tokens
 
 
@@ -29,7 +30,7 @@ def cat(tmp_path, text: str) -> bytes:
 def test_a_320_line_module_of_short_lines_passes_whole(tmp_path):
     raw = cat(tmp_path, module(62, special=30))
     assert 300 < raw.count(b"\n") < 340 and tokens.count_bytes(raw) < 3000
-    out = Engine(tmp_path / "st", mode="standard", scope="t").observe(raw, command="cat billing.py").data
+    out = Engine(tmp_path / "st", mode="standard", scope="t").observe(Observation(raw, command="cat billing.py")).data
     assert out == raw                       # was an outline (over 300 lines); the edit is on a body line
 
 
@@ -37,8 +38,8 @@ def test_past_the_budget_the_outline_keeps_the_named_declaration_whole(tmp_path)
     raw = cat(tmp_path, module(300, special=150))
     assert tokens.count_bytes(raw) > 6000
     eng = Engine(tmp_path / "st", mode="standard", scope="t")
-    plain = eng.observe(raw, command="cat billing.py").data.decode()
-    aimed = eng.observe(raw, command="cat billing.py", intent="fix refund_half: it drops a cent").data.decode()
+    plain = eng.observe(Observation(raw, command="cat billing.py")).data.decode()
+    aimed = eng.observe(Observation(raw, command="cat billing.py", intent="fix refund_half: it drops a cent")).data.decode()
     src = raw.decode().splitlines()
     start = src.index("def refund_half(amount):")
     body = [f"{start + 1 + k}: {src[start + k]}" for k in range(1, 6)]

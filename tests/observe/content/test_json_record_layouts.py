@@ -11,6 +11,7 @@ import re
 import subprocess
 
 from capsule.engine import Engine
+from capsule.ground.types import Observation
 from capsule.ground import tokens
 
 
@@ -40,7 +41,7 @@ def expand(text: str) -> set[str]:
 
 
 def check(tmp_path, raw: bytes, command: str, lines: list[str]) -> str:
-    out = Engine(tmp_path / "st", mode="standard", scope="t").observe(raw, command=command).data.decode()
+    out = Engine(tmp_path / "st", mode="standard", scope="t").observe(Observation(raw, command=command)).data.decode()
     anomalous = next(ln for ln in lines if "refund_failed" in ln)
     assert {anomalous, anomalous + ","} & set(out.splitlines())         # the record that differs, as written
     assert tokens.count(out) < tokens.count_bytes(raw) // 10            # it passed whole before
@@ -69,7 +70,7 @@ def test_a_json_log_stream_keeps_its_error_record(tmp_path):
     lines[171] = json.dumps({"log": "ERROR refund_half: ZeroDivisionError in cents rounding\n", "stream": "stderr",
                              "time": "2026-12-01T10:02:51.000000000Z"})
     raw = cat(tmp_path, "container.log", "\n".join(lines) + "\n")
-    out = Engine(tmp_path / "st", mode="standard", scope="t").observe(raw, command="cat container.log").data.decode()
+    out = Engine(tmp_path / "st", mode="standard", scope="t").observe(Observation(raw, command="cat container.log")).data.decode()
     assert lines[171] in out.splitlines()
     assert tokens.count(out) < tokens.count_bytes(raw) // 5
 
@@ -80,7 +81,7 @@ def test_npm_view_array_of_version_documents_keeps_every_version(tmp_path):
              "dist": {"shasum": f"{i:040x}", "tarball": f"https://registry.npmjs.org/left-pad/-/left-pad-5.{i}.tgz"},
              "maintainers": [{"name": "stevemao", "email": "maochenyan@gmail.com"}]} for i in range(45)]
     raw = cat(tmp_path, "view.json", json.dumps(docs, indent=2) + "\n")
-    out = Engine(tmp_path / "st", mode="standard", scope="t").observe(raw, command="npm view left-pad@5 --json") \
+    out = Engine(tmp_path / "st", mode="standard", scope="t").observe(Observation(raw, command="npm view left-pad@5 --json")) \
         .data.decode()
     assert tokens.count(out) < tokens.count_bytes(raw) // 3
     head = out.splitlines()[0]
