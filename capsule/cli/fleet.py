@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from capsule.cli.main import UserError
+from capsule.ground.errors import UserError
 
 FLEET_EXTRA = "pip install 'capsule[fleet]'"
 
