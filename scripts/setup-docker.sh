@@ -63,7 +63,8 @@ log "docker: $(docker info --format '{{.ServerVersion}} {{.Driver}}')"
 
 # Debian's nodejs runs Codex's launcher (codex.js); Claude Code is a native binary. Debian's
 # package, not the host's node: apt resolves its libraries from the same release as the base.
-BASE_PACKAGES="python3,python3-venv,python3-pip,git,ca-certificates,procps,nodejs"
+# poppler-utils and tesseract: PDFs to text and OCR at the media doors.
+BASE_PACKAGES="python3,python3-venv,python3-pip,git,ca-certificates,procps,poppler-utils,tesseract-ocr,tesseract-ocr-eng,nodejs"
 base_recipe="$(printf '%s' "$BASE_PACKAGES" | sha256sum | cut -c1-16)"
 if [ "$(docker image inspect -f '{{index .Config.Labels "capsule.base.recipe"}}' "$BASE_TAG" 2>/dev/null)" != "$base_recipe" ]; then
   changed "built image $BASE_TAG with debootstrap from $MIRROR"

@@ -11,9 +11,10 @@ import time
 from dataclasses import dataclass, asdict, field
 from pathlib import Path
 
-from capsule import paths
+from capsule.ground import paths
 from capsule.store import finisher
 from capsule.store import sqlite
+from capsule.store import redact
 from capsule.store.sqlite import connect
 
 SCHEMA = """
@@ -95,6 +96,7 @@ class Ledger:
         import json     # here: a cold `ctx run` records in its finisher, after the output (~2 ms)
 
         d = asdict(row)
+        d["command"], d["intent"] = redact.redacted(d["command"]), redact.redacted(d["intent"])   # a token on a command line
         d["manifest"] = json.dumps(d["manifest"])
         d["reports"] = json.dumps(d["reports"])
         d["applied"] = int(d["applied"])

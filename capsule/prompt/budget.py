@@ -8,13 +8,13 @@ Invariant: a part that cannot be measured is listed with 0 tokens and its reason
 
 from __future__ import annotations
 
-from capsule.supervisor import plan as planning
+from capsule.policy import plan as planning
 
 
 def _count(text: str, labels: set[str]) -> int:
     """Token count of a fixed text, memoized by content and tokenizer (loading it costs ~60 ms).
     Only exact counts are memoized; the label of every count used is added to `labels`."""
-    from capsule.measure import tokens  # noqa: PLC0415
+    from capsule.ground import tokens  # noqa: PLC0415
     from capsule.store import memo  # noqa: PLC0415
 
     k = memo.key(tokens.ENCODING, text)
@@ -31,13 +31,13 @@ def _count(text: str, labels: set[str]) -> int:
 
 def standing_context(subsystems: dict[str, planning.Decision]) -> dict:
     """Tokens capsule injects into every conversation: MCP tool schemas + instructions + notes."""
-    from capsule.measure import tokens  # noqa: PLC0415
+    from capsule.ground import tokens  # noqa: PLC0415
 
     parts: dict[str, int] = {}
     labels: set[str] = set()
     if subsystems["mcp"].on:
         try:
-            from capsule.mcp import surface  # noqa: PLC0415 - a data file: no MCP SDK import
+            from capsule.prompt import surface  # noqa: PLC0415 - a data file: no MCP SDK import
 
             tools = surface.load()
             parts["mcp tool schemas"] = _count(surface.schemas_text(tools), labels)
@@ -53,3 +53,13 @@ def standing_context(subsystems: dict[str, planning.Decision]) -> dict:
             pass
     label = tokens.LABEL_APPROX if tokens.LABEL_APPROX in labels else tokens.LABEL_EXACT
     return {"tokens": sum(parts.values()), "parts": parts, "label": label}
+
+
+def everything_on() -> dict:
+    """The standing context capsule injects with everything on (the role's own figure is doctor's);
+    the session-savings report nets it out."""
+    try:
+        on = {k: planning.Decision(k, True, "report") for k in ("engine", "shims", "mcp", "register", "routing")}
+        return standing_context(on)
+    except Exception as exc:  # noqa: BLE001 - unmeasurable is reported as such, never hidden
+        return {"tokens": 0, "parts": {f"unavailable: {type(exc).__name__}": 0}, "label": "approx"}

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from capsule.policy.manifest import load_role
-from capsule.policy.switches import Switches
+from capsule.ground.switches import Switches
 from capsule.prompt.budget import standing_context
-from capsule.supervisor import plan as planning
+from capsule.policy import plan as planning
 
 
 def test_counts_follow_the_plan():
@@ -22,6 +22,7 @@ def test_counts_follow_the_plan():
 def test_the_counted_tool_surface_is_what_the_server_lists():
     """doctor counts a data file instead of importing the SDK; it must not drift from the server.
     After changing a tool: python -m capsule.mcp.surface --write"""
-    from capsule.mcp import surface
+    from capsule.mcp import surface as live_surface
+    from capsule.prompt import surface
 
-    assert surface.load() == surface.live()
+    assert surface.load() == live_surface.live()
