@@ -16,7 +16,6 @@ import concurrent.futures
 import io
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -24,14 +23,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.container.clients import HANDLE, LOG, PY, text, workspace
 from tests.e2e import harness as h
 
 from capsule.agents import notes
 
 CLI = [sys.executable, "-m", "capsule"]
-PY = "/opt/capsule/venv/bin/python"
-HANDLE = re.compile(r"'(<<ccr:[0-9a-f]{24}>>)'")
-LOG = "git log --stat -15"
 # A program capturing git inside the agent's call gets git's own bytes (written to the workspace),
 # then the call creates, edits and deletes files and says who it runs as.
 FILE_OPS = ("python3 -c \"import subprocess; open('captured.log', 'wb').write("
@@ -57,14 +54,8 @@ languages = ["python"]
 """
 
 
-def _text(content) -> str:
-    if isinstance(content, str):
-        return content
-    return "\n".join(c.get("text", "") for c in content or [] if c.get("type") == "text")
-
-
-def _handle_in(text: str) -> str:
-    m = HANDLE.search(text)
+def _handle_in(shown: str) -> str:
+    m = HANDLE.search(shown)
     return m.group(1) if m else "<<ccr:" + "0" * 24 + ">>"
 
 
@@ -89,7 +80,7 @@ class ClaudeScript(h.FakeClaudeModel):
             return bash(LOG)
         if step == 1:
             return [{"type": "tool_use", "id": "toolu_01", "name": "mcp__capsule__ctx_expand",
-                     "input": {"handle": _handle_in(_text(results[0].get("content")))}}]
+                     "input": {"handle": _handle_in(text(results[0].get("content")))}}]
         if step == 2:
             return bash(FILE_OPS)
         if step == 3:
@@ -114,7 +105,7 @@ class CodexScript(h.FakeCodexModel):
         if step == 0:
             return call("exec_command", {"cmd": LOG})
         if step == 1:
-            return call("ctx_expand", {"handle": _handle_in(_text(outs[0].get("output")))}, namespace="mcp__capsule")
+            return call("ctx_expand", {"handle": _handle_in(text(outs[0].get("output")))}, namespace="mcp__capsule")
         if step == 2:
             return call("exec_command", {"cmd": FILE_OPS})
         return {}                                      # no item: the stream fails (see _handler)
@@ -141,34 +132,12 @@ class CodexScript(h.FakeCodexModel):
 
 
 # ---- fixtures ---------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def network(image):
-    """A docker network of our own: the fakes listen on its gateway, the containers join it."""
-    name = f"capsule-e2e-{os.getpid()}"
-    subprocess.run(["docker", "network", "create", name], check=True, capture_output=True)
-    gateway = subprocess.run(["docker", "network", "inspect", "-f", "{{(index .IPAM.Config 0).Gateway}}", name],
-                             check=True, capture_output=True, text=True).stdout.strip()
-    yield name, gateway
-    subprocess.run(["docker", "network", "rm", name], capture_output=True)
-
-
 def _role(tmp: Path, kind: str) -> Path:
     name = f"e2e-{kind}-{os.getpid()}"
     path = tmp / f"{name}.toml"
     path.write_text(ROLE.format(name=name, kind=kind, **RESOURCES))
     path.chmod(0o644)
     return path
-
-
-def _workspace(root: Path, owner: tuple[int, int]) -> tuple[Path, str]:
-    ws = root / "shop"
-    ws.mkdir(parents=True)
-    head = h.build_workspace(ws)
-    for dirpath, dirnames, filenames in os.walk(root):
-        for n in [*dirnames, *filenames]:
-            os.lchown(os.path.join(dirpath, n), *owner)
-    os.chown(root, *owner)
-    return ws, head
 
 
 def _docker(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -220,7 +189,7 @@ def _check_common(fake, results: list[str], ws: Path, before: set[str], extra: s
 def _claude_session(net: tuple[str, str], tmp: Path) -> dict:
     """Detached, on a workspace owned by 501:20 (a macOS user's ids)."""
     name, gateway = net
-    ws, _ = _workspace(tmp / "claude", (501, 20))
+    ws, _ = workspace(tmp / "claude", (501, 20))
     role = _role(tmp, "claude")
     cname = f"capsule-e2e-claude-{os.getpid()}"
     fake = ClaudeScript(gateway)
@@ -251,7 +220,7 @@ def _claude_session(net: tuple[str, str], tmp: Path) -> dict:
                 break
             time.sleep(0.5)
         out["inspect"] = json.loads(_docker("inspect", cname).stdout)[0]
-        out["results"] = [_text(r.get("content")) for r in max((fake.results_in(b) for b in fake.requests),
+        out["results"] = [text(r.get("content")) for r in max((fake.results_in(b) for b in fake.requests),
                                                                key=len, default=[])]
         down = subprocess.run([*CLI, "down", cname, "--volumes"], capture_output=True, text=True, timeout=120)
         out["down"] = down
@@ -266,7 +235,7 @@ def _claude_session(net: tuple[str, str], tmp: Path) -> dict:
 def _codex_session(net: tuple[str, str], tmp: Path) -> dict:
     """Foreground, on a root-owned workspace; the scripted model fails the last turn."""
     name, gateway = net
-    ws, _ = _workspace(tmp / "codex", (0, 0))
+    ws, _ = workspace(tmp / "codex", (0, 0))
     role = _role(tmp, "codex")
     fake = CodexScript(gateway)
     codex_home = ws / ".codex-home"       # the user's Codex config, inside the workspace for this test
