@@ -12,6 +12,7 @@ import os
 import sys
 from pathlib import Path
 
+from capsule.ground.terminal import visible
 from capsule import __version__
 from capsule.ground import paths
 from capsule.ground.errors import UserError
@@ -325,7 +326,7 @@ def cmd_doctor(args) -> int:
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
     else:
-        print(render(report))
+        print(visible(render(report)))
     if args.gate and (report["standing_context"]["over"] or report["conflicts"]):
         print("capsule: doctor --gate failed: "
               + ("standing context over budget" if report["standing_context"]["over"] else "conflicting tools"),

@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from capsule.ground.terminal import visible
 from capsule.cli.gain import parse_since
 from capsule.ground.errors import UserError
 
@@ -69,7 +70,7 @@ def cmd_usage(args) -> int:
         json.dump(data, sys.stdout, indent=2)
         print()
         return 0
-    print(render(data))
+    print(visible(render(data)))
     return 0
 
 

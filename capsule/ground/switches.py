@@ -29,6 +29,7 @@ RETENTION = "JACKIN_CTX_RETENTION_SECONDS"
 SCOPE = "JACKIN_CTX_SCOPE"
 MODE = "JACKIN_CTX_MODE"
 ROLE = "JACKIN_CTX_ROLE"
+ACCOUNT = "JACKIN_CTX_ACCOUNT"  # the operator's name for the account a capsule bills: a fleet tag only
 AGENT_MARKER = "JACKIN_CTX_AGENT"
 AGENT_MODEL = "JACKIN_CTX_AGENT_MODEL"  # the agent client's model, set by the supervisor (output caps)
 # "KEY DEV:INO DEV:INO": the files (stdout, stderr) the agent's current tool call reads, recorded
