@@ -55,6 +55,8 @@ def register(sub) -> None:
     how.add_argument("--compose", action="store_true", help="one service and one state volume per replica")
     d.add_argument("--workspace", type=Path, default=Path("."), help="compose: the workspace to mount")
     d.add_argument("--namespace", default=None, help="kubernetes: metadata.namespace")
+    d.add_argument("--sync-image", default=None,
+                   help="kubernetes: the fleet-sync sidecar's image, with capsule[fleet] installed (default: --image)")
     d.add_argument("-o", "--output", type=Path, help="write here instead of stdout")
     d.set_defaults(func=cmd_render)
     fleet.set_defaults(func=lambda args: (fleet.print_help(), 2)[1])
@@ -114,6 +116,7 @@ def _sources(args):
 def cmd_sync(args) -> int:
     if not args.state and not args.docker:
         raise UserError("fleet sync: name the capsules: --state DIR (repeatable) or --docker")
+    _sources(args)              # bad input (a missing dir) exits 2 before any wait for the database
     eng = _open(args.dsn, args.retry_for)
     from capsule.fleet.sync import SyncError, sync
 
@@ -175,7 +178,8 @@ def cmd_render(args) -> int:
     role = _role(args.role)
     image = args.image or os.environ.get(IMAGE_ENV, DEFAULT_IMAGE)
     if args.kubernetes:
-        text = render.kubernetes_yaml(role, args.replicas, image, namespace=args.namespace)
+        text = render.kubernetes_yaml(role, args.replicas, image, namespace=args.namespace,
+                                      sync_image=args.sync_image)
     else:
         text = render.compose_yaml(role, args.replicas, image, args.workspace.resolve())
     if args.output:

@@ -84,7 +84,8 @@ def _k8s_memory(value) -> str:
 
 
 def kubernetes(role, replicas: int, image: str, namespace: str | None = None,
-               extra: dict[str, str] | None = None) -> list[dict]:
+               extra: dict[str, str] | None = None, sync_image: str | None = None) -> list[dict]:
+    """sync_image: the sidecar's image, one with `capsule[fleet]` installed (default: `image`)."""
     name = f"capsule-{slug(role)}"
     labels = {"app.kubernetes.io/name": "capsule", "app.kubernetes.io/instance": name, "capsule.role": slug(role)}
     meta = {"name": name, "labels": labels, **({"namespace": namespace} if namespace else {})}
@@ -105,7 +106,7 @@ def kubernetes(role, replicas: int, image: str, namespace: str | None = None,
                               {"name": "workspace", "mountPath": role.workspace_mount}],
              "resources": {"limits": limits, "requests": dict(limits)}}
     # The fleet side, not the engine (INV-10): reads the state volume read-only, writes to the fleet DSN.
-    sync = {"name": "fleet-sync", "image": image, "command": ["capsule"],
+    sync = {"name": "fleet-sync", "image": sync_image or image, "command": ["capsule"],
             "args": ["fleet", "sync", "--dsn", "$(CAPSULE_FLEET_DSN)", "--state", str(paths.CONTAINER_STATE_DIR),
                      "--container", "$(POD_NAME)", "--host", "$(NODE_NAME)", "--role", role.name,
                      "--every", str(SYNC_EVERY_S)],
@@ -130,7 +131,7 @@ def kubernetes(role, replicas: int, image: str, namespace: str | None = None,
 
 
 def kubernetes_yaml(role, replicas: int, image: str, namespace: str | None = None,
-                    extra: dict[str, str] | None = None) -> str:
+                    extra: dict[str, str] | None = None, sync_image: str | None = None) -> str:
     head = (f"# capsule role {role.name}: a StatefulSet of {replicas}, one state volume per replica, the fleet\n"
             f"# sync as a sidecar. Needs a Secret {DSN_SECRET} with key `dsn` (postgresql://…).\n")
-    return head + yaml.safe_dump_all(kubernetes(role, replicas, image, namespace, extra), sort_keys=False)
+    return head + yaml.safe_dump_all(kubernetes(role, replicas, image, namespace, extra, sync_image), sort_keys=False)
