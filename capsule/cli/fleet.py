@@ -56,7 +56,8 @@ def register(sub) -> None:
     d.add_argument("--workspace", type=Path, default=Path("."), help="compose: the workspace to mount")
     d.add_argument("--namespace", default=None, help="kubernetes: metadata.namespace")
     d.add_argument("--sync-image", default=None,
-                   help="kubernetes: the fleet-sync sidecar's image, with capsule[fleet] installed (default: --image)")
+                   help="the fleet-sync image, with capsule[fleet] installed: kubernetes, the sidecar's (default: "
+                   "--image); compose, adds a sync service per replica reading its state read-only")
     d.add_argument("-o", "--output", type=Path, help="write here instead of stdout")
     d.set_defaults(func=cmd_render)
     fleet.set_defaults(func=lambda args: (fleet.print_help(), 2)[1])
@@ -181,7 +182,7 @@ def cmd_render(args) -> int:
         text = render.kubernetes_yaml(role, args.replicas, image, namespace=args.namespace,
                                       sync_image=args.sync_image)
     else:
-        text = render.compose_yaml(role, args.replicas, image, args.workspace.resolve())
+        text = render.compose_yaml(role, args.replicas, image, args.workspace.resolve(), sync_image=args.sync_image)
     if args.output:
         args.output.write_text(text, encoding="utf-8")
         print(f"wrote {args.output}", file=sys.stderr)

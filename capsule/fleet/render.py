@@ -43,8 +43,11 @@ def replica_names(role, replicas: int) -> list[str]:
 
 
 def compose(role, replicas: int, image: str, workspace: Path, extra: dict[str, str] | None = None,
-            argv: list[str] | None = None) -> dict:
-    """argv: the agent command (default: the role's own agent, the image's default)."""
+            argv: list[str] | None = None, sync_image: str | None = None) -> dict:
+    """argv: the agent command (default: the role's own agent, the image's default). sync_image: add
+    per replica a `fleet-sync-NAME` service of that image (one with capsule[fleet]) that mounts the
+    replica's state read-only and syncs it every minute to $CAPSULE_FLEET_DSN (read from the
+    operator's environment by compose: the DSN is never written into the file)."""
     res = role.resources
     services, volumes = {}, {}
     for name in replica_names(role, replicas):
@@ -65,14 +68,23 @@ def compose(role, replicas: int, image: str, workspace: Path, extra: dict[str, s
             svc["pids_limit"] = int(res["pids"])
         services[name] = svc
         volumes[volume] = {"name": volume, "labels": {LABEL: "1", "capsule.role": role.name}}
+        if sync_image:
+            services[f"fleet-sync-{name}"] = {
+                "image": sync_image, "entrypoint": ["capsule"],
+                "command": ["fleet", "sync", "--dsn", "${CAPSULE_FLEET_DSN:?set the fleet database DSN}",
+                            "--state", "/fleet/state", "--container", f"capsule-{name}", "--role", role.name,
+                            "--every", str(SYNC_EVERY_S)],
+                "environment": {switches.ACCOUNT: (extra or {}).get(switches.ACCOUNT)
+                                or os.environ.get(switches.ACCOUNT, "default")},
+                "volumes": [f"{volume}:/fleet/state:ro"], "restart": "unless-stopped"}
     return {"services": services, "volumes": volumes}
 
 
 def compose_yaml(role, replicas: int, image: str, workspace: Path, extra: dict[str, str] | None = None,
-                 argv: list[str] | None = None) -> str:
+                 argv: list[str] | None = None, sync_image: str | None = None) -> str:
     head = (f"# capsule role {role.name}: {replicas} replica(s), each with its own state volume.\n"
             f"# Written by `capsule fleet render --compose`; run by `capsule up --role {role.name} --replicas N`.\n")
-    return head + yaml.safe_dump(compose(role, replicas, image, workspace, extra, argv), sort_keys=False)
+    return head + yaml.safe_dump(compose(role, replicas, image, workspace, extra, argv, sync_image), sort_keys=False)
 
 
 def _k8s_memory(value) -> str:
