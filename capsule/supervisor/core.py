@@ -267,7 +267,8 @@ class Supervisor:
         try:
             from capsule import agents  # noqa: PLC0415
 
-            result = agents.register(kind, project=self.opts.workdir or Path.cwd(), env=self.agent_env())
+            # the note goes to the agent's user-level file (its home in the container), not the workspace
+            result = agents.register(kind, project=self.opts.workdir or Path.cwd(), env=self.agent_env(), note="user")
             self.registration = {kind: "; ".join(result.lines())}
         except Exception as exc:  # noqa: BLE001 - registration failing must not stop the agent
             log.warning("MCP registration for %s failed: %r", kind, exc)

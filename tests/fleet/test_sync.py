@@ -5,6 +5,7 @@ resumes; the report's quota windows credit each role with its rises."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -104,6 +105,24 @@ def test_every_table_once_through_reruns_and_concurrent_syncs(pg_dsn, tmp_path):
     assert data["fleet"]["total"]["raw_tokens"] == sum(100 + i for i in range(5)) + sum(100 + i for i in range(6))
     eng.dispose()
 
+    # the same dict through the doors: `fleet report --json`, `ctx report --dsn --json`, --html, text
+    outs = []
+    for args in (["fleet", "report", "--dsn", pg_dsn, "--json"], ["ctx", "report", "--dsn", pg_dsn, "--json"]):
+        r = subprocess.run([sys.executable, "-m", "capsule", *args], capture_output=True, text=True, cwd=REPO,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr
+        outs.append(json.loads(r.stdout))
+    assert outs[0]["fleet"] == outs[1]["fleet"] and outs[0]["fleet"]["total"]["emissions"] == 11
+    page = tmp_path / "fleet.html"
+    r = subprocess.run([sys.executable, "-m", "capsule", "fleet", "report", "--dsn", pg_dsn, "--html", str(page)],
+                       capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 0, r.stderr
+    html = page.read_text()
+    assert "<script" not in html and "by role" in html and ">planner<" in html and ">coder<" in html
+    r = subprocess.run([sys.executable, "-m", "capsule", "fleet", "report", "--dsn", pg_dsn], capture_output=True,
+                       text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 0 and "FLEET" in r.stdout and "rate limit acct-x 5h: 30.0% used" in r.stdout
+
 
 def test_a_state_dir_from_before_seq_and_intent_still_syncs(pg_dsn, tmp_path):
     state = tmp_path / "old"
@@ -148,6 +167,22 @@ def test_a_fleet_database_that_is_down_exits_1_and_the_next_sync_resumes(pg_dsn,
                         "--json"], capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     assert '"emissions": 3' in r.stdout
+
+
+def test_a_named_container_keeps_its_rows_when_it_moves_host(pg_dsn, tmp_path):
+    """A StatefulSet pod rescheduled on another node: same name and volume, another host tag."""
+    state = tmp_path / "pod"
+    state.mkdir()
+    _fill(state, 4, 0.2)
+    eng = migrate.engine(pg_dsn)
+    migrate.upgrade(eng)
+    first = sync.sync(eng, sources.from_dirs([str(state)], container="ns/coder-0", host="node-a"))
+    moved = sync.sync(eng, sources.from_dirs([str(state)], container="ns/coder-0", host="node-b"))
+    assert first.copied["emissions"] == 4 and sum(moved.copied.values()) == 0
+    with eng.connect() as conn:
+        assert conn.execute(sa.select(schema.capsules.c.host)).scalars().all() == ["node-b"]
+    assert _count(eng, schema.emissions) == 4
+    eng.dispose()
 
 
 def test_bad_input_exits_2_naming_it(tmp_path):
