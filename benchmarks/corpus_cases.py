@@ -58,11 +58,13 @@ def norm(s: str) -> str:
 
 def run_case(engine, case: dict, use_intent: bool = False) -> CaseResult:
     start = time.perf_counter()
+    # Each run its own session: cases are independent (a failing case's names are not another's
+    # salience, observe/salience.py), and the second run checks the same input in the same state.
     outcome = engine.observe(Observation(case["output"], command=case["command"], exit_code=case["exit_code"],
-                             intent=case["intent"] if use_intent else None))
+                             intent=case["intent"] if use_intent else None, scope=f"{case['case']}#1"))
     ms = (time.perf_counter() - start) * 1000
     again = engine.observe(Observation(case["output"], command=case["command"], exit_code=case["exit_code"],
-                           intent=case["intent"] if use_intent else None))
+                           intent=case["intent"] if use_intent else None, scope=f"{case['case']}#2"))
     from capsule.ground import tokens
 
     raw_tokens = tokens.count_bytes(case["output"])

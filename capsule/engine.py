@@ -83,10 +83,17 @@ class Engine:
             return pipeline.raw_emission(obs.raw)
         mode = obs.mode or self.mode
         try:
+            from capsule.observe import salience  # noqa: PLC0415
+
+            scope = obs.scope or self.scope
             self.archive.defer_index = self.defer
             em = pipeline.run(obs, self.archive, mode=mode, languages=tuple(obs.languages) or self.languages,
                               measure_only=sw.measure_only or mode == "measure",
-                              large_bytes=LARGE_BYTES, long_line_bytes=LONG_LINE_BYTES)
+                              large_bytes=LARGE_BYTES, long_line_bytes=LONG_LINE_BYTES,
+                              salient=salience.recall(self.state_dir, scope))
+            if obs.exit_code not in (0, None):      # a failure: what it names ranks first later in the session
+                head = whole if whole is not None else _head(obs.spool, salience.SCAN_BYTES)
+                salience.learn(self.state_dir, scope, head.decode("utf-8", "surrogateescape"), obs.exit_code)
         except Exception as exc:  # noqa: BLE001 - the engine fails open
             log.warning("pipeline failed: %r; raw output passed through", exc)
             return pipeline.raw_emission(obs.raw)
@@ -158,3 +165,12 @@ class Engine:
             if store is not None:
                 store.close()
 
+
+def _head(f, n: int) -> bytes:
+    """The first n bytes of a spool, its position back at the start."""
+    if f is None:
+        return b""
+    f.seek(0)
+    data = f.read(n)
+    f.seek(0)
+    return data

@@ -119,8 +119,9 @@ def raw_emission(data: bytes) -> Emission:
 
 
 def run(obs: Observation, archive, *, mode: str, languages: tuple[str, ...], measure_only: bool,
-        large_bytes: int, long_line_bytes: int) -> Emission:
-    """The one way through: an Observation in, one Emission out (the engine records it)."""
+        large_bytes: int, long_line_bytes: int, salient: list[str] | None = None) -> Emission:
+    """The one way through: an Observation in, one Emission out (the engine records it).
+    `salient`: what this session's failures named (observe/salience.py), ranked with the intent."""
     if obs.view is not None:
         return _door_view(obs, measure_only)
     raw = obs.raw
@@ -137,6 +138,10 @@ def run(obs: Observation, archive, *, mode: str, languages: tuple[str, ...], mea
     if intent and cls.transform_id == "default" and not cls.passthrough:
         # No tool-specific filter knows this output, but the step's goal is known.
         cls = replace(cls, transform_id="reflex", reason=cls.reason + "; intent known: reflex")
+    if salient:      # (after the reflex choice: a session's failures do not make every output a reflex read)
+        from capsule.observe.salience import with_intent
+
+        intent = shorten(with_intent(intent, salient))[0]
     ctx = Context(command=obs.command, family=cls.family, stream=obs.stream, intent=intent, exit_code=obs.exit_code,
                   mode="standard" if mode == "measure" else mode, path=obs.path, languages=languages,
                   filter_id=cls.filter_id)
