@@ -221,11 +221,12 @@ class Proxy:
         if any(i is None for i in images):
             return None
         with self._engine_lock:
-            out = engine_media.observe_media(self.engine(), data, "application/pdf",
-                                             model=model if isinstance(model, str) else None, api="anthropic",
-                                             policy=policy, scope=session, path=read.path, workspace=root,
-                                             pages=read.pages, sent_images=images)
-        return out.parts
+            obs = engine_media.observation(data, door="proxy", path=read.path, scope=session,
+                                           media_type="application/pdf",
+                                           model=model if isinstance(model, str) else None, api="anthropic",
+                                           table=self.settings.media, context_mode=self.settings.mode,
+                                           workspace=root, pages=read.pages, sent_images=images)
+            return None if obs is None else self.engine().observe(obs).parts
 
     def _media(self, blob: proxy_media.Blob, model, session: str):
         """One image or PDF through the engine's media entry, at its first sight in the conversation."""
@@ -239,11 +240,12 @@ class Proxy:
         if data is None:
             return None
         with self._engine_lock:
-            out = engine_media.observe_media(self.engine(), data, blob.media_type,
-                                             model=model if isinstance(model, str) else None, api=blob.api,
-                                             policy=policy, scope=session, path=blob.path,
-                                             workspace=self.settings.workspace)
-        return out.parts
+            obs = engine_media.observation(data, door="proxy", path=blob.path, scope=session,
+                                           media_type=blob.media_type,
+                                           model=model if isinstance(model, str) else None, api=blob.api,
+                                           table=self.settings.media, context_mode=self.settings.mode,
+                                           workspace=self.settings.workspace)
+            return None if obs is None else self.engine().observe(obs).parts
 
     def _observe(self, call: rewrite.Call, text: str, session: str) -> str:
         """One observation through the engine (classify → transform → guard → archive → ledger)."""
