@@ -30,7 +30,8 @@ def register(sub) -> None:
     s.add_argument("--dsn", required=True, help="postgresql://USER@HOST:PORT/DB (or sqlite:///PATH)")
     s.add_argument("--state", action="append", default=[], metavar="DIR", help="a capsule state dir; repeatable")
     s.add_argument("--docker", action="store_true", help="every capsule container's /state/context volume")
-    s.add_argument("--container", help="tag: container name (one --state; default: from the path)")
+    s.add_argument("--container", help="tag and identity: a unique, stable container name (one --state; "
+                   "default: from the path, identity host + path)")
     s.add_argument("--role", help="tag: role of the --state dirs (default: unknown)")
     s.add_argument("--host", help="tag: host (default: this host's name)")
     s.add_argument("--account", help="tag: the account they bill (default: $JACKIN_CTX_ACCOUNT or 'default')")

@@ -77,7 +77,8 @@ def compose(role, replicas: int, image: str, workspace: Path, extra: dict[str, s
                 "environment": {switches.ACCOUNT: (extra or {}).get(switches.ACCOUNT)
                                 or os.environ.get(switches.ACCOUNT, "default")},
                 "volumes": [f"{volume}:/fleet/state:ro"], "restart": "unless-stopped"}
-    return {"services": services, "volumes": volumes}
+    network = {"name": f"capsule-{slug(role)}", "labels": {LABEL: "1", "capsule.role": role.name}}
+    return {"services": services, "volumes": volumes, "networks": {"default": network}}
 
 
 def compose_yaml(role, replicas: int, image: str, workspace: Path, extra: dict[str, str] | None = None,
@@ -120,10 +121,11 @@ def kubernetes(role, replicas: int, image: str, namespace: str | None = None,
     # The fleet side, not the engine (INV-10): reads the state volume read-only, writes to the fleet DSN.
     sync = {"name": "fleet-sync", "image": sync_image or image, "command": ["capsule"],
             "args": ["fleet", "sync", "--dsn", "$(CAPSULE_FLEET_DSN)", "--state", str(paths.CONTAINER_STATE_DIR),
-                     "--container", "$(POD_NAME)", "--host", "$(NODE_NAME)", "--role", role.name,
+                     "--container", "$(POD_NAMESPACE)/$(POD_NAME)", "--host", "$(NODE_NAME)", "--role", role.name,
                      "--every", str(SYNC_EVERY_S)],
              "env": [{"name": "CAPSULE_FLEET_DSN", "valueFrom": {"secretKeyRef": {"name": DSN_SECRET, "key": "dsn"}}},
                      {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                     {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
                      {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
              "volumeMounts": [{**state, "readOnly": True}],
              "resources": {"limits": {"cpu": "250m", "memory": "256Mi"}}}

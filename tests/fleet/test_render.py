@@ -133,3 +133,4 @@ def test_compose_replicas_each_with_its_own_state_reach_the_fleet(tmp_path, pg_d
     left = _docker("ps", "-a", "-q", "--filter", f"label=capsule.role={name}").stdout.split()
     assert left == []
     assert _docker("volume", "ls", "-q", "--filter", f"label=capsule.role={name}").stdout.split() == []
+    assert _docker("network", "ls", "-q", "--filter", f"label=capsule.role={name}").stdout.split() == []

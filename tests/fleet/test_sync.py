@@ -169,6 +169,22 @@ def test_a_fleet_database_that_is_down_exits_1_and_the_next_sync_resumes(pg_dsn,
     assert '"emissions": 3' in r.stdout
 
 
+def test_a_named_container_keeps_its_rows_when_it_moves_host(pg_dsn, tmp_path):
+    """A StatefulSet pod rescheduled on another node: same name and volume, another host tag."""
+    state = tmp_path / "pod"
+    state.mkdir()
+    _fill(state, 4, 0.2)
+    eng = migrate.engine(pg_dsn)
+    migrate.upgrade(eng)
+    first = sync.sync(eng, sources.from_dirs([str(state)], container="ns/coder-0", host="node-a"))
+    moved = sync.sync(eng, sources.from_dirs([str(state)], container="ns/coder-0", host="node-b"))
+    assert first.copied["emissions"] == 4 and sum(moved.copied.values()) == 0
+    with eng.connect() as conn:
+        assert conn.execute(sa.select(schema.capsules.c.host)).scalars().all() == ["node-b"]
+    assert _count(eng, schema.emissions) == 4
+    eng.dispose()
+
+
 def test_bad_input_exits_2_naming_it(tmp_path):
     for args, word in ((["--dsn", "mysql://x/y", "--state", str(tmp_path)], "mysql"),
                        (["--dsn", "postgresql://x@127.0.0.1:1/y", "--state", str(tmp_path / "missing")], "missing"),
