@@ -72,7 +72,7 @@ def observe_media(engine, data: bytes, media_type: str | None, *, model: str | N
               emitted_bytes=emitted_bytes, exit_code=None, handle=handle, duration_ms=None,
               token_label=caps.label(result.family), would_emit_tokens=after,
               reports=[{"name": "media", "family": result.family.name, "policy": policy.reason, **result.details}])
-    emission_id = engine._safe_record(row)
+    emission_id = engine.record(row)
     return MediaOutcome(parts if active else None, handle, emission_id, result)
 
 

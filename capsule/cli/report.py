@@ -27,6 +27,7 @@ def register(sub) -> None:
     p.add_argument("--since", metavar="WHEN", help="only calls and emissions since WHEN: 30m, 2h, 7d, or ISO date")
     p.add_argument("--claude-dir", metavar="DIR", action="append", help="a Claude Code config or projects dir")
     p.add_argument("--codex-dir", metavar="DIR", action="append", help="a Codex home or sessions dir")
+    p.add_argument("--dsn", metavar="DSN", help="report the fleet database instead (as `capsule fleet report`)")
     p.set_defaults(func=cmd_report)
 
 
@@ -66,6 +67,11 @@ def _route(calls: list[dict], since) -> dict:
 
 
 def cmd_report(args) -> int:
+    if getattr(args, "dsn", None):
+        from capsule.cli.fleet import cmd_report as fleet_report
+
+        args.until = None
+        return fleet_report(args)
     if args.html:
         target = Path(args.html)
         if target.is_dir() or not target.parent.is_dir():

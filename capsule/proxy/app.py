@@ -21,6 +21,7 @@ import httpx2
 from capsule.ground import paths
 from capsule.proxy import media as proxy_media
 from capsule.proxy import rewrite, target, usage
+from capsule.ground.types import Observation
 from capsule.proxy.memo import Memo
 
 log = logging.getLogger("capsule.proxy")
@@ -253,8 +254,8 @@ class Proxy:
         try:
             with self._engine_lock:
                 engine = self.engine()
-                out = engine.observe(raw, command=call.command, exit_code=call.exit_code, intent=call.intent,
-                                     scope=session, path=call.path, stream="stdout")
+                out = engine.observe(Observation(raw, command=call.command, exit_code=call.exit_code,
+                                                 intent=call.intent, scope=session, path=call.path, stream="stdout"))
             return out.data.decode("utf-8")
         except Exception as exc:  # noqa: BLE001 - the engine fails open; so does the door
             log.warning("proxy: engine failed on a %s result (%r); sent unchanged", call.tool or "tool", exc)

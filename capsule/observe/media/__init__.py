@@ -57,10 +57,16 @@ def transform(data: bytes, media_type: str | None, fam: caps.Family, policy: Med
     """`pages`: a PDF read as a page range (only those pages are converted)."""
     kind = kind_of(media_type, data)
     if kind == "image":
-        return _image(data, fam, policy, workspace, path)
-    if kind == "pdf":
-        return _pdf(data, fam, policy, path, pages)
-    raise MediaError(f"media type {media_type!r} is not handled")
+        result = _image(data, fam, policy, workspace, path)
+    elif kind == "pdf":
+        result = _pdf(data, fam, policy, path, pages)
+    else:
+        raise MediaError(f"media type {media_type!r} is not handled")
+    if result.parts is not None and result.tokens_after > result.tokens_before:
+        # Never worse (INV-3): a scan whose sized pages and markers cost more than the block as it came.
+        result.details["worse"] = {"action": result.action, "tokens": result.tokens_after}
+        result.action, result.parts, result.tokens_after = "unchanged", None, result.tokens_before
+    return result
 
 
 def _image(data: bytes, fam: caps.Family, policy: MediaPolicy, workspace, path) -> Result:
