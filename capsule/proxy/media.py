@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from capsule.observe.media import image as media_image
 from capsule.observe.media.pdf import Part
 from capsule.proxy import rewrite as wire
 
@@ -99,10 +100,18 @@ def _anthropic(body: dict, fn: Transform, pages_fn: PagesTransform | None = None
         new_content, msg_changed = [], False
         blocks = msg["content"]
         skip = 0
+        shown: tuple[int, int] | None = None   # the size a resized tool_result image now has
         for k, b in enumerate(blocks):
             if skip:
                 skip -= 1
                 continue
+            if shown and isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str):
+                note = _image_note(b["text"], shown)
+                shown = None
+                if note is not None:
+                    new_content.append({**b, "text": note})
+                    msg_changed = True
+                    continue
             if isinstance(b, dict) and b.get("type") == "tool_result":
                 last_path = paths.get(str(b.get("tool_use_id")))
                 read = _page_images(b, blocks[k + 1:], last_path, page_args.get(str(b.get("tool_use_id"))))
@@ -118,6 +127,7 @@ def _anthropic(body: dict, fn: Transform, pages_fn: PagesTransform | None = None
                     spliced, inner_changed = _splice_anthropic(inner, fn, last_path)
                     if inner_changed:
                         b["content"], msg_changed = spliced, True
+                        shown = _single_image_size(inner, spliced)
                 new_content.append(b)
                 continue
             out = _anthropic_block(b, fn, last_path)
@@ -148,6 +158,29 @@ def _page_images(result: dict, following: list, path: str | None, pages_arg: obj
             and i["source"].get("type") == "base64" and isinstance(i["source"].get("data"), str) for i in imgs):
         return None
     return PdfPages(path, pages, [i["source"]["data"] for i in imgs])
+
+
+def _single_image_size(before: list, after: list) -> tuple[int, int] | None:
+    """The new size of a tool_result's one image, when it was resized (not replaced by text)."""
+    was = [i for i in before if isinstance(i, dict) and i.get("type") == "image"]
+    now = [i for i in after if isinstance(i, dict) and i.get("type") == "image"]
+    if len(was) != 1 or len(now) != 1:
+        return None
+    try:
+        _, w, h = media_image.probe(base64.b64decode(now[0]["source"]["data"]))
+    except (media_image.MediaError, ValueError, KeyError, TypeError):
+        return None
+    return w, h
+
+
+def _image_note(text: str, shown: tuple[int, int]) -> str | None:
+    m = re.match(wire.config()["anthropic"]["image_note"], text)
+    if not m:
+        return None
+    ow, oh = int(m.group(1)), int(m.group(2))
+    w, h = shown
+    return (f"[Image: original {ow}x{oh}, displayed at {w}x{h}. Multiply coordinates by {ow / w:.2f} "
+            f"to map to original image.]")
 
 
 def _splice_anthropic(items: list, fn: Transform, path: str | None) -> tuple[list, bool]:

@@ -69,6 +69,11 @@ def test_claude_code_reads_a_screenshot_a_photo_and_a_pdf_through_the_proxy(tmp_
             assert caps.target(fam, *img.size) == img.size          # within the family's cap
             assert max(img.size) <= fam.cap["long_edge"] and img.size[0] * img.size[1] <= fam.cap["max_pixels"]
         assert not [b for _, b in _media_blocks(last) if b["type"] == "document"]   # the PDF went as text
+        w, h = Image.open(io.BytesIO(base64.b64decode(images[0]["source"]["data"]))).size
+        # Claude Code's note beside a resized image now names the size the model sees
+        assert f"[Image: original 3840x2160, displayed at {w}x{h}. Multiply coordinates by {3840 / w:.2f}" \
+            in _texts(last)
+        assert "displayed at 2000x1125" not in _texts(last)
         text = _texts(last)
         assert "[PDF" in text and "--- page 20 of 20 ---" in text and "Section 20: proxy notes" in text
         assert f"[PDF {ws / 'short.pdf'}: 5 pages; 5 as their text below]" in text

@@ -76,7 +76,8 @@ def _image(data: bytes, fam: caps.Family, policy: MediaPolicy, workspace, path) 
     if policy.screenshots == "pointer" and workspace is not None:
         found = ocr.words(sized.data)
         if found is not None:
-            share = screenshot.text_share(found, sized.after[0], sized.after[1], policy.screenshot_rules)
+            share = screenshot.text_share(found, sized.after[0], sized.after[1], policy.screenshot_rules,
+                                          content=image.content_area(sized.data))
             details.update(ocr_words=share.words, text_area=share.area, mostly_text=share.mostly_text)
             if share.mostly_text:
                 src = screenshot.find_source(found, screenshot.workspace_files(workspace, policy.screenshot_rules),
