@@ -42,6 +42,7 @@ IN_SHIM = "JACKIN_CTX_IN_SHIM"  # set for the real command a shim runs: nested s
 FAULT_INJECT = "JACKIN_CTX_FAULT_INJECT"  # test-only: name of a transform forced to raise
 NO_REDACT = "JACKIN_CTX_NO_REDACT"  # keep secrets verbatim in what capsule stores (redacted by default)
 USAGE_INTERVAL = "JACKIN_CTX_USAGE_INTERVAL"  # seconds between the supervisor's transcript ingestion passes
+NO_STAGGER = "JACKIN_CTX_NO_STAGGER"  # the proxy holds no same-prefix request (capsule/proxy/stagger.py)
 
 _FALSE = {"", "0", "false", "no", "off"}
 
