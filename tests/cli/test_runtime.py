@@ -100,7 +100,7 @@ def test_a_measure_only_up_says_that_output_stays_raw(tmp_path):
 
 
 def test_up_runs_the_agent_as_the_workspace_owner_or_the_override(tmp_path, monkeypatch):
-    from capsule.cli.main import UserError
+    from capsule.ground.errors import UserError
     from capsule.cli.runtime import CAPABILITIES, run_as
 
     ws = tmp_path / "ws"
