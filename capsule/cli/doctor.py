@@ -89,7 +89,7 @@ def collect(role_arg: str | None = None) -> dict:
         outside = footprint(Path.cwd())
     except Exception as exc:  # noqa: BLE001 - a finding, not a crash
         outside = [f"(could not check: {exc})"]
-    standing = budget.standing_context(subsystems)
+    standing = budget.standing_context(subsystems, role)
     standing["budget"] = role.context.standing_budget
     standing["over"] = standing["tokens"] > role.context.standing_budget
     state = paths.state_dir()
@@ -206,9 +206,12 @@ def render(r: dict) -> str:
     lines.append(f"outside state {'nothing written (up --local is session-scoped)' if not outside else ''}")
     lines += [f"  {w}" for w in outside]
     sc = r["standing_context"]
-    parts = ", ".join(f"{k} {v}" for k, v in sc["parts"].items()) or "nothing injected"
     verdict = "OVER BUDGET" if sc["over"] else "within budget"
-    lines.append(f"standing     {sc['tokens']} tokens ({sc['label']}) of {sc['budget']} budget: {verdict}  [{parts}]")
+    lines.append(f"standing     {sc['tokens']} tokens per request ({sc.get('client', '?')}: {sc['label']}) "
+                 f"of {sc['budget']} budget: {verdict}")
+    for family, fam in (sc.get("families") or {sc.get("family", "?"): sc}).items():
+        parts = ", ".join(f"{k} {v}" for k, v in fam["parts"].items()) or "nothing injected"
+        lines.append(f"  {family:<10} {fam['tokens']:>5} ({fam.get('client', '?')}, {fam['label']})  [{parts}]")
     return "\n".join(lines)
 
 
@@ -218,9 +221,12 @@ def cmd_doctor(args) -> int:
         print(json.dumps(report, indent=2, sort_keys=True))
     else:
         print(render(report))
-    if args.gate and (report["standing_context"]["over"] or report["conflicts"]):
-        print("capsule: doctor --gate failed: "
-              + ("standing context over budget" if report["standing_context"]["over"] else "conflicting tools"),
-              file=sys.stderr)
+    sc = report["standing_context"]
+    if args.gate and (sc["over"] or report["conflicts"]):
+        largest = sc.get("largest")
+        why = (f"standing context over budget: {sc['tokens']} tokens > {sc['budget']} "
+               f"(standing_budget in {report['role']['path']}); largest part: {largest} "
+               f"{sc['parts'].get(largest, 0)}" if sc["over"] else "conflicting tools")
+        print(f"capsule: doctor --gate failed: {why}", file=sys.stderr)
         return 1
     return 0

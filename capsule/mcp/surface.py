@@ -1,48 +1,63 @@
-"""The read door's tool surface as the agent sees it (tools/list + instructions), kept as a data file.
+"""The read door's tool surface as the agent sees it (tools/list + instructions), read from a data file.
 
-Not responsible for serving tools (server.py) or counting tokens (prompt/budget.py). It exists so
-`capsule ctx doctor` can count what capsule injects without importing the MCP SDK (~0.5 s).
-Invariant: data/surface.json equals what the live server lists; a test compares the two, and
-`python -m capsule.mcp.surface --write` regenerates the file after a tool changes.
+Not responsible for serving tools (server.py) or counting tokens (prompt/). The server lists exactly
+what data/tools.toml says, so `capsule ctx doctor` counts the real surface without the MCP SDK.
+Invariant: one source for names, descriptions and argument types; schemas carry no titles or
+defaults (the client sends every byte of them on every call).
 """
 
 from __future__ import annotations
 
-import json
-import sys
+import tomllib
+from functools import lru_cache
 from pathlib import Path
 
-SURFACE_FILE = Path(__file__).with_name("data") / "surface.json"
+TOOLS_FILE = Path(__file__).with_name("data") / "tools.toml"
+
+
+@lru_cache(maxsize=1)
+def _data() -> dict:
+    return tomllib.loads(TOOLS_FILE.read_text(encoding="utf-8"))
 
 
 def load() -> dict:
-    """{"instructions": str, "tools": [tool dicts]} as last written by `--write`."""
-    return json.loads(SURFACE_FILE.read_text(encoding="utf-8"))
+    """{"instructions": str, "capabilities": ["tools"], "tools": [{name, description, input_schema}]}."""
+    data = _data()
+    tools = []
+    for t in data["tools"]:
+        schema = {"type": "object", "properties": {k: {"type": v} for k, v in t["params"].items()},
+                  "required": list(t.get("required", []))}
+        tools.append({"name": t["name"], "description": t["description"], "input_schema": schema})
+    return {"instructions": data.get("instructions", ""), "capabilities": ["tools"], "tools": tools}
 
 
-def live() -> dict:
-    """The surface the server really lists now (imports the SDK: slow, for tests and --write)."""
-    import tempfile
+def arguments(name: str, given: dict) -> dict:
+    """`given` checked against tool `name`'s declared parameters (a number or flag sent as text is
+    taken, as clients do send them); ValueError naming the argument otherwise."""
+    tool = next((t for t in _data()["tools"] if t["name"] == name), None)
+    if tool is None:
+        raise ValueError(f"unknown tool {name!r}; tools: {', '.join(t['name'] for t in _data()['tools'])}")
+    params, out = tool["params"], {}
+    for key, value in (given or {}).items():
+        kind = params.get(key)
+        if kind is None:
+            raise ValueError(f"{name}: unknown argument {key!r}; arguments: {', '.join(params)}")
+        out[key] = _typed(name, key, kind, value)
+    missing = [k for k in tool.get("required", []) if k not in out]
+    if missing:
+        raise ValueError(f"{name}: missing argument {missing[0]!r}")
+    return out
 
-    import anyio
 
-    from capsule.mcp.server import INSTRUCTIONS, ReadDoor, build_server
-
-    with tempfile.TemporaryDirectory() as tmp:
-        tools = anyio.run(build_server(ReadDoor(tmp)).list_tools)
-    return {"instructions": INSTRUCTIONS,
-            "tools": [t.model_dump(exclude_none=True, mode="json") for t in tools]}
-
-
-def schemas_text(surface: dict) -> str:
-    """The text counted as 'mcp tool schemas': the tools list as compact, sorted JSON."""
-    return json.dumps(surface["tools"], sort_keys=True)
-
-
-if __name__ == "__main__":
-    if sys.argv[1:] != ["--write"]:
-        print("usage: python -m capsule.mcp.surface --write   (regenerate data/surface.json from the server)",
-              file=sys.stderr)
-        raise SystemExit(2)
-    SURFACE_FILE.write_text(json.dumps(live(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"wrote {SURFACE_FILE}")
+def _typed(tool: str, key: str, kind: str, value):
+    if kind == "string" and isinstance(value, str):
+        return value
+    if kind == "integer" and not isinstance(value, bool):
+        if isinstance(value, int) or (isinstance(value, str) and value.strip().lstrip("-").isdigit()):
+            return int(value)
+    if kind == "boolean":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+    raise ValueError(f"{tool}: argument {key!r} must be a {kind}, not {value!r}")

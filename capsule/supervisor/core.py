@@ -295,6 +295,18 @@ class Supervisor:
             self.registration = {kind: f"failed: {exc}"}
             self.session_dir = None
 
+    def _standing_text(self) -> str | None:
+        """The role's standing instructions (register pack, prompt/pack.py); None on failure, when
+        the agent gets the plain read-door note (fail open)."""
+        try:
+            from capsule.prompt import budget, pack  # noqa: PLC0415
+
+            return pack.standing_text(self.role.context.output, read_door=self.plan["mcp"].on,
+                                      legend=budget.legend_for(self.role))
+        except Exception as exc:  # noqa: BLE001
+            log.warning("standing instructions failed: %r; the read-door note alone is sent", exc)
+            return None
+
     def _session_argv(self, cmd: list[str]) -> list[str]:
         if self.session_dir is None:
             return cmd
@@ -303,12 +315,14 @@ class Supervisor:
 
         kind = agent_kind(self.role, self.opts.command)
         try:
+            text = self._standing_text()
             if kind == "claude":
                 return session.claude_argv(cmd, self.session_dir, self.state_dir, mcp=self.plan["register"].on,
                                            intent=self.plan["engine"].on and self.plan["shims"].on,
-                                           python=shims.shim_python())
+                                           python=shims.shim_python(), instructions=text)
             if kind == "codex":
-                return session.codex_argv(cmd, self.state_dir, self.agent_env(), mcp=self.plan["register"].on)
+                return session.codex_argv(cmd, self.state_dir, self.agent_env(), mcp=self.plan["register"].on,
+                                          instructions=text)
         except Exception as exc:  # noqa: BLE001
             log.warning("session flags for %s failed: %r; the agent runs without them", kind, exc)
         return cmd

@@ -1,0 +1,106 @@
+"""INV-6 on the wire: what capsule adds to the real Claude Code's and Codex's requests is exactly
+what `capsule ctx doctor` counts, it sits in the standing part of every request, and it is
+byte-identical across the calls of a session and across two sessions of the same role.
+
+Real clients against a local fake model API (tests/prompt/capture.py); a missing client is a
+failure, never a skip.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from capsule.mcp import surface
+from capsule.policy.manifest import load_role
+from capsule.policy.switches import Switches
+from capsule.prompt import budget, pack
+from capsule.supervisor import plan as planning
+from tests.prompt import capture
+
+ROLE = "python-dev"
+
+
+def _role_file(tmp_path, name: str, kind: str, output: str):
+    path = tmp_path / f"{name}.toml"
+    path.write_text(f'schema = 1\nname = "{name}"\n\n[agent]\nkind = "{kind}"\n\n[context]\nmode = "measure"\n\n'
+                    f'[context.output]\n{output}\n')
+    return path
+
+
+@pytest.fixture
+def ws(tmp_path):
+    d = tmp_path / "ws"
+    d.mkdir()
+    (d / "README.md").write_text("# Demo\n\nIntro.\n")
+    return d
+
+
+def _expected_texts(client: str, role_name) -> dict[str, str]:
+    role = load_role(role_name)
+    return budget.texts(client, role, planning.plan(role, Switches.read({})))
+
+
+def test_claude_code_requests_carry_exactly_what_doctor_counts(ws, tmp_path):
+    home = tmp_path / "home"
+    plain = capture.claude(ws, home)
+    first = capture.claude(ws, home, role=ROLE)
+    second = capture.claude(ws, home, role=ROLE)
+    assert len(first.requests) >= 2, first.stderr[-2000:]     # the scripted ctx_read, then the answer
+
+    # tools: capsule's four as Claude Code wraps them, and no MCP resource tools
+    added = capture.added_tools(plain.requests[0], first.requests[0])
+    assert added == budget.wrapped_tools("claude", surface.load())
+    assert not {"ListMcpResourcesTool", "ReadMcpResourceTool", "ReadMcpResourceDirTool"} & {t["name"] for t in added}
+
+    # text: every counted part is in the standing part (system) of every request, verbatim
+    expected = _expected_texts("claude", ROLE)
+    body_parts = {k: v for k, v in expected.items() if k not in ("mcp tools", "subagent contract")}
+    assert budget.IDENTITY in body_parts         # --append-system-prompt's longer identity line
+    assert {"register", "guards", "guard lines", "read-door note", "mcp instructions"} <= set(body_parts)
+    for body in first.requests + second.requests:
+        system = capture.claude_system_text(body)
+        for name, text in body_parts.items():
+            assert text in system, name
+    # nothing else: the system text capsule added is those parts and nothing more
+    base = set(capture.claude_system_text(plain.requests[0]).splitlines())
+    extra = [ln for ln in capture.claude_system_text(first.requests[0]).splitlines() if ln and ln not in base]
+    counted = "\n".join(body_parts.values())
+    assert all(ln in counted for ln in extra), extra
+
+    # byte-stable: every call of a session and a second session of the same role
+    stand = {capture.standing_part("claude", b) for b in first.requests + second.requests}
+    assert len(stand) == 1
+
+
+def test_codex_requests_carry_exactly_what_doctor_counts(ws, tmp_path):
+    home = tmp_path / "home"
+    role = _role_file(tmp_path, "codex-dev", "codex", 'register = "compact"')
+    plain = capture.codex(ws, home)
+    first = capture.codex(ws, home, role=role)
+    second = capture.codex(ws, home, role=role)
+    assert len(first.requests) >= 2, first.stderr[-2000:]
+
+    added = capture.added_tools(plain.requests[0], first.requests[0])
+    want = budget.wrapped_tools("codex", surface.load()) + budget.added_tools("codex", surface.load())
+    assert sorted(added, key=str) == sorted(want, key=str)
+
+    expected = _expected_texts("codex", role)
+    assert expected["register"] == pack.data()["register"]["compact"]["text"]
+    text = pack.standing_text({"register": "compact"})
+    for body in first.requests + second.requests:
+        assert text in capture.codex_developer_text(body)
+    stand = {capture.standing_part("codex", b) for b in first.requests + second.requests}
+    assert len(stand) == 1
+
+
+def test_register_off_sends_no_register_and_guard_lines_off_sends_none(ws, tmp_path):
+    home = tmp_path / "home"
+    role = _role_file(tmp_path, "quiet", "claude", 'register = "off"\nguard_lines = false')
+    got = capture.claude(ws, home, role=role)
+    system = capture.claude_system_text(got.requests[0])
+    for key in ("terse", "compact"):
+        assert pack.data()["register"][key]["text"] not in system
+    assert pack.data()["guards"]["text"] not in system
+    assert pack.data()["guard_lines"]["text"] not in system
+    assert pack.data()["read_door"]["text"] in system          # the read door is still on: its one line
+    assert pack.standing_text({"register": "off", "guard_lines": False}, read_door=False) == ""
