@@ -33,6 +33,11 @@ RUN if ! command -v git >/dev/null 2>&1; then \
       fi; \
       npm install -g --no-fund --no-audit $AGENT_CLIS && npm cache clean --force; \
     fi \
+ && if ! command -v pdftotext >/dev/null 2>&1 || ! command -v tesseract >/dev/null 2>&1; then \
+      { apt-get update && apt-get install -y --no-install-recommends poppler-utils tesseract-ocr tesseract-ocr-eng \
+        && rm -rf /var/lib/apt/lists/*; } \
+      || echo "capsule: poppler-utils/tesseract-ocr not installed: PDFs are read by pypdf, screenshots not OCRed"; \
+    fi \
  && useradd --create-home --uid 1000 --shell /bin/bash agent \
  && mkdir -p /state/context /workspace /etc/capsule \
  && chown agent:agent /state/context /workspace

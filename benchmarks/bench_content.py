@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpora import default_corpora  # noqa: E402
 
-from capsule.measure.tokens import count, label  # noqa: E402
+from capsule.ground.tokens import count, label  # noqa: E402
 from capsule.observe.content import json_crusher, outline, toon  # noqa: E402
 from capsule.observe.types import Context  # noqa: E402
 
@@ -390,7 +390,7 @@ def bench_outline(stdlib: Path) -> None:
 
 
 def bench_reflex(corpus: Path) -> None:
-    from capsule.measure import reflex_calibration as rc
+    import reflex_calibration as rc
     from capsule.observe.content import reflex
 
     model = reflex.model()

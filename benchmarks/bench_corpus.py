@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from capsule.measure.corpus import run_corpus  # noqa: E402
+from corpus_cases import run_corpus  # noqa: E402
 from corpora import AGENT_READ_FAMILIES, READ_FAMILIES, default_corpora  # noqa: E402
 
 COLS = ["cases", "raw_tok", "out_tok", "reduction", "ceiling", "must_keep", "recall", "worse", "read_lines",
@@ -67,7 +67,7 @@ def print_table(title: str, rows: list[dict]) -> None:
 
 
 def measure(corpora: list[tuple[str, Path]], use_intent: bool) -> list[tuple[str, object]]:
-    from capsule.measure import tokens
+    from capsule.ground import tokens
 
     tagged = []
     for name, folder in corpora:

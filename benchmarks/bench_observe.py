@@ -33,7 +33,7 @@ from corpora import default_corpora  # noqa: E402
 
 def cases(min_bytes: int, files: list[str], with_corpora: bool) -> list[tuple[str, str, bytes, str, int]]:
     """(family, name, output, command, exit code) of every output to observe."""
-    from capsule.measure.corpus import load_case  # noqa: PLC0415
+    from corpus_cases import load_case  # noqa: PLC0415
 
     out = []
     for source, folder in default_corpora() if with_corpora else []:

@@ -43,7 +43,7 @@ def stdlib_root() -> Path:
 
 
 def bench_signatures(quick: bool) -> dict:
-    from capsule.measure.tokens import count
+    from capsule.ground.tokens import count
     from capsule.retrieve.modes import Mode
     from capsule.retrieve.reader import ReadError, render
 
@@ -71,7 +71,7 @@ def bench_signatures(quick: bool) -> dict:
 
 
 def bench_stub() -> dict:
-    from capsule.measure.tokens import count
+    from capsule.ground.tokens import count
     from capsule.store.stubs import StubStore
 
     store = StubStore()
@@ -127,7 +127,7 @@ def bench_tools_list(root: Path) -> dict:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    from capsule.measure.tokens import count
+    from capsule.ground.tokens import count
 
     async def go():
         params = StdioServerParameters(command=sys.executable, args=["-m", "capsule", "mcp", "serve", "--root", str(root)],
@@ -155,7 +155,7 @@ def main() -> int:
     os.environ["JACKIN_CTX_STATE_DIR"] = str(state)
     root = (args.root or stdlib_root()).resolve()
 
-    from capsule.measure.tokens import label
+    from capsule.ground.tokens import label
 
     sig = bench_signatures(args.quick)
     stub = bench_stub()

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from capsule import shims
-from capsule.policy import switches
+from capsule.ground import switches
 from capsule.supervisor import server
 
 ROOT = Path(__file__).resolve().parents[1]

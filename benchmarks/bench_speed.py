@@ -96,7 +96,7 @@ def med(rows, i) -> float:
 
 def warm_observe(n: int, tmp: Path, env: dict) -> list[str]:
     from capsule.engine import Engine  # noqa: PLC0415
-    from capsule.measure import tokens  # noqa: PLC0415
+    from capsule.ground import tokens  # noqa: PLC0415
 
     raw = make_log()
     log_path = tmp / "app.log"

@@ -1,6 +1,6 @@
 """Where the benchmarks find their corpora: the ones shipped in the repo, plus ../shared/corpus if present.
 
-Not responsible for reading cases (capsule.measure.corpus does) nor for making them
+Not responsible for reading cases (corpus_cases.py does) nor for making them
 (benchmarks/corpus/make_corpus.py does).
 Invariant: every benchmark runs from a plain clone; an external corpus only adds rows.
 """

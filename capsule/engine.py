@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from capsule import logs, paths
-from capsule.measure import tokens
+from capsule.ground import logs, paths
+from capsule.ground import tokens
 from capsule.measure.ledger import Ledger, Row
 from capsule.observe import guard, huge, pipeline
 from capsule.observe.classify import classify
 from capsule.observe.types import Context
-from capsule.policy import switches
+from capsule.ground import switches
 from capsule.policy.modes import default_mode
 from capsule.store.archive import Archive
 
@@ -99,6 +99,10 @@ class Engine:
         mode = mode or self.mode
         measure_only = sw.measure_only or mode == "measure"
         try:
+            if intent:      # an over-long goal is shortened, never a reason to lose the output
+                from capsule.observe.intent import shorten  # noqa: PLC0415
+
+                intent = shorten(intent)[0]
             cls = classify(command, raw[:1024], cwd)
             if intent and cls.transform_id == "default" and not cls.passthrough:
                 # No tool-specific filter knows this output, but the step's goal is known.

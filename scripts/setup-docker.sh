@@ -60,7 +60,7 @@ if ! docker image inspect "$BASE_TAG" >/dev/null 2>&1; then
   changed "built image $BASE_TAG with debootstrap from $MIRROR"
   rootfs="$(mktemp -d /var/tmp/capsule-rootfs.XXXXXX)"
   debootstrap --variant=minbase \
-    --include=python3,python3-venv,python3-pip,git,ca-certificates,procps \
+    --include=python3,python3-venv,python3-pip,git,ca-certificates,procps,poppler-utils,tesseract-ocr,tesseract-ocr-eng \
     bookworm "$rootfs" "$MIRROR" >/var/log/capsule-debootstrap.log 2>&1 \
     || { tail -n 40 /var/log/capsule-debootstrap.log >&2; exit 1; }
   chroot "$rootfs" apt-get clean

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from capsule.agents.common import ConfigError
-from capsule.policy import switches
+from capsule.ground import switches
 
 AGENTS = ("claude", "codex")
 

@@ -14,10 +14,10 @@ import re
 import tomllib
 from pathlib import Path
 
-from capsule import paths
+from capsule.ground import paths
 from capsule.agents.common import (MARKER_KEY, MARKER_VALUE, SERVER_NAME, ConfigError, is_ours, server_command,
                                    write_atomic)
-from capsule.policy import switches
+from capsule.ground import switches
 
 BEGIN = f"# >>> {SERVER_NAME} (managed by `capsule mcp register`; edits here are replaced)"
 END = f"# <<< {SERVER_NAME}"

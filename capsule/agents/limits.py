@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Mapping
 
-from capsule.policy import switches
+from capsule.ground import switches
 
 DATA = Path(__file__).with_name("data") / "client_limits.toml"
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from capsule.agents import claude, codex, notes
 from capsule.agents.common import MARKER_KEY, MARKER_VALUE, SERVER_NAME, server_command
-from capsule.policy import switches
+from capsule.ground import switches
 
 SESSIONS_DIR = "sessions"
 INTENT_RETENTION_S = 24 * 3600     # recorded Bash descriptions and prompts of past sessions

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 
-from capsule.cli.main import UserError
+from capsule.ground.errors import UserError
 
 
 def register(sub) -> None:
@@ -50,6 +50,7 @@ def _original(handle: str | None) -> str | None:
 def cmd_audit(args) -> int:
     from capsule.measure import audit
     from capsule.measure.ledger import Ledger
+    from capsule.observe import rerun
 
     answer = _read_answer(args.answer)
     row = Ledger().get(args.emission)
@@ -59,7 +60,7 @@ def cmd_audit(args) -> int:
     original = _original(row.get("handle"))
     removed, kept = audit.pieces_from(original, manifest)
     if original is not None and any(not (r.get("start") and r.get("end")) for r in manifest):
-        kept = audit.emitted_text(row, original) or kept
+        kept = rerun.emitted_text(row, original) or kept
     result = audit.check_answer(answer, removed, kept or "")
     if args.json:
         print(json.dumps({"emission": args.emission, "transform": row.get("transform"),

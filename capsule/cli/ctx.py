@@ -17,6 +17,7 @@ CTX_MODULES = [
     "capsule.cli.audit",
     "capsule.cli.usage",
     "capsule.cli.report",
+    "capsule.cli.quota",
 ]
 
 

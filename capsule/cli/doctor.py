@@ -12,9 +12,10 @@ import os
 import sys
 from pathlib import Path
 
-from capsule import __version__, paths
-from capsule.cli.main import UserError
-from capsule.policy import switches
+from capsule import __version__
+from capsule.ground import paths
+from capsule.ground.errors import UserError
+from capsule.ground import switches
 
 
 def register(sub) -> None:
@@ -49,14 +50,35 @@ def _store(path: Path) -> dict:
     return info
 
 
+def _permissions(state: Path) -> dict:
+    """The state dir and what is directly in it: anything others can read, write or enter is a
+    problem (capsule creates all of it owner-only; an older capsule or a volume may not have)."""
+    import stat  # noqa: PLC0415
+
+    problems = []
+    try:
+        entries = [state, *sorted(state.iterdir())]
+    except OSError as exc:
+        return {"problems": [f"{state}: cannot list ({exc.strerror})"]}
+    for p in entries:
+        try:
+            st = p.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISLNK(st.st_mode) and st.st_mode & 0o077:
+            problems.append(f"{p} ({stat.filemode(st.st_mode)})")
+    return {"mode": oct(state.stat().st_mode & 0o777), "problems": problems}
+
+
 def collect(role_arg: str | None = None) -> dict:
     # Imported here, not at the top: every `capsule ctx run` builds the parser that registers this
     # module, and these (anyio, the shims, the role manifest) are ~40 ms of its cold start.
     from capsule.cli import journal  # noqa: PLC0415
-    from capsule.policy import conflicts, modes  # noqa: PLC0415
+    from capsule.policy import modes
+    from capsule.shims import conflicts  # noqa: PLC0415
     from capsule.policy.manifest import DEFAULT_ROLE, ManifestError, load_role  # noqa: PLC0415
     from capsule.prompt import budget  # noqa: PLC0415
-    from capsule.supervisor import plan as planning  # noqa: PLC0415
+    from capsule.policy import plan as planning  # noqa: PLC0415
     from capsule.supervisor import server  # noqa: PLC0415
 
     sock = paths.socket_path()
@@ -104,7 +126,7 @@ def collect(role_arg: str | None = None) -> dict:
         "supervisor": running,
         "state": {"dir": str(state), "archive": _store(state / paths.ARCHIVE_DB),
                   "ledger": _store(state / paths.LEDGER_DB), "usage": _store(state / paths.USAGE_DB),
-                  "interrupted": journal.describe(state)},
+                  "interrupted": journal.describe(state), "permissions": _permissions(state)},
         "shims": {"dirs": shim.dirs, "first_on_path": shim.first, "present": bool(shim.dirs)},
         "conflicts": found,
         "mcp_registration": mcp,
@@ -112,7 +134,36 @@ def collect(role_arg: str | None = None) -> dict:
         "standing_context": standing,
         "proxy": _proxy(running, state),
         "graduation": _graduation(planning.effective_mode(role, sw), state),
+        "routing": _routing(role, running, subsystems["routing"].on),
+        "media": _media(role),
     }
+
+
+def _routing(role, running: dict | None, on: bool) -> dict:
+    """The lane table: the running supervisor's (user flags included), else the role's with this env."""
+    if running and running.get("routing"):
+        return running["routing"]
+    try:
+        from capsule.route import lanes  # noqa: PLC0415
+
+        kind = role.agent.kind
+        table = lanes.resolve(role, kind, dict(os.environ), list(role.agent.command))
+        return {"on": on, "agent": kind, **table.as_dict()}
+    except Exception as exc:  # noqa: BLE001 - a finding, not a crash
+        return {"error": str(exc)}
+
+
+def _media(role) -> dict:
+    """The media layer's policy for the role, and the tools it would use (PDF text, page images, OCR)."""
+    try:
+        from capsule.observe.media import ocr, pdf  # noqa: PLC0415
+        from capsule.policy import media  # noqa: PLC0415
+
+        pol = media.from_table(role.context.media, role.context.mode)
+        return {"mode": pol.mode, "reason": pol.reason, "pdf_text": pdf.tool(), "pdf_pages": pdf.renderer(),
+                "ocr": ocr.engine(), "pdf": pol.pdf, "screenshots": pol.screenshots}
+    except Exception as exc:  # noqa: BLE001 - a finding, not a crash
+        return {"error": str(exc)}
 
 
 def _graduation(mode: str, state: Path) -> dict | None:
@@ -176,6 +227,10 @@ def render(r: dict) -> str:
             lines.append(f"{key:<12} {s['bytes']:,} bytes  integrity {s.get('integrity')}  {rows}")
         else:
             lines.append(f"{key:<12} (none yet) {s['path']}")
+    perms = r["state"].get("permissions") or {}
+    if perms.get("problems"):
+        lines.append(f"permissions  others can read or enter {len(perms['problems'])} path(s) in the state dir: "
+                     + ", ".join(perms["problems"][:3]) + f"; fix: chmod 700 {r['state']['dir']}")
     for run in r["state"].get("interrupted", []):
         sizes = ", ".join(f"{n:,} bytes of {s}" for s, n in run["bytes"].items())
         lines.append(f"interrupted  `{run['command']}` was killed before its output was shown: {sizes} kept "
@@ -202,9 +257,15 @@ def render(r: dict) -> str:
 
         g = r["graduation"]
         lines.append(f"graduation   {'error: ' + g['error'] if 'error' in g else graduation.describe(g)}")
+    md = r.get("media")
+    if md:
+        lines.append(f"media        error: {md['error']}" if "error" in md else
+                     f"media        {md['mode']} ({md['reason']}); PDF text: {md['pdf_text'] or 'none (PDFs pass as they came)'}"
+                     f"; pages: {md['pdf_pages'] or 'none'}; OCR: {md['ocr'] or 'none (no screenshot pointers)'}")
     outside = r.get("outside_state") or []
     lines.append(f"outside state {'nothing written (up --local is session-scoped)' if not outside else ''}")
     lines += [f"  {w}" for w in outside]
+    lines += _render_routing(r.get("routing"))
     sc = r["standing_context"]
     verdict = "OVER BUDGET" if sc["over"] else "within budget"
     lines.append(f"standing     {sc['tokens']} tokens per request ({sc.get('client', '?')}: {sc['label']}) "
@@ -213,6 +274,35 @@ def render(r: dict) -> str:
         parts = ", ".join(f"{k} {v}" for k, v in fam["parts"].items()) or "nothing injected"
         lines.append(f"  {family:<10} {fam['tokens']:>5} ({fam.get('client', '?')}, {fam['label']})  [{parts}]")
     return "\n".join(lines)
+
+
+def _render_routing(rt: dict | None) -> list[str]:
+    if not rt:
+        return []
+    if "error" in rt:
+        return [f"routing      error: {rt['error']}"]
+    head = (f"routing      {'on' if rt.get('on') else 'off'} ({rt.get('agent')}); routine lanes degrade at "
+            f"{100 * rt['degrade_at']:.0f}% of a window" + ("; main too" if rt.get("degrade_main") else "; main never"))
+    if rt.get("budget_usd_day") or rt.get("budget_usd_session"):
+        head += f"; budget ${rt.get('budget_usd_day') or '-'}/day ${rt.get('budget_usd_session') or '-'}/session"
+    out = [head]
+    if rt.get("agent") == "shell":
+        return [head.split(";")[0] + "; agent kind shell has no model or effort knobs"]
+    plain = [ln["task_class"] for ln in rt["lanes"] if not any(ln.get(k) for k in
+             ("model", "effort", "degraded_model", "degraded_effort"))]
+    if plain:
+        out[0] += f"; {', '.join(plain)}: client default"
+    for ln in rt["lanes"]:
+        if ln["task_class"] in plain:
+            continue
+        deg = ""
+        if ln.get("degraded_model") or ln.get("degraded_effort"):
+            deg = f"  -> degraded {ln.get('degraded_model') or ln.get('model') or 'client default'}/{ln.get('degraded_effort') or ln.get('effort') or '-'}"
+        out.append(f"  {ln['task_class']:<10} {ln.get('model') or '(client default)':<22} [{ln['model_from']}]  "
+                   f"effort {ln.get('effort') or '-'} [{ln['effort_from']}]{deg}")
+    if rt.get("decisions"):
+        out.append(f"  decisions  {len(rt['decisions'])} this session; last: {rt['decisions'][-1].get('reason')}")
+    return out
 
 
 def cmd_doctor(args) -> int:

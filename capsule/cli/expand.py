@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import sys
 
-from capsule.cli.main import UserError
+from capsule.ground.errors import UserError
 
 
 def register(sub) -> None:

@@ -12,7 +12,7 @@ import sys
 import time
 from datetime import datetime
 
-from capsule.cli.main import UserError
+from capsule.ground.errors import UserError
 
 
 def register(sub) -> None:

@@ -32,7 +32,7 @@ def register(subparsers) -> None:
 
 
 def _root(value: str) -> Path:
-    from capsule.cli.main import UserError
+    from capsule.ground.errors import UserError
 
     root = Path(value).resolve()
     if not root.is_dir():

@@ -13,6 +13,8 @@ import fcntl
 import os
 import time
 
+from capsule.ground import paths
+
 DIR = "journal"
 STREAMS = ("stdout", "stderr")
 
@@ -27,7 +29,7 @@ class Journal:
         self._base = None
         try:
             d = os.path.join(state_dir, DIR)
-            os.makedirs(d, exist_ok=True)
+            paths.private_dir(d)
             base = os.path.join(d, f"{os.getpid()}-{time.time_ns()}")
             tmp = f"{base}.tmp"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
@@ -36,7 +38,8 @@ class Journal:
             os.rename(tmp, f"{base}.cmd")       # seen by recover() only once locked
             self._lock, self._base = fd, base
             for s in STREAMS:
-                self.files[s] = open(f"{base}.{s}", "x+b", buffering=0)
+                fd = paths.open_private(f"{base}.{s}", os.O_RDWR | os.O_CREAT | os.O_EXCL)
+                self.files[s] = open(fd, "r+b", buffering=0)
         except OSError:
             self.discard()
 
@@ -142,7 +145,7 @@ def _recover_one(base: str) -> list[str]:
             while chunk := f.read(1 << 20):
                 hasher.update(chunk)
             if archive is None:
-                from capsule import paths
+                from capsule.ground import paths
 
                 archive = Archive(paths.state_dir() / paths.ARCHIVE_DB)
             handle = archive.put_file(f, size, hasher.hexdigest()[:24], command)

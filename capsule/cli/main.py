@@ -13,6 +13,7 @@ import sys
 from types import SimpleNamespace
 
 from capsule import __version__
+from capsule.ground.errors import UserError
 
 # Each module exposes register(subparsers) and sets args.func(args) -> int.
 COMMAND_MODULES = [
@@ -28,10 +29,6 @@ COMMAND_MODULES = [
 # module of that command (the others import ~40 ms of modules it never uses). Its usage, help
 # and error messages are the same as in the whole parser (argparse names it "capsule ctx run").
 FAST_COMMANDS = {("ctx", "run"): "capsule.cli.run", ("ctx", "pipe"): "capsule.cli.run"}
-
-
-class UserError(Exception):
-    """A problem with the user's input: printed as one line, exit 2."""
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:

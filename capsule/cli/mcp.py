@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from capsule.policy import switches
+from capsule.ground import switches
 
 
 def register(subparsers) -> None:
@@ -51,7 +51,7 @@ def _serve(args) -> int:
 
 def _register(args) -> int:
     from capsule import agents
-    from capsule.cli.main import UserError
+    from capsule.ground.errors import UserError
 
     try:
         result = agents.register(args.agent, scope=args.scope, project=args.project, note=not args.no_note)

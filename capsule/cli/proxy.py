@@ -10,9 +10,9 @@ from __future__ import annotations
 import sys
 from urllib.parse import urlsplit
 
-from capsule import paths
-from capsule.cli.main import UserError
-from capsule.policy import switches
+from capsule.ground import paths
+from capsule.ground.errors import UserError
+from capsule.ground import switches
 
 
 def register(subparsers) -> None:

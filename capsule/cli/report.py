@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from capsule.cli.gain import parse_since
-from capsule.cli.main import UserError
+from capsule.ground.errors import UserError
 
 
 def register(sub) -> None:
@@ -33,6 +33,7 @@ def build(args) -> dict:
     from capsule.cli.usage import load
     from capsule.measure import report
     from capsule.measure.ledger import Ledger
+    from capsule.prompt import budget
 
     since = parse_since(args.since) if args.since else None
     data = load(args.claude_dir, args.codex_dir, since)
@@ -41,7 +42,7 @@ def build(args) -> dict:
         rows = ledger.rows(since)
     finally:
         ledger.close()
-    out = report.build(data["calls"], data["events"], data["meta"], rows)
+    out = report.build(data["calls"], data["events"], data["meta"], rows, budget.everything_on())
     out["ingest"] = data["ingest"]
     return out
 

@@ -19,12 +19,14 @@ import sys
 import threading
 import time
 
-from capsule import logs
-from capsule.cli.main import UserError
-from capsule.policy import switches
+from capsule.ground import logs
+from capsule.ground.errors import UserError
+from capsule.ground import switches
 
 SPOOL_MEMORY = 8 << 20
 FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGWINCH)
+INTENT_HELP = ("the step's goal, used by intent-aware transforms; one over 128 tokens is shortened to its "
+               "first and last words (about 64 tokens each, joined by ' … '), with one warning, never an error")
 TERMINATING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 
 
@@ -34,7 +36,7 @@ def register(sub) -> None:
         description="Run CMD, then emit its stdout and stderr (separately) through the engine. "
         "Errors are never hidden; the exit status is CMD's own (128+n on signal n). "
         "JACKIN_CTX_DISABLE=1: pure passthrough. JACKIN_CTX_MEASURE_ONLY=1: output untouched, savings recorded.")
-    run.add_argument("--intent", help="the step's goal (<= 128 tokens), used by intent-aware transforms")
+    run.add_argument("--intent", help=INTENT_HELP)
     run.add_argument("argv", nargs=argparse_remainder(), metavar="-- CMD [ARGS…]")
     run.set_defaults(func=cmd_run)
 
@@ -43,7 +45,7 @@ def register(sub) -> None:
         description="Read stdin and write the engine's emission to stdout. With --cmd, the command "
         "line decides the transform; without it, the first KiB of content does.")
     pipe.add_argument("--cmd", help='the command line that produced the input, e.g. "git log"')
-    pipe.add_argument("--intent", help="the step's goal (<= 128 tokens)")
+    pipe.add_argument("--intent", help=INTENT_HELP)
     pipe.set_defaults(func=cmd_pipe)
 
 
@@ -59,10 +61,10 @@ def cmd_run(args) -> int:
         argv = argv[1:]
     if not argv:
         raise UserError("ctx run: no command given; usage: capsule ctx run -- CMD [ARGS…]")
-    check_intent(args.intent)
+    intent = check_intent(args.intent)
     if switches.is_on(switches.DISABLE):
         return _exec_passthrough(argv)
-    return run_and_observe(argv, intent=args.intent)
+    return run_and_observe(argv, intent=intent)
 
 
 def _exec_passthrough(argv: list[str]) -> int:
@@ -178,7 +180,7 @@ def _write_all(f, data: bytes) -> None:
 
 
 def run_and_observe(argv: list[str], intent: str | None = None) -> int:
-    from capsule import paths
+    from capsule.ground import paths
     from capsule.cli import journal as journals
 
     command = shlex.join(argv)
@@ -283,7 +285,7 @@ def _drain() -> None:
         if unindexed:                      # the full-text rows the parent deferred
             engine.archive._unindexed = unindexed
         engine.drain()
-        from capsule.measure import tokens
+        from capsule.ground import tokens
 
         tokens.save_learned()              # the next run need not search this output's words again
 
@@ -345,15 +347,22 @@ def _stop_forwarding(ours: list[int]) -> None:
         os.kill(os.getpid(), ours[0])
 
 
-def check_intent(intent: str | None) -> None:
+def check_intent(intent: str | None) -> str | None:
+    """The intent to use: an over-long one is shortened (observe/intent.py), with one warning on
+    stderr; never an error — the output matters more than the goal stated for it."""
     if intent is None:
-        return
-    from capsule.measure import tokens
-    from capsule.observe.types import MAX_INTENT_TOKENS
+        return None
+    try:
+        from capsule.observe.intent import shorten
+        from capsule.observe.types import MAX_INTENT_TOKENS
 
-    n = tokens.count(intent)
-    if n > MAX_INTENT_TOKENS:
-        raise UserError(f"--intent is {n} tokens; the limit is {MAX_INTENT_TOKENS}: state the step's goal in a sentence")
+        short, cut = shorten(intent)
+    except Exception:  # noqa: BLE001 - no intent is better than no output
+        return None
+    if cut:
+        print(f"capsule: --intent is over {MAX_INTENT_TOKENS} tokens; using its first and last words "
+              f"({MAX_INTENT_TOKENS // 2} tokens each)", file=sys.stderr)
+    return short
 
 
 def cmd_pipe(args) -> int:
@@ -361,7 +370,7 @@ def cmd_pipe(args) -> int:
     input takes the streaming path, and raw input is copied through, never held whole)."""
     import blake3
 
-    check_intent(args.intent)
+    intent = check_intent(args.intent)
     out = sys.stdout.buffer
     if switches.is_on(switches.DISABLE):
         while chunk := sys.stdin.buffer.read1(1 << 16):
@@ -371,6 +380,6 @@ def cmd_pipe(args) -> int:
     hasher = blake3.blake3()
     _copy(sys.stdin.buffer, spool, hasher)
     _emit(spool, hasher.hexdigest()[:24], "content" if not args.cmd else "stdout", out, args.cmd, None, None,
-          args.intent)
+          intent)
     _drain()
     return 0

@@ -13,9 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from capsule import paths
-from capsule.cli.main import UserError
-from capsule.policy import switches
+from capsule.ground import paths
+from capsule.ground.errors import UserError
+from capsule.ground import switches
 from capsule.policy.manifest import DEFAULT_ROLE, ManifestError, Role, load_role
 
 IMAGE_ENV = "CAPSULE_IMAGE"
@@ -134,7 +134,7 @@ def cmd_up(args) -> int:
 
 def _say_when_passive(role: Role, extra: dict[str, str]) -> None:
     """A role that changes nothing must say so: a silent no-op looks like a broken install."""
-    from capsule.supervisor import plan as planning  # noqa: PLC0415
+    from capsule.policy import plan as planning  # noqa: PLC0415
 
     saved = {k: os.environ.get(k) for k in extra}
     os.environ.update(extra)

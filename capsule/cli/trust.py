@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from capsule.cli.main import UserError
+from capsule.ground.errors import UserError
 
 
 def register(sub) -> None:

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from capsule.cli.gain import parse_since
-from capsule.cli.main import UserError
+from capsule.ground.errors import UserError
 
 
 def register(sub) -> None:

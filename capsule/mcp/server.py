@@ -24,8 +24,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
 
 from capsule.agents import claude, codex
-from capsule.mcp import surface
-from capsule.policy import switches
+from capsule.prompt import surface
+from capsule.ground import switches
 from capsule.retrieve import modes, packer, workspace
 from capsule.retrieve.index import WorkspaceIndex
 from capsule.retrieve.reader import Reader, load_text
@@ -121,7 +121,7 @@ class ReadDoor:
         """One ledger row per read; a ledger failure never fails the read."""
         try:
             from capsule.measure.ledger import Ledger, Row
-            from capsule.measure.tokens import count, label
+            from capsule.ground.tokens import count, label
 
             if self._ledger_db is None:
                 self._ledger_db = Ledger()
@@ -169,12 +169,11 @@ class ReadDoor:
         """An auto read with the step's goal: a plain (non-outlined) text keeps only the lines the
         reflex scores as relevant, numbered, with the follow-up that brings back the rest. Such a
         read records no stub — the scope did not receive the whole file."""
-        from capsule.measure.tokens import count
         from capsule.observe.content.reflex import reflex
-        from capsule.observe.types import MAX_INTENT_TOKENS, Context as ObsContext
+        from capsule.observe.intent import shorten
+        from capsule.observe.types import Context as ObsContext
 
-        if count(intent) > MAX_INTENT_TOKENS:
-            raise ToolError(f"intent is over {MAX_INTENT_TOKENS} tokens; state the step's goal in a sentence")
+        intent = shorten(intent)[0]     # over MAX_INTENT_TOKENS: its first and last words, never an error
         started = time.perf_counter()
         try:
             result = self.reader().read_result(path, "auto", scope="")

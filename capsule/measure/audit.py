@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 _TOKEN = re.compile(
     r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"                        # emails
@@ -155,34 +156,13 @@ def pieces_from(original: str | None, manifest: list[dict]) -> tuple[list[tuple[
     return removed, kept
 
 
-def emitted_text(row: dict, original: str) -> str | None:
-    """The text the model saw, rebuilt by re-running the emission's deterministic transform on
-    its original with the context the ledger row stored: command, family, stream, mode, exit
-    code and intent (the JSON lossy tier and the reflex keep different lines for different
-    intents, so a rerun without it would flag tokens the model did see). None when the
-    transform is unknown or fails."""
-    try:
-        from capsule.observe import registry
-        from capsule.observe.classify import classify
-        from capsule.observe.types import Context
-
-        cls = classify(row.get("command"), original.encode("utf-8", "surrogateescape")[:1024])
-        mode = row.get("mode") or "standard"
-        ctx = Context(command=row.get("command"), family=row.get("family") or cls.family,
-                      stream=row.get("stream") or "stdout", intent=row.get("intent") or None,
-                      exit_code=row.get("exit_code"), filter_id=cls.filter_id,
-                      mode="standard" if mode == "measure" else mode)
-        return registry.get(row["transform"])(original, ctx).text
-    except Exception:   # noqa: BLE001 - an audit falls back to the manifest's line ranges
-        return None
-
-
-def audit_emission(answer: str, row: dict, original: str | None) -> Audit:
+def audit_emission(answer: str, row: dict, original: str | None,
+                   rerun: Callable[[dict, str], str | None] | None = None) -> Audit:
     """check_answer for one ledger row: removed pieces from its manifest (and original, while
-    archived); the kept text is the rerun transform's output when some removal has no line
-    range, else the original without the removed lines."""
+    archived); the kept text is `rerun(row, original)` (observe/rerun.py: the transform run again)
+    when some removal has no line range, else the original without the removed lines."""
     manifest = row.get("manifest") or []
     removed, kept = pieces_from(original, manifest)
     if original is not None and any(not (r.get("start") and r.get("end")) for r in manifest):
-        kept = emitted_text(row, original) or kept
+        kept = (rerun(row, original) if rerun else None) or kept
     return check_answer(answer, removed, kept or "")

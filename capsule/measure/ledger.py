@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, asdict, field
 from pathlib import Path
 
-from capsule import paths
+from capsule.ground import paths
 from capsule.store import finisher
 from capsule.store import sqlite
 from capsule.store.sqlite import connect

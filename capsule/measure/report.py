@@ -54,7 +54,7 @@ def timeline(calls: list[dict]) -> dict:
 
 
 def build(calls: list[dict], events: list[dict], session_meta: dict, ledger_rows: list[dict],
-          standing: dict | None = None) -> dict:
+          standing: dict) -> dict:
     sessions = summary.sessions(calls, session_meta)
     saved = savings.analyse(events, ledger_rows, standing)
     return {

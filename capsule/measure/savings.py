@@ -15,7 +15,7 @@ listed with it, so anyone can recompute it from the stored rows.
 
 from __future__ import annotations
 
-from capsule.measure import tokens
+from capsule.ground import tokens
 
 FOOTER_SAMPLE = "[full output: capsule ctx expand <<ccr:0123456789abcdef01234567>>]"
 
@@ -32,20 +32,8 @@ def door(row: dict) -> str:
     return "shell"
 
 
-def standing_tokens() -> dict:
-    """The standing context capsule injects with everything on (the role's own figure is doctor's)."""
-    try:
-        from capsule.prompt import budget  # noqa: PLC0415
-        from capsule.supervisor.plan import Decision  # noqa: PLC0415
-
-        on = {k: Decision(k, True, "report") for k in ("engine", "shims", "mcp", "register", "routing")}
-        return budget.standing_context(on)
-    except Exception as exc:  # noqa: BLE001 - unmeasurable is reported as such, never hidden
-        return {"tokens": 0, "parts": {f"unavailable: {type(exc).__name__}": 0}, "label": "approx"}
-
-
-def analyse(events: list[dict], ledger_rows: list[dict], standing: dict | None = None) -> list[dict]:
-    standing = standing if standing is not None else standing_tokens()
+def analyse(events: list[dict], ledger_rows: list[dict], standing: dict) -> list[dict]:
+    """`standing`: the standing-context figure (prompt.budget.everything_on()), handed in by the caller."""
     footer_tokens = tokens.count(FOOTER_SAMPLE)
     by_handle = {r["handle"]: r for r in ledger_rows if r.get("handle")}
     by_scope: dict[str, list[dict]] = {}

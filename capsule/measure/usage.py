@@ -22,7 +22,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from capsule import paths
+from capsule.ground import paths
 from capsule.store import sqlite
 from capsule.store.sqlite import connect
 
@@ -46,6 +46,7 @@ CREATE TABLE IF NOT EXISTS calls(
   source TEXT NOT NULL,
   origin TEXT,
   complete INTEGER NOT NULL DEFAULT 1,
+  seq INTEGER,
   PRIMARY KEY(agent, call_id)
 );
 CREATE INDEX IF NOT EXISTS calls_session ON calls(agent, session_id, ts);
@@ -63,6 +64,7 @@ CREATE TABLE IF NOT EXISTS tools(
   result_hash TEXT,
   is_error INTEGER,
   handle TEXT,
+  seq INTEGER,
   PRIMARY KEY(agent, tool_id)
 );
 CREATE INDEX IF NOT EXISTS tools_session ON tools(agent, session_id, ts);
@@ -74,6 +76,7 @@ CREATE TABLE IF NOT EXISTS sessions(
   first_ts REAL,
   last_ts REAL,
   origin TEXT,
+  seq INTEGER,
   PRIMARY KEY(agent, session_id)
 );
 CREATE TABLE IF NOT EXISTS files(
@@ -84,6 +87,21 @@ CREATE TABLE IF NOT EXISTS files(
   lines INTEGER NOT NULL DEFAULT 0
 );
 """
+# `seq`: a store-wide change counter per table, set on every insert AND update of a row, so a reader
+# copying rows elsewhere (capsule fleet sync) resumes after the last seq it copied and sees changed
+# rows again. Writers serialise on BEGIN IMMEDIATE, so seqs commit in increasing order.
+# The same columns and keys are capsule.fleet.schema's (tests/fleet/test_schema.py proves it).
+SEQ_TABLES = ("calls", "tools", "sessions")
+_SEQ = "(SELECT coalesce(max(seq), 0) + 1 FROM {table})"
+
+
+def _add_seq(conn) -> None:
+    """Stores made before `seq` gain it on open; their rows get seq = rowid (in insertion order)."""
+    for table in SEQ_TABLES:
+        if "seq" not in {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN seq INTEGER")
+            conn.execute(f"UPDATE {table} SET seq = rowid")
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_seq ON {table}(seq)")
 
 
 @dataclass
@@ -145,10 +163,11 @@ class Batch:
 # output count (Claude Code writes mid-stream entries first: USAGE-FORMATS trap 2).
 _UPSERT_CALL = """
 INSERT INTO calls(agent, call_id, session_id, thread_id, model, ts, input_tokens, cache_read_input_tokens,
-                  cache_creation_5m, cache_creation_1h, output_tokens, cost_usd, source, origin, complete)
+                  cache_creation_5m, cache_creation_1h, output_tokens, cost_usd, source, origin, complete, seq)
 VALUES(:agent, :call_id, :session_id, :thread_id, :model, :ts, :input_tokens, :cache_read_input_tokens,
-       :cache_creation_5m, :cache_creation_1h, :output_tokens, :cost_usd, :source, :origin, :complete)
+       :cache_creation_5m, :cache_creation_1h, :output_tokens, :cost_usd, :source, :origin, :complete, {seq})
 ON CONFLICT(agent, call_id) DO UPDATE SET
+  seq = {seq},
   input_tokens = CASE WHEN {take} THEN excluded.input_tokens ELSE input_tokens END,
   cache_read_input_tokens = CASE WHEN {take} THEN excluded.cache_read_input_tokens ELSE cache_read_input_tokens END,
   cache_creation_5m = CASE WHEN {take} THEN excluded.cache_creation_5m ELSE cache_creation_5m END,
@@ -158,27 +177,29 @@ ON CONFLICT(agent, call_id) DO UPDATE SET
   complete = max(complete, excluded.complete),
   output_tokens = CASE WHEN {take} THEN excluded.output_tokens ELSE output_tokens END,
   source = CASE WHEN excluded.source = 'proxy' THEN 'proxy' ELSE source END
-""".format(take="(excluded.source = 'proxy' OR (source = 'transcript' AND excluded.source = 'transcript' "
+""".format(seq=_SEQ.format(table="calls"), take="(excluded.source = 'proxy' OR (source = 'transcript' AND excluded.source = 'transcript' "
                 "AND excluded.output_tokens > output_tokens))")
 
 _TOOL_COLS = ("session_id", "thread_id", "ts", "name", "kind", "target", "result_tokens", "result_bytes",
               "result_hash", "is_error", "handle")
-_UPSERT_TOOL = ("INSERT INTO tools(agent, tool_id, " + ", ".join(_TOOL_COLS) + ") VALUES(:agent, :tool_id, "
-                + ", ".join(f":{c}" for c in _TOOL_COLS) + ") ON CONFLICT(agent, tool_id) DO UPDATE SET "
+_UPSERT_TOOL = ("INSERT INTO tools(agent, tool_id, " + ", ".join(_TOOL_COLS) + ", seq) VALUES(:agent, :tool_id, "
+                + ", ".join(f":{c}" for c in _TOOL_COLS) + f", {_SEQ.format(table='tools')}) "
+                + f"ON CONFLICT(agent, tool_id) DO UPDATE SET seq = {_SEQ.format(table='tools')}, "
                 + ", ".join(f"{c} = coalesce({c}, excluded.{c})" for c in _TOOL_COLS if c not in ("kind", "target"))
                 # A command that turns out to be a file read (Codex's parsed_cmd) is a read of that path.
                 + ", kind = CASE WHEN excluded.kind = 'read' THEN 'read' ELSE coalesce(kind, excluded.kind) END"
                 + ", target = CASE WHEN excluded.kind = 'read' THEN excluded.target ELSE coalesce(target, excluded.target) END")
 
 _UPSERT_SESSION = """
-INSERT INTO sessions(agent, session_id, cwd, parent, first_ts, last_ts, origin)
-VALUES(:agent, :session_id, :cwd, :parent, :first_ts, :last_ts, :origin)
+INSERT INTO sessions(agent, session_id, cwd, parent, first_ts, last_ts, origin, seq)
+VALUES(:agent, :session_id, :cwd, :parent, :first_ts, :last_ts, :origin, {seq})
 ON CONFLICT(agent, session_id) DO UPDATE SET
+  seq = {seq},
   cwd = coalesce(cwd, excluded.cwd), parent = coalesce(parent, excluded.parent),
   first_ts = min(coalesce(first_ts, excluded.first_ts), coalesce(excluded.first_ts, first_ts)),
   last_ts = max(coalesce(last_ts, excluded.last_ts), coalesce(excluded.last_ts, last_ts)),
   origin = coalesce(origin, excluded.origin)
-"""
+""".format(seq=_SEQ.format(table="sessions"))
 
 
 class UsageStore:
@@ -187,6 +208,7 @@ class UsageStore:
         self.conn = connect(self.path)
         with sqlite.write(self.conn):
             self.conn.execute(SCHEMA)
+            _add_seq(self.conn)
 
     def close(self) -> None:
         self.conn.close()

@@ -8,16 +8,8 @@ Invariant: anything unrecognised gets family "unknown" and the "default" transfo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class Classification:
-    family: str
-    transform_id: str = "default"
-    filter_id: str | None = None
-    passthrough: bool = False   # True: the command must not be rewritten (unattestable)
-    reason: str = ""
+from capsule.observe.rules.command import classify_command_line
+from capsule.observe.types import Classification
 
 
 def classify(command: str | None, head: bytes = b"", cwd: str | None = None) -> Classification:
@@ -31,8 +23,6 @@ def classify(command: str | None, head: bytes = b"", cwd: str | None = None) -> 
 
 def classify_command(command: str, cwd: str | None = None) -> Classification | None:
     """The rules table (observe/rules/rules.toml) read through the shell lexer."""
-    from capsule.observe.rules.command import classify_command_line
-
     return classify_command_line(command, cwd)
 
 

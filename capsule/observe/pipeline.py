@@ -12,15 +12,15 @@ import os
 import time
 from dataclasses import dataclass, field, replace
 
-from capsule import logs
-from capsule.measure import tokens
+from capsule.ground import logs
+from capsule.ground import tokens
 from capsule.observe import guard, registry
 from capsule.observe.content import gate
 from capsule.observe.classify import Classification, classify
 from capsule.observe.types import Context, Removal, StageReport
 from capsule.observe.keep import missing
 from capsule.observe.verbatim import EXEMPT_TRANSFORMS
-from capsule.policy import switches
+from capsule.ground import switches
 from capsule.store.archive import handle_of
 
 log = logs.get("capsule.pipeline")

@@ -20,7 +20,7 @@ def loads(data: bytes) -> dict:
     try:
         from blake3 import blake3
 
-        from capsule import paths
+        from capsule.ground import paths
 
         path = paths.state_dir() / "cache" / f"toml-{blake3(data).hexdigest()[:32]}.marshal"
         with open(path, "rb") as f:
@@ -35,11 +35,10 @@ def loads(data: bytes) -> dict:
     if path is not None:
         try:
             blob = marshal.dumps(doc)       # ValueError for a TOML date: such a file is parsed each time
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = f"{path}.{os.getpid()}.tmp"
-            with open(tmp, "wb") as f:
-                f.write(blob)
-            os.replace(tmp, path)
+            from capsule.ground import paths
+
+            paths.private_dir(path.parent)
+            paths.write_private(path, blob)
             _prune(path.parent)
         except Exception:  # noqa: BLE001 - a cache we cannot write only costs time
             pass

@@ -80,3 +80,13 @@ class StageReport:
 
 if TYPE_CHECKING:
     TransformFn = Callable[[str, Context], TransformResult]     # what registry.get returns
+
+
+@dataclass(frozen=True)
+class Classification:
+    """CLASSIFY's verdict (observe/classify.py): the family and the one transform for it."""
+    family: str
+    transform_id: str = "default"
+    filter_id: str | None = None
+    passthrough: bool = False   # True: the command must not be rewritten (unattestable)
+    reason: str = ""

@@ -1,7 +1,7 @@
 """Role manifests: find, parse and validate a role TOML against its versioned JSON Schema.
 
 Not responsible for acting on a role (the supervisor and `capsule up` do) nor for kill switches
-(policy/switches.py). Invariant: a manifest with an unknown key or a bad value never yields a
+(ground/switches.py). Invariant: a manifest with an unknown key or a bad value never yields a
 Role; the error names the file, the key, its line and a hint.
 """
 
@@ -58,6 +58,7 @@ class ContextConfig:
     output: dict[str, Any] = field(default_factory=dict)
     routing: dict[str, Any] = field(default_factory=dict)
     filters_extra: tuple[dict[str, str], ...] = ()
+    media: dict[str, Any] = field(default_factory=dict)     # [context.media]; capsule/policy/media.py reads it
 
 
 @dataclass(frozen=True)
@@ -222,6 +223,7 @@ def _build(data: dict[str, Any], path: Path) -> Role:
             output=dict(ctx.get("output", {})),
             routing=dict(ctx.get("routing", {})),
             filters_extra=tuple(dict(f) for f in ctx.get("filters", {}).get("extra", ())),
+            media=dict(ctx.get("media", {})),
         ),
         raw=data,
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from capsule.policy import switches
+from capsule.ground import switches
 
 MODES = ("off", "measure", "standard", "aggressive")
 EMBEDDED_DEFAULT_MODE = "standard"  # without a role, the laptop default compresses

@@ -3,7 +3,7 @@
 Responsible for pinning a file's exact bytes, listing and revoking pins, and reading a
 pinned file once, returning only bytes whose hash matches its pin (no time-of-check /
 time-of-use gap: the bytes hashed are the bytes parsed). Not responsible for parsing
-filters (observe/filters/engine.py). The pin store lives at capsule.paths.trust_path().
+filters (observe/filters/engine.py). The pin store lives at capsule.ground.paths.trust_path().
 Invariant: an unpinned, changed, unreadable or uncanonicalisable file is never returned;
 a warning names it.
 """
@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from capsule import logs, paths
+from capsule.ground import logs, paths
 
 _log = logs.get("capsule")
 
@@ -58,7 +58,7 @@ def load_pins() -> dict[str, dict]:
 
 def _save_pins(pins: dict[str, dict]) -> None:
     store = _store_path()
-    store.parent.mkdir(parents=True, exist_ok=True)
+    store.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".trust-", dir=store.parent)
     try:
         with os.fdopen(fd, "w") as fh:

@@ -17,7 +17,8 @@ import tomllib
 from functools import lru_cache
 from pathlib import Path
 
-from capsule.prompt import pack
+from capsule.policy import plan as planning
+from capsule.prompt import pack, surface as read_door
 
 DATA = Path(__file__).with_name("data")
 SERVER = "capsule"
@@ -86,9 +87,7 @@ def texts(client: str, role, subsystems: dict, surface: dict | None = None) -> d
     mcp_on = subsystems["mcp"].on
     if mcp_on:
         if surface is None:
-            from capsule.mcp import surface as surface_mod  # noqa: PLC0415 - a data file: no MCP SDK import
-
-            surface = surface_mod.load()
+            surface = read_door.load()
         out["mcp tools"] = compact(wrapped_tools(client, surface))
         added = added_tools(client, surface)
         if added:
@@ -122,7 +121,7 @@ def legend_for(role) -> str:
 # -- counting ----------------------------------------------------------------------------------------
 def _count_cl100k(text: str, labels: set[str]) -> int:
     """cl100k count of a fixed text, memoized by content (loading the tokenizer costs ~60 ms)."""
-    from capsule.measure import tokens  # noqa: PLC0415
+    from capsule.ground import tokens  # noqa: PLC0415
     from capsule.store import memo  # noqa: PLC0415
 
     k = memo.key(tokens.ENCODING, text)
@@ -191,3 +190,13 @@ def standing_context(subsystems: dict, role=None) -> dict:
     out.update(tokens=mine["tokens"], parts=mine["parts"], label=mine["label"], largest=mine["largest"],
                family=CLIENT_FAMILY[own])
     return out
+
+
+def everything_on() -> dict:
+    """The standing context capsule injects with everything on (the role's own figure is doctor's);
+    the session-savings report nets it out."""
+    try:
+        on = {k: planning.Decision(k, True, "report") for k in planning.SUBSYSTEMS}
+        return standing_context(on)
+    except Exception as exc:  # noqa: BLE001 - unmeasurable is reported as such, never hidden
+        return {"tokens": 0, "parts": {f"unavailable: {type(exc).__name__}": 0}, "label": "approx"}

@@ -18,8 +18,8 @@ from pathlib import Path
 import anyio
 import httpx2
 
-from capsule import paths
-from capsule.proxy import rewrite, usage
+from capsule.ground import paths
+from capsule.proxy import rewrite, target, usage
 from capsule.proxy.memo import Memo
 
 log = logging.getLogger("capsule.proxy")
@@ -40,6 +40,9 @@ class Settings:
     mode: str | None = None          # the engine's mode; None: its default
     shims_on: bool = False           # shell-tool results belong to the shims (INV-8)
     languages: tuple[str, ...] = ()
+    routing: object = None           # the session's lane table (capsule.route.lanes.Table); None: no pins
+    agent_kind: str | None = None
+    stagger: object = None           # capsule.proxy.stagger.Settings; None: the defaults
 
 
 class Proxy:
@@ -51,8 +54,14 @@ class Proxy:
         self._engine = None
         self._engine_lock = threading.Lock()
         self._client: httpx2.AsyncClient | None = None
+        from capsule.proxy.routing import RouteSide  # noqa: PLC0415
+
+        self.route = RouteSide(Path(settings.state_dir), settings.routing, settings.agent_kind)
+        from capsule.proxy.stagger import Stagger, settings_from  # noqa: PLC0415
+
+        self.stagger = Stagger(settings.stagger or settings_from({}))
         self.stats = {"requests": 0, "rewritten": 0, "blocks_shrunk": 0, "usage_rows": 0, "fail_open": 0,
-                      "upstream_errors": 0}
+                      "upstream_errors": 0, "refused": 0}
 
     # ---- ASGI --------------------------------------------------------------------------------------
     async def __call__(self, scope, receive, send) -> None:
@@ -68,28 +77,45 @@ class Proxy:
         if scope["type"] != "http":
             return
         self.stats["requests"] += 1
-        body = await _read_body(receive)
         path = scope.get("path", "/")
-        api, upstream = self._route(path)
-        query = scope.get("query_string", b"")
-        url = upstream + (b"?" + query if query else b"").decode("latin-1")
+        raw_path = scope.get("raw_path") or path.encode("utf-8", "surrogateescape")
+        api = "openai" if raw_path == OPENAI_PREFIX.encode() or raw_path.startswith(OPENAI_PREFIX.encode() + b"/") \
+            else "anthropic"
+        try:
+            url = self._upstream_url(api, raw_path, scope.get("query_string", b""))
+        except target.BadTarget as exc:   # never sent on: a target naming another host would take the key with it
+            self.stats["refused"] += 1
+            log.warning("proxy: refused a request target (%s)", exc)
+            await _error(send, api, f"capsule proxy: {exc}", status=400)
+            return
+        body = await _read_body(receive)
         headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() not in HOP_BY_HOP]
         hmap = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in headers}
         sub = path[len(OPENAI_PREFIX):] if api == "openai" else path
         session = None
-        if scope.get("method") == "POST" and sub in rewrite.config()[api]["rewrite_paths"]:
-            body, session = await self._maybe_rewrite(api, body, hmap)
+        info: dict = {}
         tap_usage = scope.get("method") == "POST" and sub in rewrite.config()[api]["usage_paths"]
-        await self._forward(scope.get("method", "GET"), url, headers, body, send, api,
-                            session if tap_usage else None)
+        if scope.get("method") == "POST" and sub in rewrite.config()[api]["rewrite_paths"]:
+            body, session = await self._maybe_rewrite(api, body, hmap, route=tap_usage, info=info)
+        key = info.get("prefix") if tap_usage else None
+        lead = await self.stagger.enter(key)
+        try:
+            await self._forward(scope.get("method", "GET"), url, headers, body, send, api,
+                                session if tap_usage else None, hmap, on_start=lambda: self.stagger.started(key, lead))
+        finally:
+            self.stagger.started(key, lead)
 
-    def _route(self, path: str) -> tuple[str, str]:
-        if path == OPENAI_PREFIX or path.startswith(OPENAI_PREFIX + "/"):
-            return "openai", self.settings.openai_upstream.rstrip("/") + path[len(OPENAI_PREFIX):]
-        return "anthropic", self.settings.anthropic_upstream.rstrip("/") + path
+    def _upstream_url(self, api: str, raw_path: bytes, query: bytes) -> httpx2.URL:
+        if api == "openai":
+            sub = raw_path[len(OPENAI_PREFIX):]
+            if not sub:
+                return httpx2.URL(self.settings.openai_upstream).copy_with(query=query or None)
+            return target.upstream_url(self.settings.openai_upstream, sub, query)
+        return target.upstream_url(self.settings.anthropic_upstream, raw_path, query)
 
     # ---- request side --------------------------------------------------------------------------------
-    async def _maybe_rewrite(self, api: str, body: bytes, hmap: dict[str, str]) -> tuple[bytes, str | None]:
+    async def _maybe_rewrite(self, api: str, body: bytes, hmap: dict[str, str],
+                             route: bool = False, info: dict | None = None) -> tuple[bytes, str | None]:
         if hmap.get("content-encoding", "identity").lower() not in ("", "identity"):
             return body, None
         if len(body) > rewrite.limit("max_body_bytes"):
@@ -104,12 +130,27 @@ class Proxy:
             session = rewrite.conversation(api, parsed, hmap)
         except Exception:  # noqa: BLE001
             session = "unknown"
+        routed = False
+        if route and info is not None and self.stagger.settings.enabled:
+            try:
+                from capsule.proxy.stagger import prefix_key  # noqa: PLC0415
+
+                info["prefix"] = prefix_key(api, parsed, self.stagger.settings.min_prefix_chars)
+            except Exception:  # noqa: BLE001 - no key: never held
+                info["prefix"] = None
+        if route:
+            try:   # the conversation's boundary and pin (INV-9: chosen on its first request, held)
+                routed = await anyio.to_thread.run_sync(self.route.on_request, api, parsed, session, hmap)
+            except Exception as exc:  # noqa: BLE001 - fail open: no pin
+                log.warning("proxy routing failed (%r); request forwarded without a pin", exc)
         try:
             new = await anyio.to_thread.run_sync(self._rewrite_sync, api, parsed, session)
         except Exception as exc:  # noqa: BLE001 - fail open: the client's own bytes go upstream
             self.stats["fail_open"] += 1
             log.warning("proxy rewrite failed (%r); request forwarded unchanged", exc)
             return body, session
+        if new is None and routed:
+            new = rewrite.serialize(parsed)
         if new is None:
             return body, session
         self.stats["rewritten"] += 1
@@ -153,7 +194,7 @@ class Proxy:
         return self._engine
 
     # ---- response side -------------------------------------------------------------------------------
-    async def _forward(self, method, url, headers, body, send, api, session) -> None:
+    async def _forward(self, method, url, headers, body, send, api, session, hmap=None, on_start=None) -> None:
         if self._client is None:
             self._client = httpx2.AsyncClient(timeout=TIMEOUT, follow_redirects=False)
         try:
@@ -164,14 +205,29 @@ class Proxy:
             log.warning("proxy: upstream %s unreachable: %s", api, type(exc).__name__)
             await _error(send, api, f"capsule proxy: upstream unreachable ({type(exc).__name__})")
             return
+        rejected = False
+        if session:
+            try:
+                rejected = await anyio.to_thread.run_sync(self.route.on_response, api, response.status_code,
+                                                          dict(response.headers), hmap or {}, session)
+            except Exception as exc:  # noqa: BLE001 - quota is measurement
+                log.debug("proxy quota read failed: %r", exc)
         tap = None
         if session and response.status_code == 200:
             tap = usage.Tap(api, session, response.headers.get("content-type", ""),
                             response.headers.get("content-encoding", ""))
         try:
             out_headers = [(k, v) for k, v in response.headers.raw if k.lower() not in HOP_BY_HOP - {b"content-length"}]
+            if rejected and response.status_code == 429:
+                # One clear line was printed with the reset time; the client's SDK is told not to retry
+                # (both SDKs honour x-should-retry), so a rejected window is not hammered.
+                out_headers = [(k, v) for k, v in out_headers if k.lower() != b"x-should-retry"]
+                out_headers.append((b"x-should-retry", b"false"))
             await send({"type": "http.response.start", "status": response.status_code, "headers": out_headers})
             async for chunk in response.aiter_raw():
+                if on_start is not None:    # the first bytes of the answer: its cache entry now exists
+                    on_start()
+                    on_start = None
                 if tap is not None:
                     tap.feed(chunk)
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
@@ -201,7 +257,7 @@ class Proxy:
             self._client = None
 
     def close(self) -> None:
-        for closer in (self.memo.close, getattr(self._engine, "close", None),
+        for closer in (self.memo.close, self.route.close, getattr(self._engine, "close", None),
                        getattr(self._usage_store, "close", None)):
             if closer is not None:
                 try:
@@ -222,12 +278,16 @@ async def _read_body(receive) -> bytes:
     return b"".join(parts)
 
 
-async def _error(send, api: str, message: str) -> None:
+async def _error(send, api: str, message: str, status: int = 502) -> None:
+    """An error in the API's own shape: 502 upstream unreachable, 400 a request capsule refuses."""
+    refused = status == 400
     if api == "anthropic":
-        payload = {"type": "error", "error": {"type": "api_error", "message": message}}
+        payload = {"type": "error", "error": {"type": "invalid_request_error" if refused else "api_error",
+                                              "message": message}}
     else:
-        payload = {"error": {"type": "server_error", "message": message, "code": "upstream_unreachable"}}
+        payload = {"error": {"type": "invalid_request_error" if refused else "server_error", "message": message,
+                             "param": None, "code": "invalid_request_target" if refused else "upstream_unreachable"}}
     data = json.dumps(payload).encode()
-    await send({"type": "http.response.start", "status": 502,
+    await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
     await send({"type": "http.response.body", "body": data})

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from typing import TYPE_CHECKING
 
-from capsule import paths
+from capsule.ground import paths
 
 if TYPE_CHECKING:   # the app pulls in the HTTP stack; doctor only reads proxy.json through this module
     from capsule.proxy.app import Settings
@@ -167,10 +167,7 @@ class ProxyServer:
                 "anthropic_upstream": redact(self.settings.anthropic_upstream),
                 "openai_upstream": redact(self.settings.openai_upstream),
                 "shims_on": self.settings.shims_on, "started": time.time()}
-        path = _state_path(self.settings.state_dir)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, indent=1))
-        os.replace(tmp, path)
+        paths.write_private(_state_path(self.settings.state_dir), json.dumps(data, indent=1))
 
 
 def _state_path(state_dir) -> Path:

@@ -26,12 +26,12 @@ _ENVS: dict[str, list] = {}       # lmdb allows one open environment per path pe
 
 class Meta:
     def __init__(self, directory: Path):
-        directory.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._key = str((directory / "meta.lmdb").resolve())
         shared = _ENVS.get(self._key)
         if shared is None:
             env = lmdb.open(self._key, map_size=1 << 30, max_dbs=4, subdir=True, lock=True,
-                            metasync=False, sync=False)
+                            metasync=False, sync=False, mode=0o700)   # its files get mode & 0o666: owner-only
             shared = _ENVS[self._key] = [env, 0]
         shared[1] += 1
         self.env = shared[0]

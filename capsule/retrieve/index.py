@@ -1,7 +1,7 @@
 """The workspace search index: tantivy BM25 over path and content, refreshed from a corpus signature.
 
 Responsible for building, refreshing and querying one workspace's index under
-capsule.paths.index_dir()/<workspace id>/, and for boosting hits by frecency.
+capsule.ground.paths.index_dir()/<workspace id>/, and for boosting hits by frecency.
 Not responsible for snippets or budgets (packer.py) or for which files exist (workspace.py).
 Invariant: the index is a rebuildable cache; a refresh re-reads only files whose (mtime, size)
 changed and re-indexes only those whose hash changed. A file is in the index at most once, even
@@ -24,7 +24,7 @@ from typing import Callable
 import tantivy
 from blake3 import blake3
 
-from capsule import paths
+from capsule.ground import paths
 from capsule.retrieve import workspace
 from capsule.retrieve.frecency import Meta
 
@@ -100,7 +100,8 @@ class WorkspaceIndex:
     def __init__(self, root: Path | str, directory: Path | None = None):
         self.root = Path(root).resolve()
         self.dir = Path(directory) if directory else workspace_index_dir(self.root)
-        self.dir.mkdir(parents=True, exist_ok=True)
+        paths.private_dir(self.dir.parent)     # tantivy writes 0644 files: 0700 dirs keep them ours
+        paths.private_dir(self.dir)
         self.meta = Meta(self.dir)
         self._lock = threading.Lock()
         self._open()
@@ -114,7 +115,7 @@ class WorkspaceIndex:
             if old != tdir and old.is_dir():
                 shutil.rmtree(old, ignore_errors=True)
         (self.dir / "schema-version").unlink(missing_ok=True)
-        tdir.mkdir(exist_ok=True)
+        paths.private_dir(tdir)
         sb = tantivy.SchemaBuilder()
         sb.add_text_field("path", stored=True, tokenizer_name="raw", index_option="basic")
         sb.add_text_field("path_t", stored=False)

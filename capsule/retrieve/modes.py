@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from blake3 import blake3
 
+from capsule.ground.lines import split_lines
+
 SOURCE_SUFFIXES = {".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".rs", ".go", ".java", ".c",
                    ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".rb", ".sh", ".bash"}
 MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdx"}
@@ -19,15 +21,6 @@ SIZE_GATE_LINES = 200         # source files longer than this default to signatu
 SIZE_GATE_BYTES = 8_000
 ANCHOR_HEX = 4
 MODES_HELP = "full, signatures, outline, lines:N-M (or lines:5,10-20), section:<heading>, anchored"
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines as editors and `grep -n` count them: split on "\n" only (a form feed or U+2028 inside a
-    line stays in it), a trailing "\r" dropped, no empty last line for a final newline."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 class ModeError(ValueError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from capsule.measure.tokens import count
+from capsule.ground.tokens import count
 from capsule.retrieve import workspace
 from capsule.retrieve.index import Hit, query_terms
 

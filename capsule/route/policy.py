@@ -1,27 +1,26 @@
 """ROUTE: which model and effort the agent runs with, decided from the role's [context.routing].
 
-Not responsible for launching anything (the supervisor does) nor for per-agent config files
-(agents/). Turns a role into launch arguments and environment, and holds later changes.
+Not responsible for launching anything (the supervisor does), for resolving the lane table
+(route/lanes.py) or for the subagent definitions' text (route/subagents.py). Turns a table into
+launch arguments and environment, and holds later changes.
 Invariant (INV-9): a routing change takes effect only at a task boundary; mid-task requests
-wait in `pending` and the current decision never moves under the agent's feet.
+wait in `pending` and the current decision never moves under the agent's feet. Only what the
+role set is applied: a value from the user's env or flags is the user's, and stays.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import tomllib
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
-from importlib import resources
 
-from capsule.policy.switches import Switches
-
-EFFORTS = ("low", "medium", "high")
+from capsule.ground.switches import Switches
+from capsule.route import lanes as lanes_mod
+from capsule.route.lanes import EFFORTS, Lane, Table, client_effort, client_knobs
 
 
-@lru_cache(maxsize=1)
 def agent_flags() -> dict:
-    return tomllib.loads(resources.files("capsule.route").joinpath("data/agent_flags.toml").read_text())
+    return client_knobs()
 
 
 @dataclass(frozen=True)
@@ -29,7 +28,35 @@ class Decision:
     model: str | None = None
     effort: str | None = None
     subagent_model: str | None = None
+    background_model: str | None = None
+    plan_effort: str | None = None
+    agents_json: str | None = None       # Claude Code --agents: pinned read-only subagents
     reason: str = ""
+
+
+def _from_role(lane: Lane, what: str) -> str | None:
+    return getattr(lane, what) if getattr(lane, f"{what}_from").startswith("role") else None
+
+
+def decision_for(table: Table, kind: str, reason: str) -> Decision:
+    """What capsule itself passes at launch: the role-sourced entries of the table."""
+    from capsule.route import subagents  # noqa: PLC0415
+
+    main = table["main"]
+    sub = [table[c] for c in ("plan", "explore", "subagent")]
+    shared = {lane.model for lane in sub}
+    subagent_model = None
+    if len(shared) == 1 and all(_from_role(lane, "model") for lane in sub):
+        subagent_model = sub[0].model       # one model for every subagent: the env variable says it
+    elif _from_role(table["subagent"], "model") and not any(table[c].model for c in ("plan", "explore")):
+        subagent_model = table["subagent"].model   # the older `subagent_model` key alone
+    role_only = replace(table, lanes={c: replace(lane, model=_from_role(lane, "model"), effort=_from_role(lane, "effort"))
+                                      for c, lane in table.lanes.items()})
+    return Decision(model=_from_role(main, "model"), effort=_from_role(main, "effort"),
+                    subagent_model=subagent_model, background_model=_from_role(table["background"], "model"),
+                    plan_effort=_from_role(table["plan"], "effort"),
+                    agents_json=subagents.agents_json(role_only, kind) if kind == "claude" else None,
+                    reason=reason)
 
 
 @dataclass
@@ -39,6 +66,7 @@ class Router:
     agent_kind: str
     current: Decision
     enabled: bool = True
+    table: Table | None = None
     pending: Decision | None = None
     history: list[Decision] = field(default_factory=list)
 
@@ -63,37 +91,64 @@ class Router:
         return launch_args(self.agent_kind, self.current if self.enabled else Decision(), argv, env)
 
 
-def router_for(role, switches: Switches | None = None, enabled: bool | None = None) -> Router:
+def router_for(role, switches: Switches | None = None, enabled: bool | None = None, *, kind: str | None = None,
+               env: dict[str, str] | None = None, argv: list[str] | None = None) -> Router:
     """The role's router; `enabled` is the supervisor's plan when it has one (one source of truth)."""
     if enabled is None:
         sw = switches or Switches.read()
         enabled = not (sw.disable or sw.no_routing) and role.context.subsystems.routing
-    routing = dict(role.context.routing or {})
-    decision = Decision(model=role.agent.model, effort=routing.get("effort_default"),
-                        subagent_model=routing.get("subagent_model"), reason=f"role {role.name}")
-    return Router(role.agent.kind, decision if enabled else Decision(reason="routing off"), enabled=enabled)
+    kind = kind or role.agent.kind
+    table = lanes_mod.resolve(role, kind, env, argv)
+    decision = decision_for(table, kind, f"role {role.name}")
+    return Router(kind, decision if enabled else Decision(reason="routing off"), enabled=enabled, table=table)
 
 
 def launch_args(agent_kind: str, decision: Decision, argv: list[str], env: dict[str, str]):
     """Agent argv and env with the decision applied; flags the user already gave win."""
-    flags = agent_flags().get(agent_kind, {})
+    flags = client_knobs().get(agent_kind, {})
     argv, env = list(argv), dict(env)
     extra: list[str] = []
-    if decision.model and "model_args" in flags and not _has_flag(argv, flags["model_args"][0]):
+    if decision.model and "model_args" in flags and not any(_has_flag(argv, f) for f in flags.get("model_flags", [])):
         extra += [a.format(model=decision.model) for a in flags["model_args"]]
-    if decision.effort and "effort_args" in flags and not _has_flag(argv, flags["effort_args"][0], "model_reasoning_effort"):
-        extra += [a.format(effort=decision.effort) for a in flags["effort_args"]]
+    effort = client_effort(agent_kind, decision.effort)
+    if effort and "effort_args" in flags and not _has_flag(argv, flags["effort_args"][0], "model_reasoning_effort"):
+        extra += [a.format(effort=effort) for a in flags["effort_args"]]
+    plan_effort = client_effort(agent_kind, decision.plan_effort)
+    if plan_effort and "plan_effort_args" in flags and not _has_flag(argv, "", "plan_mode_reasoning_effort"):
+        extra += [a.format(effort=plan_effort) for a in flags["plan_effort_args"]]
     if decision.subagent_model and "subagent_model_env" in flags:
         env.setdefault(flags["subagent_model_env"], decision.subagent_model)
+    if decision.background_model and "background_model_env" in flags:
+        env.setdefault(flags["background_model_env"], decision.background_model)
+    if decision.agents_json and agent_kind == "claude":
+        argv = _merge_agents(argv, decision.agents_json, extra)
     if extra and argv:
-        if os.path.basename(argv[0]) == flags.get("binary"):
-            argv = argv[:1] + extra + argv[1:]
+        at = next((i for i, w in enumerate(argv) if os.path.basename(w) == flags.get("binary")), None)
+        if at is not None:
+            argv = argv[:at + 1] + extra + argv[at + 1:]
         else:
             argv = argv + extra
     return argv, env
 
 
+def _merge_agents(argv: list[str], ours: str, extra: list[str]) -> list[str]:
+    """Our pinned definitions next to the user's own --agents (theirs win, name by name)."""
+    if "--agents" in argv[1:]:
+        i = argv.index("--agents", 1)
+        if i + 1 < len(argv):
+            try:
+                theirs = json.loads(argv[i + 1])
+                if isinstance(theirs, dict):
+                    argv = list(argv)
+                    argv[i + 1] = json.dumps({**json.loads(ours), **theirs}, sort_keys=True, separators=(",", ":"))
+            except ValueError:
+                pass        # theirs is not JSON: the client reports it; ours stay out
+        return argv
+    extra += ["--agents", ours]
+    return argv
+
+
 def _has_flag(argv: list[str], flag: str, config_key: str | None = None) -> bool:
     if config_key and any(config_key in a for a in argv):
         return True
-    return any(a == flag or a.startswith(flag + "=") for a in argv[1:])
+    return bool(flag) and any(a == flag or a.startswith(flag + "=") for a in argv[1:])

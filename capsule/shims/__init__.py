@@ -12,9 +12,9 @@ import shlex
 import sys
 from pathlib import Path
 
-from capsule import paths
+from capsule.ground import paths
 from capsule.agents import limits
-from capsule.policy import switches
+from capsule.ground import switches
 
 PROGRAM = "capsule-shim"
 TEMPLATE = Path(__file__).with_name("shim_template") / "capsule_shim.py"

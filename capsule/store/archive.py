@@ -16,8 +16,8 @@ if TYPE_CHECKING:
 
 import blake3
 
-from capsule import paths
-from capsule.policy import switches
+from capsule.ground import paths
+from capsule.ground import switches
 from capsule.store import finisher, sqlite
 from capsule.store.sqlite import connect
 

@@ -13,6 +13,8 @@ import fcntl
 import os
 import time
 
+from capsule.ground import paths
+
 DIR = "pending"
 WAIT_S = 60.0        # a reader waits at most this long for one finisher (a loaded machine)
 
@@ -22,7 +24,7 @@ def detach(state_dir, job) -> bool:
     arranged, and the caller runs job itself."""
     try:
         d = os.path.join(state_dir, DIR)
-        os.makedirs(d, exist_ok=True)
+        paths.private_dir(d)
         path = os.path.join(d, f"{os.getpid()}-{time.time_ns()}")
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     except OSError:

@@ -36,16 +36,16 @@ def put(name: str, k: str, value: Any) -> None:
     if len(table) > MAX_ENTRIES:
         table = dict(list(table.items())[-MAX_ENTRIES:])
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(table), encoding="utf-8")
-        os.replace(tmp, path)
+        from capsule.ground import paths
+
+        paths.private_dir(path.parent)
+        paths.write_private(path, json.dumps(table))
     except OSError:
         pass
 
 
 def _path(name: str):
-    from capsule import paths
+    from capsule.ground import paths
 
     return paths.state_dir() / "cache" / f"memo-{name}.json"
 

@@ -9,11 +9,14 @@ reader (connect_read) still gets a read-only connection when the state dir is re
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
 import apsw
+
+from capsule.ground import paths
 
 BUSY_TIMEOUT_MS = 60_000
 
@@ -38,7 +41,20 @@ def describe(path: Path, exc: BaseException) -> str:
     return f"{path}: {name}: {exc}"
 
 
+def _owner_only(path: Path) -> None:
+    """SQLite creates a database 0644 (less the umask) and gives its -wal/-shm/-journal the
+    database's own mode: a file made 0600 first, or tightened, keeps all of them owner-only."""
+    try:
+        os.close(paths.open_private(path, os.O_RDWR | os.O_CREAT))
+    except OSError:
+        pass        # a read-only state dir: SQLite reports it (connect_read falls back)
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        paths.tighten(f"{path}{suffix}")
+
+
 def connect(path: Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> apsw.Connection:
+    if str(path) != ":memory:":
+        _owner_only(Path(path))
     try:
         conn = apsw.Connection(str(path))
         conn.set_busy_timeout(busy_timeout_ms)

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from blake3 import blake3
 
-from capsule import paths
-from capsule.retrieve.modes import split_lines
+from capsule.ground import paths
+from capsule.ground.lines import split_lines
 
 VERSION = 1
 MAX_CHANGED_LINES = 120      # past this, a changed file goes out in full again
@@ -49,7 +49,7 @@ class Decision:
 
 def stub_text(path: str) -> str:
     """The unchanged stub, kept within STUB_TOKEN_CAP tokens by shortening the path."""
-    from capsule.measure.tokens import count
+    from capsule.ground.tokens import count
 
     shown = path
     parts = Path(path).parts
@@ -103,8 +103,8 @@ class StubStore:
     # -- file handling -------------------------------------------------------------------------
     @contextmanager
     def _locked(self):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path.with_suffix(".lock"), "a+") as lock:
+        paths.private_dir(self.path.parent)
+        with open(paths.open_private(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT), "a+") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 yield
@@ -125,9 +125,7 @@ class StubStore:
         if len(scopes) > MAX_SCOPES:
             for name in sorted(scopes, key=lambda s: scopes[s]["t"])[: len(scopes) - MAX_SCOPES]:
                 del scopes[name]
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, separators=(",", ":")))
-        os.replace(tmp, self.path)
+        paths.write_private(self.path, json.dumps(data, separators=(",", ":")))
 
     # -- the decision --------------------------------------------------------------------------
     def decide(self, scope: str, path: str, mode: str, text: str, fresh: bool = False) -> Decision:

@@ -2,7 +2,7 @@
 
 Runs the agent in its own process group, forwards signals to that group, reaps every child and
 orphan, keeps the engine warm behind the control socket, and exits with the agent's status.
-Not responsible for deciding what runs (supervisor/plan.py) or for compression (capsule.engine).
+Not responsible for deciding what runs (policy/plan.py) or for compression (capsule.engine).
 Invariant: the exit status is the agent's (128+n when signal n killed it); no zombie outlives a
 reap pass; stragglers get SIGTERM, then SIGKILL after the grace period.
 """
@@ -20,11 +20,12 @@ from pathlib import Path
 
 import anyio
 
-from capsule import __version__, paths
-from capsule.policy import switches
+from capsule import __version__
+from capsule.ground import paths
+from capsule.ground import switches
 from capsule.policy.manifest import Role
 from capsule.route import policy as route
-from capsule.supervisor import plan as planning
+from capsule.policy import plan as planning
 from capsule.supervisor import server
 from capsule.supervisor.server import EngineServer
 
@@ -72,7 +73,13 @@ class Supervisor:
         self.switches = switches.Switches.read()
         self.plan = planning.plan(self.role, self.switches)
         self.mode = planning.effective_mode(self.role, self.switches)
-        self.router = route.router_for(self.role, enabled=self.plan["routing"].on)
+        kind = agent_kind(self.role, opts.command)
+        # A command for another client than the role's (a codex command under a claude role) gets
+        # no lanes: the role's models are another API's.
+        self.router = route.router_for(self.role, enabled=self.plan["routing"].on and kind == self.role.agent.kind,
+                                       kind=kind,
+                                       env={**os.environ, **self.role.agent.env, **opts.env},
+                                       argv=list(opts.command or self.role.agent.command))
         self.conflicts = _probe_conflicts() if self.plan["shims"].on else []
         if self.conflicts:  # INV-8: one shell-rewrite path; capsule steps back and says why
             self.plan["shims"] = planning.Decision("shims", False, f"conflict (INV-8): {self.conflicts[0]}")
@@ -161,7 +168,7 @@ class Supervisor:
             filter_engine.set_role_filters([{**e, "path": str(self.role.path.parent / e["path"])}
                                             for e in self.role.context.filters_extra])
             engine.archive, engine.ledger  # open the stores now, not on the first command
-            from capsule.measure import tokens  # noqa: PLC0415
+            from capsule.ground import tokens  # noqa: PLC0415
             from capsule.observe.classify import classify  # noqa: PLC0415
             tokens.count("warm up the tokenizer")
             classify("git status", b"")
@@ -191,6 +198,8 @@ class Supervisor:
                 return
             settings = Settings(state_dir=self.state_dir, mode=self.mode, shims_on=self.plan["shims"].on,
                                 languages=self.role.context.languages,
+                                routing=self.router.table if self.router.enabled else None, agent_kind=kind,
+                                stagger=_stagger_settings(self.role),
                                 **({"anthropic_upstream": target.upstream} if kind == "claude"
                                    else {"openai_upstream": target.upstream}))
             self.proxy = ProxyServer(settings).start()
@@ -329,9 +338,9 @@ class Supervisor:
 
     # ---- the agent -------------------------------------------------------------------
     def agent_command(self) -> list[str]:
-        if self.opts.command:
-            return self._with_proxy_args(list(self.opts.command))
-        cmd, _ = self.router.launch(list(self.role.agent.command), {})
+        # The role's lanes apply to the role's agent and to a claude/codex command given on the
+        # command line alike; a model or effort the user put there wins (route/policy.py).
+        cmd, _ = self.router.launch(list(self.opts.command or self.role.agent.command), {})
         return self._with_proxy_args(cmd)
 
     def _with_proxy_args(self, cmd: list[str]) -> list[str]:
@@ -348,8 +357,7 @@ class Supervisor:
         env[switches.STATE_DIR] = str(self.state_dir)
         env[switches.MODE] = self.mode
         env[switches.ROLE] = str(self.role.path)
-        if not self.opts.command:
-            _, env = self.router.launch([], env)
+        _, env = self.router.launch([], env)
         if self.plan["engine"].on:
             env[switches.SOCKET] = str(self.socket_path)
         if self.redirect is not None:
@@ -477,9 +485,24 @@ class Supervisor:
             "subsystems": {k: v.as_dict() for k, v in self.plan.items()},
             "registration": self.registration,
             "conflicts": self.conflicts,
-            "proxy": {**self.proxy_info, **({"stats": dict(self.proxy.proxy.stats)} if self.proxy else {})},
+            "proxy": {**self.proxy_info, **({"stats": dict(self.proxy.proxy.stats),
+                                             "route": dict(self.proxy.proxy.route.stats)} if self.proxy else {})},
             "state_dir": str(self.state_dir),
+            "routing": self.routing_status(),
         }
+
+    def routing_status(self) -> dict:
+        table = self.router.table
+        if table is None:
+            return {}
+        return {"on": self.router.enabled, "agent": self.router.agent_kind, **table.as_dict(),
+                "launch": {k: v for k, v in vars(self.router.current).items() if v and k != "agents_json"}}
+
+
+def _stagger_settings(role):
+    from capsule.proxy.stagger import settings_from  # noqa: PLC0415
+
+    return settings_from((role.context.routing or {}).get("stagger") or {})
 
 
 # The file each client's tool shell sources before a call (see shims/shim_template/agent_env.sh).
@@ -513,7 +536,7 @@ def _agent_view_env(kind: str, shim_dir: Path, env: dict[str, str]) -> None:
 
 
 def _probe_conflicts() -> list[str]:
-    from capsule.policy import conflicts  # noqa: PLC0415
+    from capsule.shims import conflicts  # noqa: PLC0415
 
     env = dict(os.environ)
     try:
@@ -602,7 +625,7 @@ class _QuietStderr(logging.StreamHandler):
 
 
 def setup_logging(state_dir: Path, verbose: bool = False) -> None:
-    from capsule.log_handlers import QuietFileHandler  # noqa: PLC0415
+    from capsule.ground.log_handlers import QuietFileHandler  # noqa: PLC0415
 
     handlers: list[logging.Handler] = [_QuietStderr(sys.stderr)]
     try:

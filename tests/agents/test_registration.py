@@ -115,7 +115,7 @@ def test_note_block_is_idempotent_and_keeps_the_file(project):
     assert not notes.add(md)
     text = md.read_text()
     assert text.startswith("# Project rules\n\nBe kind.\n") and text.count(notes.BEGIN) == 1
-    from capsule.measure.tokens import count
+    from capsule.ground.tokens import count
     assert count(notes.block()) <= 120
 
 

@@ -108,3 +108,19 @@ def test_embedded_mode_matches_what_ctx_run_does(tmp_path):
     total = json.loads(gain.stdout)["total"]
     assert total["measured_only"] == 0 and total["saved_tokens"] > 0   # really compressed, not measured
     assert json.loads(doctor(tmp_path, "--json").stdout)["mode"] == "standard"
+
+
+def test_doctor_says_which_pdf_tool_and_ocr_the_media_layer_uses(tmp_path):
+    got = doctor(tmp_path, "--json", "--role", "python-dev")
+    assert got.returncode == 0, got.stderr
+    media = json.loads(got.stdout)["media"]
+    assert media["mode"] == "on" and media["pdf_text"].startswith("pdftotext (poppler ")
+    assert media["pdf_pages"] == "pdftoppm" and media["ocr"].startswith("tesseract ")
+    text = doctor(tmp_path, "--role", "python-dev").stdout
+    assert "PDF text: pdftotext (poppler" in text
+    # Without poppler on PATH, the Python fallback is named (and no page renderer or OCR).
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    bare = json.loads(doctor(tmp_path, "--json", "--role", "default", path=str(empty)).stdout)["media"]
+    assert bare["pdf_text"].startswith("pypdf ") and bare["pdf_pages"] is None and bare["ocr"] is None
+    assert bare["mode"] == "measure"      # the default role measures

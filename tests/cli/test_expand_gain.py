@@ -77,7 +77,8 @@ def test_gain_table_json_and_since(capsule):
 def test_approximate_counts_are_labelled(state_dir, monkeypatch):
     from capsule.cli.gain import render
     from capsule.engine import Engine
-    from capsule.measure import ledger, tokens
+    from capsule.measure import ledger
+    from capsule.ground import tokens
 
     monkeypatch.setattr(tokens, "_encoder", None)
     monkeypatch.setattr(tokens, "_failed", True)

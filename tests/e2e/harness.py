@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from capsule.measure.tokens import count
+from capsule.ground.tokens import count
 
 REPO = Path(__file__).resolve().parents[2]
 CODEX_MODEL = "gpt-5.5"

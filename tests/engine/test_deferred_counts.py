@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from capsule.engine import Engine
-from capsule.measure import tokens
+from capsule.ground import tokens
 from capsule.measure.ledger import Ledger
 from capsule.observe import pipeline, registry
 from capsule.observe.classify import classify

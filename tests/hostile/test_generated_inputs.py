@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from capsule.engine import Engine
-from capsule.measure import tokens
+from capsule.ground import tokens
 from capsule.observe import verbatim
 
 EXAMPLES = 2000           # per category; five categories

@@ -151,7 +151,7 @@ def test_the_ledger_row_is_written_after_exit_and_readers_wait_for_it(tmp_path):
     `ctx run` has exited; a ledger reader waits for it and sees the figures an inline count gives."""
     import apsw
 
-    from capsule.measure import tokens
+    from capsule.ground import tokens
     from capsule.measure.ledger import Ledger
 
     state = tmp_path / "state"

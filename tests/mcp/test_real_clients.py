@@ -13,7 +13,7 @@ import sys
 
 
 from capsule import agents
-from capsule.measure.tokens import count
+from capsule.ground.tokens import count
 
 
 def _client(name: str) -> str:

@@ -5,6 +5,7 @@ import json
 from capsule.cli.main import main
 from capsule.engine import Engine
 from capsule.measure import audit
+from capsule.observe import rerun as reruns
 
 
 def test_check_answer_flags_only_removed_tokens():
@@ -60,11 +61,11 @@ def test_rerun_uses_the_stored_intent(tmp_path, monkeypatch):
     row = Ledger().get(out.emission_id)
     assert row["intent"] == intent and row["transform"] == "json"
     original = Archive().get(out.handle).decode()
-    rerun = audit.emitted_text(row, original)
+    rerun = reruns.emitted_text(row, original)
     assert rerun is not None and rerun in shown                     # the same text the model saw
-    assert "zebra-admin" not in audit.emitted_text({**row, "intent": None}, original)
+    assert "zebra-admin" not in reruns.emitted_text({**row, "intent": None}, original)
 
     answer = "The failing account is zebra-admin; user003 looked fine."
-    found = {f.token for f in audit.audit_emission(answer, row, original).findings}
+    found = {f.token for f in audit.audit_emission(answer, row, original, reruns.emitted_text).findings}
     assert "zebra-admin" not in found                               # the model saw it
     assert "user003" in found                                       # sampled out (a preview)

@@ -11,7 +11,7 @@ import sys
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from capsule.measure import ranktable, tokens
+from capsule.ground import ranktable, tokens
 
 # Letters, digits and whitespace of several scripts and Unicode classes, contractions, runs.
 PIECES = list("aZ09'sStTdDmMlLvVrReE ,.;:!?-_/\\|+*=<>()[]{}\"#$%&@^`~\t\n\r\x0b\x0c\x1c\x1f\x00\x7f") + [
@@ -82,7 +82,7 @@ def test_a_damaged_table_is_rebuilt_not_trusted(encoder, monkeypatch):
 
 
 def test_a_short_lived_process_counts_a_small_text_without_the_whole_encoder(state_dir):
-    code = ("import subprocess\nfrom capsule.measure import tokens\n"
+    code = ("import subprocess\nfrom capsule.ground import tokens\n"
             f"text = open({__file__!r}).read()\n"
             "n = tokens.count(text)\nprint(n, tokens._encoder is None, tokens.label())\n"
             "assert len(tokens._load().encode_ordinary(text)) == n   # tiktoken imports after its module\n")

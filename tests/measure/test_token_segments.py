@@ -10,7 +10,7 @@ import sys
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from capsule.measure import tokens
+from capsule.ground import tokens
 
 PIECES = list("aZ09'sStT ,.;:!?-_/\\|+*=<>()[]{}\"#$%&@^`~\t\n\r\x0b\x0c\x1c\x1f\x00\x7f") + [
     "\x85", "\xa0", "\u2028", "\u3000", "²", "١", "é", "你", "🙂", "\u0301", "’", "\ufffd",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 
-from capsule.measure import tokens
+from capsule.ground import tokens
 
 
 def _samples() -> list[str]:

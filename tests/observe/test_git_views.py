@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from capsule.engine import Engine
-from capsule.measure import tokens
+from capsule.ground import tokens
 from capsule.observe import guard
 
 SMALL_FILES = ["alpha.py", "beta.py", "gamma.py"]

@@ -265,7 +265,7 @@ def test_property_a_rare_line_in_a_failing_run_always_survives(engine, case, com
                                                                    HealthCheck.too_slow])
 @given(case=repetitive_run(), exit_code=st.sampled_from([0, 1, None]))
 def test_property_never_worse_and_one_marker_that_counts(engine, case, exit_code):
-    from capsule.measure import tokens
+    from capsule.ground import tokens
 
     text, _ = case
     raw = text.encode()

@@ -7,7 +7,7 @@ import sys
 
 from hypothesis import given, settings, strategies as st
 
-from capsule.measure import tokens
+from capsule.ground import tokens
 from capsule.observe import guard, registry
 from capsule.observe.pipeline import process
 from capsule.observe.transforms.basic import default_text, line_budget

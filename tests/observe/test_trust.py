@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from capsule import paths
+from capsule.ground import paths
 from capsule.observe.filters import engine
 from capsule.observe.rules.command import classify_command_line
 from capsule.observe.types import Context

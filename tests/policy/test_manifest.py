@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from capsule.policy.manifest import ManifestError, load_role, role_names
-from capsule.policy import switches
-from capsule.supervisor.plan import effective_mode, plan
+from capsule.ground import switches
+from capsule.policy.plan import effective_mode, plan
 
 GOOD = """\
 schema = 1
@@ -55,7 +55,7 @@ def test_role_by_path_and_defaults(tmp_path):
 
 @pytest.mark.parametrize("text, line, needle", [
     (GOOD.replace('mode = "standard"', 'mode = "standard"\nturbo_mode = true'), 10,
-     'unknown key "turbo_mode" in [context]; allowed: filters, languages, mode'),
+     'unknown key "turbo_mode" in [context]; allowed: filters, languages, media, mode'),
     (GOOD.replace('mode = "standard"', 'mode = "fast"'), 9, "bad value for \"context.mode\": 'fast'; hint: one of 'off'"),
     (GOOD.replace('kind = "shell"', 'kind = "vim"'), 5, "\"agent.kind\""),
     (GOOD.replace('effort_default = "low"', 'effort_default = 3'), 14, "context.routing.effort_default"),
@@ -105,4 +105,9 @@ def test_plan_names_the_reason_for_each_subsystem(tmp_path):
     assert effective_mode(role, switches.Switches.read({switches.MEASURE_ONLY: "1"})) == "measure"
     shell = plan(load_role("default"), switches.Switches.read({}))
     assert not shell["register"].on and "shell" in shell["register"].reason
-    assert not shell["routing"].on and "[context.routing]" in shell["routing"].reason
+    # The default role ships a [context.routing] (issue 18: degrade at 95%); a role without one
+    # still says why routing is off.
+    assert shell["routing"].on
+    bare = load_role(write(tmp_path, GOOD.replace('[context.routing]\neffort_default = "low"\n', "")))
+    routing = plan(bare, switches.Switches.read({}))["routing"]
+    assert not routing.on and "[context.routing]" in routing.reason

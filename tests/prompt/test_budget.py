@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from capsule.policy.manifest import load_role, role_names
-from capsule.policy.switches import Switches
+from capsule.ground.switches import Switches
 from capsule.prompt import budget, pack
 from capsule.prompt.budget import standing_context
-from capsule.supervisor import plan as planning
+from capsule.policy import plan as planning
 
 
 def test_counts_follow_the_plan():
@@ -47,7 +47,7 @@ def test_shipped_roles_fit_1000_tokens_with_every_part_on(name, register):
 def test_claude_is_labelled_approximate_with_its_margin_and_openai_exact():
     count, label = budget.counter("anthropic")
     assert label == "approx (cl100k_base +35%)"
-    from capsule.measure.tokens import count as cl100k
+    from capsule.ground.tokens import count as cl100k
     text = "Keep exact: code, identifiers, paths, numbers."
     assert count(text) == -(-cl100k(text) * 135 // 100)
     o_count, o_label = budget.counter("openai")

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from capsule.mcp import surface
+from capsule.prompt import surface
 from capsule.policy.manifest import load_role
-from capsule.policy.switches import Switches
+from capsule.ground.switches import Switches
 from capsule.prompt import budget, pack
-from capsule.supervisor import plan as planning
+from capsule.policy import plan as planning
 from tests.prompt import capture
 
 ROLE = "python-dev"

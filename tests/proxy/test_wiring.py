@@ -9,10 +9,10 @@ import shutil
 import subprocess
 import sys
 
-from capsule.policy import switches
+from capsule.ground import switches
 from capsule.policy.manifest import load_role
 from capsule.proxy import clients
-from capsule.supervisor import plan as planning
+from capsule.policy import plan as planning
 from capsule.supervisor.core import Options, Supervisor
 from recording import ScriptedMessages
 

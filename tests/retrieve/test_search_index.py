@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from capsule.measure.tokens import count
+from capsule.ground.tokens import count
 from capsule.retrieve import packer, workspace
 from capsule.retrieve.index import WorkspaceIndex, query_terms, split_identifier
 

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from capsule.policy.manifest import load_role
-from capsule.policy.switches import Switches
+from capsule.ground.switches import Switches
 from capsule.route.policy import Decision, launch_args, router_for
 
 

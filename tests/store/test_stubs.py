@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from capsule.measure.tokens import count
+from capsule.ground.tokens import count
 from capsule.store.stubs import MAX_CHANGED_LINES, StubStore
 
 TEXT = "".join(f"line {i} of the file with some words\n" for i in range(1, 201))

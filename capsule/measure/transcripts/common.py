@@ -13,7 +13,7 @@ from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 
-from capsule.measure import tokens
+from capsule.ground import tokens
 
 HANDLE_RE = re.compile(r"<<ccr:([0-9a-f]{24})>>")
 EXPAND_CMD_RE = re.compile(r"\bctx\s+expand\b")

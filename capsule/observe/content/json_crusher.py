@@ -271,7 +271,7 @@ def _proven(text: str, value, want: list | None) -> bool:
 def _size(text: str) -> int:
     """Tokens when the counter is there (the unit the guard judges by), else characters/4."""
     try:
-        from capsule.measure.tokens import count
+        from capsule.ground.tokens import count
         return count(text)
     except ImportError:
         return len(text) // 4

@@ -2,7 +2,7 @@
 
 Responsible for scoring p(keep) per line with a small logistic model over hand-made line
 features (weights and the threshold tau live in data/reflex.json, written by
-capsule/measure/reflex_calibration.py from the corpus must-keep anchors). Not responsible
+benchmarks/reflex_calibration.py from the corpus must-keep anchors). Not responsible
 for the pipeline's marker and footer, nor for archiving what it drops.
 Invariant: fail-open — <= 5 lines or <= 64 tokens pass untouched, any internal error passes
 the raw text, and an error/warning line is always kept; kept lines keep their order and
@@ -195,7 +195,7 @@ def decide(lines: list[str], intent: str | None, tau: float | None = None,
 
 def _tokens(text: str) -> int:
     try:
-        from capsule.measure.tokens import count
+        from capsule.ground.tokens import count
         return count(text)
     except ImportError:  # the estimate the tokens module also falls back to
         return (len(text.encode("utf-8", "surrogateescape")) + 3) // 4

@@ -42,6 +42,52 @@ class Hit:
     context: bool      # a -A/-B/-C context line, not a match
 
 
+_CONTEXT_SHORT = re.compile(r"^-[A-Za-z]*[ABC]\d*$")
+_CONTEXT_LONG = re.compile(r"^--(after-|before-)?context(=\d+)?$")
+_RECURSIVE = re.compile(r"^-[A-Za-z]*[rR][A-Za-z]*$|^--recursive$|^--dereference-recursive$")
+
+
+def asks_to_read(command: str | None) -> bool:
+    """Is this search a read of code regions? Context lines asked for (-A/-B/-C/--context, git
+    grep -W/--function-context), or grep -n on one named file (not recursive): the agent reads
+    those regions, and they are shown like a bounded view (issue 25), not cut like a listing."""
+    if not command:
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    for i, w in enumerate(words):
+        if w in ("|", "&&", ";", "||"):
+            words = words[:i]
+            break
+    if not words or words[0].rsplit("/", 1)[-1] not in _TOOLS:
+        return False
+    tool, args = words[0].rsplit("/", 1)[-1], words[1:]
+    if tool == "git":
+        if args[:1] != ["grep"]:
+            return False
+        args = args[1:]
+        if any(a in ("-W", "--function-context") or re.fullmatch(r"-[A-Za-z]*W[A-Za-z]*", a) for a in args):
+            return True
+    if any(_CONTEXT_SHORT.match(a) or _CONTEXT_LONG.match(a) for a in args):
+        return True
+    if tool not in ("grep", "egrep", "fgrep") or any(_RECURSIVE.match(a) for a in args):
+        return False
+    numbered = any(a in ("-n", "--line-number") or re.fullmatch(r"-[A-Za-z]*n[A-Za-z]*", a) for a in args)
+    operands, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in _VALUED:
+            skip = True
+        elif not a.startswith("-"):
+            operands.append(a)
+    explicit = any(a in ("-e", "--regexp", "-f", "--file") for a in args)
+    files = operands if explicit else operands[1:]
+    return numbered and len(files) == 1 and not any(c in files[0] for c in "*?")
+
+
 def query_of(command: str | None, intent: str | None = None) -> re.Pattern | None:
     """The search pattern of a grep/rg command line, else the intent's words."""
     pattern, ignore_case = None, False

@@ -34,24 +34,17 @@ import re
 
 from capsule.observe.content import json_text
 from capsule.observe.content.json_text import ident
+from capsule.observe.content.toon_decode import decode, strict_equal
+from capsule.observe.content.toon_syntax import (ALSO, DELIMITERS, SPARSE, ToonError, _HEADER, _NUMBER, _PATH,  # noqa: F401
+                                                 _at)
 
 INDENT = "  "
-DELIMITERS = (",", "\t", " ")       # tabular cell delimiters encode accepts
 CONSTANT_MIN_ROWS = 3               # a column equal in all rows is stated once from this many rows
 DERIVED_MIN_ROWS = 8                # a column repeating another is stated once from this many rows
 PREFIX_MIN = 4                      # ... when it is a prefix of at least this many characters
 SPARSE_MIN_FILL = 0.5               # rows lacking some keys are a table when this share of cells is filled
-SPARSE = "an empty cell means the row lacks that key"   # (comma and tab rows only)
-ALSO = " every row also has "       # after a tabular header: the columns stated once
 _BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
 _SEGMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")                    # one bare part of a path
-_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
-_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?\Z")
-_HEADER = re.compile(r"\[(\d+)\]")
-
-
-class ToonError(ValueError):
-    """Raised by decode on text that is not TOON as encode writes it."""
 
 
 # ---------------------------------------------------------------- encoding
@@ -146,12 +139,6 @@ def _leaves(obj: dict, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]] | 
         else:
             return None
     return paths
-
-
-def _at(obj: dict, path: tuple[str, ...]):
-    for part in path:
-        obj = obj[part]
-    return obj
 
 
 def _has(obj: dict, path: tuple[str, ...]) -> bool:
@@ -322,5 +309,12 @@ def encode(value, delimiter: str = ",") -> str:
     return "\n".join(out)
 
 
-# Decoding lives in its own module; re-exported so callers keep one name for the format.
-from capsule.observe.content.toon_decode import decode, round_trips, strict_equal  # noqa: E402,F401
+
+def round_trips(value, text: str | None = None) -> bool:
+    """True when decode(encode(value)) is strictly equal to value (decoding: toon_decode.py)."""
+    try:
+        if text is None:
+            text = encode(value)
+        return strict_equal(decode(text), value)
+    except (ValueError, TypeError, RecursionError):
+        return False

@@ -11,8 +11,7 @@ import math
 import re
 
 from capsule.observe.content.json_text import Float, Int, Pairs
-from capsule.observe.content.toon import (ALSO, DELIMITERS, SPARSE, ToonError, _HEADER, _NUMBER, _PATH, _at,
-                                          encode)
+from capsule.observe.content.toon_syntax import ALSO, DELIMITERS, SPARSE, ToonError, _HEADER, _NUMBER, _PATH, _at
 
 _decoder = json.JSONDecoder()
 
@@ -376,13 +375,3 @@ def strict_equal(a, b) -> bool:
             return math.isnan(a) and math.isnan(b)
         return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
     return a == b
-
-
-def round_trips(value, text: str | None = None) -> bool:
-    """True when decode(encode(value)) is strictly equal to value."""
-    try:
-        if text is None:
-            text = encode(value)
-        return strict_equal(decode(text), value)
-    except (ValueError, TypeError, RecursionError):
-        return False

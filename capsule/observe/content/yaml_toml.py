@@ -130,7 +130,7 @@ def yaml(text: str, ctx: Context) -> TransformResult:
 
 
 def _tokens(text: str) -> int:
-    from capsule.measure.tokens import count
+    from capsule.ground.tokens import count
 
     return count(text)
 

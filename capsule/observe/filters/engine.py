@@ -15,7 +15,7 @@ import importlib
 import os
 from pathlib import Path
 
-from capsule import logs
+from capsule.ground import logs
 from capsule.observe.filters.spec import FilterError, FilterSpec, parse_file
 from capsule.observe.filters.stages import run_stages
 from capsule.observe.filters.streaming import StreamFilter, run_stream

@@ -21,8 +21,8 @@ from capsule.observe.filters.streaming import StreamFilter
 from capsule.observe.verbatim import is_verbatim
 
 _HIT = re.compile(r"^(?P<path>[^\s:][^:]*?):(?P<no>\d+):(?P<text>.*)$")
-_CTX = re.compile(r"-(?P<no>\d+)-")
-_BARE = re.compile(r"^(?P<no>\d+)(?P<sep>[:-])(?P<text>.*)$")
+_CTX = re.compile(r"(?P<sep>[-=])(?P<no>\d+)(?P=sep)")   # `=`: git grep -W's function line
+_BARE = re.compile(r"^(?P<no>\d+)(?P<sep>[:=-])(?P<text>.*)$")
 _NONUM = re.compile(r"^(?P<path>[^\s:][^:]*?):(?P<text>.*)$")
 _ERROR = re.compile(r"^(grep|egrep|fgrep|zgrep|rg|ag|ack|ugrep|git): |^Binary file .+ matches$")
 _STATS = re.compile(r"^\d+(\.\d+)? (matches|matched lines|files? contained matches|files? searched"
@@ -42,7 +42,7 @@ class Entry:
     raw: str           # the line as printed
     path: str | None = None
     no: str = ""       # line number in the file, as printed
-    sep: str = ":"     # ":" a match, "-" a context line
+    sep: str = ":"     # ":" a match, "-" a context line, "=" git grep -W's function line
     text: str = ""
 
 
@@ -80,7 +80,7 @@ def _prefixed(lines: list[str]) -> list[Entry] | None:
         if entry is None:
             for c in _CTX.finditer(raw):      # the path is a known one: `a-1-b.py-3-x` splits right
                 if raw[:c.start()] in paths:
-                    entry = Entry("hit", i, raw, raw[:c.start()], c.group("no"), "-", raw[c.end():])
+                    entry = Entry("hit", i, raw, raw[:c.start()], c.group("no"), c.group("sep"), raw[c.end():])
                     break
         if entry is None:
             return None
@@ -181,6 +181,9 @@ def ungroup(view: str) -> list[str]:
     stands for); other lines as they are. Inverse of the grouping, used to check it."""
     out, path = [], None
     for line in view.split("\n"):
+        if line == "--" and path is not None:
+            out.append(line)          # a break between regions of one file: still that file's group
+            continue
         m = _BARE.match(line)
         if m and path is not None:
             out.append(f"{path}{m.group('sep')}{m.group('no')}{m.group('sep')}{m.group('text')}")
@@ -198,6 +201,8 @@ class SearchFilter(StreamFilter):
     def __init__(self) -> None:
         super().__init__()
         self.lines: list[str] = []
+        self.folded: set[int] = set()      # hit line numbers a fold's count line stands for
+        self.after: dict[int, str] = {}    # a fold's sample line number -> its count line
 
     def feed_line(self, line: str) -> None:
         self.lines.append(line)
@@ -213,13 +218,70 @@ class SearchFilter(StreamFilter):
         files = [g for g in groups if g[0].kind in ("hit", "head")]
         if not any(e.no for e in hits) and all(len(g) == 1 for g in files):
             return self._plain(exit_code)    # one line per file (-c, -l like): a list, not hits to group
-        keep = {e.lineno for e in hits} if len(hits) <= budget and len(files) <= max_files \
-            else self._choose(hits, files[:max_files], budget)
-        if keep == {e.lineno for e in hits} and all(len(g) == 1 or g[0].kind == "head" for g in files) \
-                and len(files) <= max_files:
+        if self._reads(hits, len(self.lines)):
+            keep = {e.lineno for e in hits}         # a bounded view of the regions asked for: whole
+            if all(len(g) == 1 or g[0].kind == "head" for g in files) or len(files) > max_files:
+                self.out = list(self.lines)
+            else:
+                self._emit(groups, keep, [])
+            return
+        self.folded, self.after, outliers = self._fold(hits)
+        shown = [e for e in hits if e.lineno not in self.folded]
+        files = [g for g in files if any(e.kind == "hit" and e.lineno not in self.folded for e in g)]
+        keep = {e.lineno for e in shown} if len(shown) <= budget and len(files) <= max_files \
+            else self._choose(shown, files[:max_files], budget, outliers)
+        if not self.folded and keep == {e.lineno for e in hits} and len(files) <= max_files \
+                and all(len(g) == 1 or g[0].kind == "head" for g in files):
             self.out = list(self.lines)      # nothing to group and nothing cut: as printed
             return
         self._emit(groups, keep, files[max_files:])
+
+    def _reads(self, hits: list[Entry], n_lines: int) -> bool:
+        """A search that reads code (content/search.asks_to_read: context asked for, grep -n on
+        one file; or hits that name no file, the tool's own one-file form) within the bounded
+        view's size (budgets.toml [reads] view_max_lines) is shown whole (issue 25)."""
+        from capsule.observe.content.search import asks_to_read
+        from capsule.observe.guard import budgets
+
+        if n_lines > budgets()["reads"]["view_max_lines"]:
+            return False
+        one_file = all(e.path is None and e.no for e in hits)
+        return one_file or asks_to_read(self.command)
+
+    # --- folding -------------------------------------------------------------------------
+    def _fold(self, hits: list[Entry]) -> tuple[set[int], dict[int, str], set[int]]:
+        """Hits sharing a template (content/templates.py) show as their first and one count line;
+        the hits that break a template, the protected ones, the definitions of the searched name
+        and the lines the intent points at join none. (folded line numbers, count line after a
+        sample's line number, outlier line numbers)."""
+        from capsule.observe.content import templates
+
+        if any(e.sep != ":" for e in hits):
+            return set(), {}, set()       # context was asked for: the agent reads those regions whole
+        exempt = {i for i, e in enumerate(hits) if self._protected(e)}
+        defs = {id(e) for e in self._definitions(hits)}
+        exempt |= {i for i, e in enumerate(hits) if id(e) in defs}
+        if self.intent:
+            from capsule.observe.content.reflex import relevance
+
+            exempt |= {i for i, s in enumerate(relevance([e.raw for e in hits], self.intent)) if s > 0}
+        folds, outliers = templates.cluster([e.text for e in hits], exempt)
+        folded: set[int] = set()
+        after: dict[int, str] = {}
+        for f in folds:
+            members = [hits[m] for m in f.members]
+            folded |= {e.lineno for e in members[1:]}
+            paths = list(dict.fromkeys(e.path for e in members if e.path is not None))
+            where = ""
+            if len(paths) > 1:
+                shape = templates.describe(paths)
+                where = f" in {len(paths)} files" + (f" {shape}" if shape else "")
+            elif all(e.no for e in members[1:]):      # one file: where in it
+                nos = sorted(int(e.no) for e in members[1:])
+                where = f" at lines {nos[0]}…{nos[-1]}"
+            noun = "lines" if any(e.sep != ":" for e in members) else "hits"
+            after[members[0].lineno] = f.summary(noun, where)
+        return folded, after, {hits[i].lineno for i in outliers}
 
     # --- choosing ------------------------------------------------------------------------
     def _protected(self, e: Entry) -> bool:
@@ -236,8 +298,11 @@ class SearchFilter(StreamFilter):
         found = re.compile(f"{_DEF_BEFORE}{name}\\b|\\b{name}{_DEF_AFTER}", query.flags)
         return [e for e in hits if found.search(e.text)]
 
-    def _choose(self, hits: list[Entry], files: list[list[Entry]], budget: int) -> set[int]:
+    def _choose(self, hits: list[Entry], files: list[list[Entry]], budget: int,
+                outliers: set[int] = frozenset()) -> set[int]:
         keep = {e.lineno for e in hits if self._protected(e)}
+        keep |= set(self.after)                       # a fold's sample stands for its count line
+        keep |= set(sorted(outliers)[:budget // 2])   # the hits that break a template: the ones that differ
         keep |= {e.lineno for e in self._definitions(hits)[:int(budget * DEFINITION_SHARE)]}
         if self.intent:
             from capsule.observe.content.reflex import relevance
@@ -245,7 +310,8 @@ class SearchFilter(StreamFilter):
             scores = relevance([e.raw for e in hits], self.intent)
             ranked = sorted((i for i, s in enumerate(scores) if s > 0), key=lambda i: (-scores[i], i))
             keep |= {hits[i].lineno for i in ranked[:int(budget * INTENT_SHARE)]}
-        rest = [[e for e in g if e.kind == "hit" and e.lineno not in keep] for g in files]
+        rest = [[e for e in g if e.kind == "hit" and e.lineno not in keep and e.lineno not in self.folded]
+                for g in files]
         shares = fair_shares([len(r) for r in rest], max(0, budget - len(keep)))
         for r, share in zip(rest, shares):
             keep |= {e.lineno for e in r[:share]}
@@ -267,6 +333,9 @@ class SearchFilter(StreamFilter):
                 self._group(g, keep)
             else:
                 self.emit(g[0].raw)
+            for e in g:                  # after the file's group: a count line would read as a path in it
+                if e.lineno in self.after and e.lineno in keep:
+                    self.emit(self.after[e.lineno])
             if i == last:
                 if hidden:
                     n = sum(1 for g in hidden for e in g if e.kind == "hit")
@@ -278,6 +347,13 @@ class SearchFilter(StreamFilter):
         body = g[1:] if head else g
         hits = [e for e in body if e.kind == "hit"]
         path = g[0].path
+        if all(e.lineno in self.folded for e in hits):     # every hit is told by a fold's count line
+            for e in body:
+                self.drop(e.raw, "same template as a shown hit (counted)", e.lineno)
+            if head is not None:
+                self.drop(head.raw, "the file's heading (its hits are counted)", head.lineno)
+            return
+        hits = [e for e in hits if e.lineno not in self.folded]
         shown = [e for e in hits if e.lineno in keep]
         if len(hits) == 1 and shown and head is None and len(body) == 1:
             self.emit(hits[0].raw)           # one hit: the tool's own line is as short as it gets
@@ -285,7 +361,7 @@ class SearchFilter(StreamFilter):
         if path is not None:
             title = head.raw if head else path
             if len(shown) < len(hits):
-                noun = "lines" if any(e.sep == "-" for e in hits) else "matches"
+                noun = "lines" if any(e.sep != ":" for e in hits) else "matches"
                 if len(hits) == 1:
                     noun = noun[:-2] if noun == "matches" else noun[:-1]
                 title += f" ({len(hits)} {noun}, {len(shown)} shown)"
@@ -303,6 +379,8 @@ class SearchFilter(StreamFilter):
                     self.emit(e.raw)
                 else:
                     self.drop(e.raw, "context separator of a cut block", e.lineno)
+            elif e.lineno in self.folded:
+                self.drop(e.raw, "same template as a shown hit (counted)", e.lineno)
             elif e.lineno not in keep:
                 self.drop(e.raw, "match beyond the fair share of its file", e.lineno)
             elif head is not None or path is None or not e.no or self._protected(e):

@@ -10,7 +10,7 @@ A segment with content or unknown output makes the whole line None (content snif
 from __future__ import annotations
 
 from capsule.observe import lexer
-from capsule.observe.classify import Classification
+from capsule.observe.types import Classification
 from capsule.observe.rules import Rule, match, normalise
 
 TRANSFORM_ID = "filter"

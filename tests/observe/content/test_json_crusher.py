@@ -78,7 +78,7 @@ def _invoices(n=60):
 
 
 def test_lossless_forms_measure_every_delimiter_and_all_round_trip():
-    from capsule.measure.tokens import count
+    from capsule.ground.tokens import count
 
     rows = _invoices()
     forms = json_crusher.lossless_forms(rows)

@@ -5,7 +5,7 @@ removal carries its reason. The fixture is real: `npm view semver --json` (npm 9
 import json
 from pathlib import Path
 
-from capsule.measure.tokens import count
+from capsule.ground.tokens import count
 from capsule.observe import pipeline
 from capsule.observe.classify import classify
 from capsule.observe.content import json_crusher, json_reduce, json_text

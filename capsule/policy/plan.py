@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from capsule.policy import switches
+from capsule.ground import switches
 from capsule.policy.manifest import Role
 
 SUBSYSTEMS = ("engine", "shims", "mcp", "register", "routing", "proxy")

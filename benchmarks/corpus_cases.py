@@ -61,7 +61,7 @@ def run_case(engine, case: dict, use_intent: bool = False) -> CaseResult:
     ms = (time.perf_counter() - start) * 1000
     again = engine.observe(case["output"], command=case["command"], exit_code=case["exit_code"],
                            intent=case["intent"] if use_intent else None)
-    from capsule.measure import tokens
+    from capsule.ground import tokens
 
     raw_tokens = tokens.count_bytes(case["output"])
     emitted = outcome.data.decode("utf-8", "surrogateescape")

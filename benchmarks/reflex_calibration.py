@@ -6,7 +6,7 @@ fitting logistic weights (IRLS, L2) on the training part, choosing tau there, an
 recall and reduction on the held-back part. Not responsible for scoring at run time (reflex.py).
 Invariant: tau is chosen on training cases only; the held-back figures are reported, never tuned.
 
-    python -m capsule.measure.reflex_calibration [CORPUS] [--write]
+    python benchmarks/reflex_calibration.py [CORPUS] [--write]
 """
 
 from __future__ import annotations
@@ -19,10 +19,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from capsule.observe.content import reflex
 
 DEFAULT_CORPUS = Path("/work/shared/corpus")
-DATA_FILE = Path(__file__).resolve().parent.parent / "observe" / "content" / "data" / "reflex.json"
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from capsule.observe.content import reflex  # noqa: E402
+
+DATA_FILE = REPO / "capsule" / "observe" / "content" / "data" / "reflex.json"
 HELD_BACK = 4            # one case in HELD_BACK (by hash of its id) is held back
 TRAIN_RECALL = 0.995
 L2 = 1.0

@@ -43,6 +43,6 @@ def configure() -> None:
 
 
 def _install() -> None:
-    from capsule import log_handlers
+    from capsule.ground import log_handlers
 
     log_handlers.install()

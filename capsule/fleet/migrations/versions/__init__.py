@@ -1,0 +1,1 @@
+"""The fleet schema's revisions, oldest first; each is frozen once landed (never edited)."""

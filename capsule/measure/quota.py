@@ -1,0 +1,225 @@
+"""QUOTA: the account's rate-limit windows, read from the headers the proxy sees on every response.
+
+Per account and window: utilization (0-1), status, reset time, burn rate, projected exhaustion,
+and each session's share (the utilization rises its own responses carried). Anthropic unified
+(`anthropic-ratelimit-unified-*`, subscription logins), Anthropic classic (`anthropic-ratelimit-
+{requests,tokens,input-tokens,output-tokens}-*`, API keys), OpenAI (`x-ratelimit-*`), and Codex
+rollout `rate_limits` events. Not responsible for acting on it (route/governor.py).
+Invariant: only what the headers say is stored (never a credential: the account is a hash of
+it); a header that does not parse is skipped, never guessed; the same samples give the same model.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+
+from capsule.ground import paths
+from capsule.store import sqlite
+from capsule.store.sqlite import connect
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS quota_samples(
+  id INTEGER PRIMARY KEY,
+  ts REAL NOT NULL,
+  account TEXT NOT NULL,
+  regime TEXT NOT NULL,
+  api TEXT NOT NULL,
+  window TEXT NOT NULL,
+  utilization REAL NOT NULL,
+  status TEXT,
+  resets_at REAL,
+  session TEXT,
+  source TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS quota_window ON quota_samples(account, window, ts);
+"""
+QUOTA_DB = "quota.db"
+UNIFIED = "anthropic-ratelimit-unified-"
+CLASSIC = re.compile(r"^anthropic-ratelimit-(requests|tokens|input-tokens|output-tokens)-(limit|remaining|reset)$")
+OPENAI = re.compile(r"^x-ratelimit-(limit|remaining|reset)-(requests|tokens)$")
+BURN_SAMPLES = 12          # burn rate: the slope over the window's last N samples
+
+
+@dataclass(frozen=True)
+class Sample:
+    ts: float
+    account: str
+    regime: str            # subscription | api_key | unknown
+    api: str
+    window: str            # 5h, 7d, requests, tokens, ...
+    utilization: float
+    status: str | None = None
+    resets_at: float | None = None
+    session: str | None = None
+    source: str = "proxy"
+
+
+def account_of(api: str, headers: dict[str, str]) -> tuple[str, str]:
+    """(account, regime) from the request's credential: a hash, never the credential itself."""
+    from blake3 import blake3  # noqa: PLC0415
+
+    key = headers.get("x-api-key") or ""
+    auth = headers.get("authorization") or ""
+    token = key or auth.removeprefix("Bearer ").strip()
+    if not token:
+        return f"{api}:anonymous", "unknown"
+    regime = "api_key"
+    if auth and not key and api == "anthropic" and token.startswith("sk-ant-oat"):
+        regime = "subscription"       # an OAuth token: a Claude subscription login
+    return f"{api}:{blake3(token.encode()).hexdigest()[:12]}", regime
+
+
+def _num(v: str | None) -> float | None:
+    try:
+        return float(v) if v is not None else None
+    except ValueError:
+        return None
+
+
+def _when(v: str | None, now: float) -> float | None:
+    """Epoch seconds, an RFC 3339 time, or an OpenAI duration (`6m0s`, `1.5s`, `20ms`)."""
+    if v is None:
+        return None
+    n = _num(v)
+    if n is not None:
+        return n if n > 1e9 else now + n
+    try:
+        return datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        pass
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", v)
+    if parts and "".join(a + b for a, b in parts) == v:
+        return now + sum(float(a) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[u] for a, u in parts)
+    return None
+
+
+def from_headers(api: str, headers: dict[str, str], account: str, regime: str, session: str | None,
+                 now: float | None = None) -> list[Sample]:
+    """Every window a response's headers describe (lower-case names)."""
+    now = time.time() if now is None else now
+    h = {k.lower(): v for k, v in headers.items()}
+    out: list[Sample] = []
+    overall = h.get(UNIFIED + "status")
+    windows = sorted({k[len(UNIFIED):].rsplit("-", 1)[0] for k in h
+                      if k.startswith(UNIFIED) and k.endswith("-utilization")})
+    for w in windows:
+        u = _num(h.get(f"{UNIFIED}{w}-utilization"))
+        if u is None:
+            continue
+        out.append(Sample(now, account, "subscription", api, w, max(0.0, u), h.get(f"{UNIFIED}{w}-status") or overall,
+                          _when(h.get(f"{UNIFIED}{w}-reset"), now), session))
+    if out:
+        return out
+    classic: dict[str, dict[str, str]] = {}
+    for k, v in h.items():
+        m = CLASSIC.match(k) if api == "anthropic" else OPENAI.match(k)
+        if m:
+            kind, field = (m.group(1), m.group(2)) if api == "anthropic" else (m.group(2), m.group(1))
+            classic.setdefault(kind, {})[field] = v
+    for kind, f in sorted(classic.items()):
+        limit, remaining = _num(f.get("limit")), _num(f.get("remaining"))
+        if not limit or remaining is None:
+            continue
+        u = min(max(1.0 - remaining / limit, 0.0), 1.0)
+        out.append(Sample(now, account, regime if regime != "unknown" else "api_key", api, kind, u,
+                          "rejected" if remaining <= 0 else "allowed", _when(f.get("reset"), now), session))
+    return out
+
+
+def from_codex_event(payload: dict, account: str, session: str | None, ts: float) -> list[Sample]:
+    """A Codex rollout `token_count` event's `rate_limits` (primary / secondary windows)."""
+    limits = payload.get("rate_limits") if isinstance(payload, dict) else None
+    out = []
+    if not isinstance(limits, dict):
+        return out
+    for name in ("primary", "secondary"):
+        w = limits.get(name)
+        if not isinstance(w, dict) or not isinstance(w.get("used_percent"), (int, float)):
+            continue
+        minutes = w.get("window_minutes")
+        label = f"{int(minutes) // 60}h" if isinstance(minutes, int) and minutes < 1440 else (
+            f"{int(minutes) // 1440}d" if isinstance(minutes, int) else name)
+        reset = w.get("resets_at") if isinstance(w.get("resets_at"), (int, float)) else (
+            ts + w["resets_in_seconds"] if isinstance(w.get("resets_in_seconds"), (int, float)) else None)
+        out.append(Sample(ts, account, "subscription", "openai", label, float(w["used_percent"]) / 100.0,
+                          None, reset, session, "rollout"))
+    return out
+
+
+class QuotaStore:
+    def __init__(self, path: Path | None = None):
+        self.path = Path(path) if path else paths.state_dir() / QUOTA_DB
+        self.conn = connect(self.path)
+        with sqlite.write(self.conn):
+            self.conn.execute(SCHEMA)
+
+    def add(self, samples: list[Sample]) -> None:
+        if not samples:
+            return
+        with sqlite.write(self.conn):
+            for s in samples:
+                d = asdict(s)
+                self.conn.execute("INSERT INTO quota_samples(ts, account, regime, api, window, utilization, status, "
+                                  "resets_at, session, source) VALUES(:ts, :account, :regime, :api, :window, "
+                                  ":utilization, :status, :resets_at, :session, :source)", d)
+
+    def samples(self, since: float | None = None) -> list[Sample]:
+        cols = "ts, account, regime, api, window, utilization, status, resets_at, session, source"
+        return [Sample(*r) for r in self.conn.execute(
+            f"SELECT {cols} FROM quota_samples WHERE ts >= ? ORDER BY ts, id", (since or 0.0,))]
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def model(samples: list[Sample], now: float | None = None) -> dict:
+    """The quota picture: `windows` (latest per account+window, burn rate, projection) and
+    `sessions` (share of each window's rise since the first sample of its current period)."""
+    now = (samples[-1].ts if samples else time.time()) if now is None else now
+    by: dict[tuple[str, str], list[Sample]] = {}
+    for s in samples:
+        by.setdefault((s.account, s.window), []).append(s)
+    windows, shares = [], {}
+    for (account, name), rows in sorted(by.items()):
+        last = rows[-1]
+        period = [r for r in rows if r.resets_at == last.resets_at] if last.resets_at else rows
+        tail = period[-BURN_SAMPLES:]
+        span = tail[-1].ts - tail[0].ts
+        burn = (tail[-1].utilization - tail[0].utilization) / span * 3600 if span > 0 else None
+        projected = None
+        if burn and burn > 0 and last.utilization < 1:
+            at = last.ts + (1 - last.utilization) / burn * 3600
+            projected = at if not last.resets_at or at < last.resets_at else None
+        elif last.utilization >= 1:
+            projected = last.ts
+        rise: dict[str, float] = {}
+        for prev, cur in zip(period, period[1:]):
+            if cur.utilization > prev.utilization:
+                rise[cur.session or "(unknown)"] = rise.get(cur.session or "(unknown)", 0.0) + cur.utilization - prev.utilization
+        total = sum(rise.values())
+        for sess, r in rise.items():
+            shares.setdefault(sess, {})[f"{account}/{name}"] = round(r / total, 4) if total else 0.0
+        windows.append({"account": account, "regime": last.regime, "api": last.api, "name": name,
+                        "utilization": round(last.utilization, 4), "status": last.status, "resets_at": last.resets_at,
+                        "burn_per_hour": round(burn, 4) if burn is not None else None,
+                        "projected_exhausted_at": projected, "samples": len(rows), "updated": last.ts})
+    sessions = [{"session": s, "share": round(sum(v.values()) / len(v), 4), "by_window": v}
+                for s, v in sorted(shares.items())]
+    regimes = sorted({w["regime"] for w in windows})
+    return {"regime": regimes[0] if len(regimes) == 1 else ("mixed" if regimes else "unknown"),
+            "windows": windows, "sessions": sessions, "now": now}
+
+
+def peak(q: dict, account: str | None = None) -> tuple[float, dict | None]:
+    """The fullest window (of one account, or any): what the degrade threshold is compared with."""
+    best, found = 0.0, None
+    for w in q["windows"]:
+        if account and w["account"] != account:
+            continue
+        if w["utilization"] >= best:
+            best, found = w["utilization"], w
+    return best, found

@@ -1,0 +1,78 @@
+"""ROUTE LOG: the ledger's record of task boundaries, routing decisions and in-conversation changes.
+
+One row per event in ledger.db's `route_events`: kind = boundary (a new session, conversation,
+subagent, /clear, compaction, user prompt), decision (the lane chosen at a boundary and why),
+change (a model or effort that moved inside a conversation, with who did it and the cache write it
+cost), notice (a 429 / rejected answer shown to the user). Not responsible for deciding anything.
+Invariant: append-only, like the emissions table; detail is JSON without credentials.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from capsule.ground import paths
+from capsule.store import sqlite
+from capsule.store.sqlite import connect
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS route_events(
+  id INTEGER PRIMARY KEY,
+  ts REAL NOT NULL,
+  kind TEXT NOT NULL,
+  session TEXT,
+  conversation TEXT,
+  task_class TEXT,
+  source TEXT,
+  reason TEXT,
+  detail TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS route_events_ts ON route_events(ts);
+"""
+KINDS = ("boundary", "decision", "change", "notice")
+COLS = ("id", "ts", "kind", "session", "conversation", "task_class", "source", "reason", "detail")
+
+
+class RouteLog:
+    def __init__(self, path: Path | None = None):
+        self.path = Path(path) if path else paths.ledger_path()
+        self.conn = connect(self.path)
+        with sqlite.write(self.conn):
+            self.conn.execute(SCHEMA)
+
+    def record(self, kind: str, *, session: str | None = None, conversation: str | None = None,
+               task_class: str | None = None, source: str | None = None, reason: str = "",
+               detail: dict | None = None, ts: float | None = None) -> int:
+        if kind not in KINDS:
+            raise ValueError(f"route event kind {kind!r}: expected one of {KINDS}")
+        with sqlite.write(self.conn):
+            self.conn.execute("INSERT INTO route_events(ts, kind, session, conversation, task_class, source, reason, "
+                              "detail) VALUES(?,?,?,?,?,?,?,?)",
+                              (time.time() if ts is None else ts, kind, session, conversation, task_class, source,
+                               reason, json.dumps(detail or {}, sort_keys=True)))
+            return self.conn.last_insert_rowid()
+
+    def rows(self, since: float | None = None) -> list[dict]:
+        out = []
+        for r in self.conn.execute(f"SELECT {', '.join(COLS)} FROM route_events WHERE ts >= ? ORDER BY id",
+                                   (since or 0.0,)):
+            d = dict(zip(COLS, r))
+            d["detail"] = json.loads(d["detail"])
+            out.append(d)
+        return out
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def read(path: Path | None = None, since: float | None = None) -> list[dict]:
+    p = Path(path) if path else paths.ledger_path()
+    if not p.exists():
+        return []
+    log = RouteLog(p)
+    try:
+        return log.rows(since)
+    finally:
+        log.close()

@@ -1,0 +1,116 @@
+"""Images sized to a model family's cap: Pillow resize, deterministic re-encode.
+
+Responsible for pixels only: decode, orientation, downscale, encode. Not responsible for policy,
+OCR or archiving. Invariants: an image already within the cap comes back as the same bytes; a
+resized one is a pure function of (bytes, family) — same input, same bytes in every process;
+anything Pillow cannot read (or an animation, or a decompression bomb) raises MediaError and the
+caller passes the original.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+from capsule.observe.media import caps
+
+MAX_INPUT_PIXELS = 80_000_000      # past this, decoding alone could take GBs: the original passes
+FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
+# Re-encoding: PNG stays PNG (lossless, text stays crisp), JPEG and WebP stay lossy at a fixed
+# quality, a GIF frame becomes PNG. Fixed settings, no metadata: the bytes depend on the pixels only.
+JPEG_QUALITY = 85
+# Lanczos alone: measured on 4K code screenshots, an unsharp mask after it did not raise Tesseract's
+# word recall (tests/observe/media/test_legibility.py holds the recall rule).
+
+
+class MediaError(ValueError):
+    """Not an image this module can size; the caller sends the original."""
+
+
+@dataclass(frozen=True)
+class Sized:
+    data: bytes
+    media_type: str
+    before: tuple[int, int]
+    after: tuple[int, int]
+    tokens_before: int
+    tokens_after: int
+    changed: bool
+
+
+def _open(data: bytes):
+    from PIL import Image
+
+    try:
+        img = Image.open(io.BytesIO(data))
+        w, h = img.size
+    except Exception as exc:  # noqa: BLE001 - any decoder fault means "not for us"
+        raise MediaError(f"not a readable image ({type(exc).__name__})") from None
+    if img.format not in FORMATS:
+        raise MediaError(f"image format {img.format} is not sized")
+    if w * h > MAX_INPUT_PIXELS:
+        raise MediaError(f"image of {w}x{h} px is over {MAX_INPUT_PIXELS} px")
+    if getattr(img, "n_frames", 1) > 1:
+        raise MediaError("animated image: sent as it is")
+    return img
+
+
+def probe(data: bytes) -> tuple[str, int, int]:
+    """(media type, width, height) from the header alone."""
+    img = _open(data)
+    return FORMATS[img.format], img.size[0], img.size[1]
+
+
+def fit(data: bytes, fam: caps.Family) -> Sized:
+    """The image within the family's cap (unchanged bytes when it already is)."""
+    from PIL import Image, ImageOps
+
+    img = _open(data)
+    media_type = FORMATS[img.format]
+    w, h = img.size
+    before = caps.tokens(fam, w, h)
+    tw, th = caps.target(fam, w, h)
+    if (tw, th) == (w, h):
+        return Sized(data, media_type, (w, h), (w, h), before, before, False)
+    try:
+        img.load()
+        img = ImageOps.exif_transpose(img)
+        if (img.size[0] > img.size[1]) != (w > h) and w != h:   # rotated by its EXIF: the cap turns too
+            tw, th = th, tw
+        img = _normal_mode(img)
+        out = img.resize((tw, th), Image.Resampling.LANCZOS, reducing_gap=3.0)
+        encoded, media_type = _encode(out, media_type)
+    except MediaError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise MediaError(f"resize failed ({type(exc).__name__}: {exc})") from None
+    after = caps.tokens(fam, tw, th)
+    return Sized(encoded, media_type, (w, h), (tw, th), before, after, True)
+
+
+def _normal_mode(img):
+    if img.mode in ("RGB", "RGBA", "L"):
+        return img
+    if img.mode in ("LA", "PA") or (img.mode == "P" and "transparency" in img.info):
+        return img.convert("RGBA")
+    return img.convert("RGB")
+
+
+def _encode(img, media_type: str) -> tuple[bytes, str]:
+    img.info = {}
+    buf = io.BytesIO()
+    if media_type == "image/jpeg":
+        if img.mode not in ("RGB", "L"):
+            img = img.convert("RGB")
+        img.save(buf, "JPEG", quality=JPEG_QUALITY, optimize=False, progressive=False, subsampling=2)
+        return buf.getvalue(), "image/jpeg"
+    if media_type == "image/webp":
+        img.save(buf, "WEBP", quality=JPEG_QUALITY, method=4, exact=False)
+        return buf.getvalue(), "image/webp"
+    img.save(buf, "PNG", compress_level=6, optimize=False)
+    return buf.getvalue(), "image/png"
+
+
+def render_png(img) -> bytes:
+    """A Pillow image (a rendered PDF page) as deterministic PNG bytes."""
+    return _encode(_normal_mode(img), "image/png")[0]

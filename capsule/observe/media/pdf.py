@@ -1,0 +1,221 @@
+"""PDFs as what they cost to read: born-digital pages as text with page markers, pages without a text
+layer as page images sized to the family's cap.
+
+Responsible for text extraction (poppler's pdftotext; pypdf where poppler is missing), page rendering
+(poppler's pdftoppm) and the document block's price by formula. Not responsible for policy or
+archiving. Invariants: a page never becomes empty text — a page without a text layer is an image,
+and a PDF that cannot be rendered where it must be raises MediaError (the original passes); the
+output is a pure function of the bytes (same PDF, same parts).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from capsule.ground import tokens as tok
+from capsule.observe.media import caps, image
+from capsule.observe.media.image import MediaError
+
+TIMEOUT_S = 60.0
+MIN_TEXT_CHARS = 16        # a page with fewer non-space characters has no usable text layer
+MAX_PAGES = 600            # the API's own page limit; longer PDFs pass as they came
+MAX_RENDERED_PAGES = 40    # textless pages rendered at most; a longer scan passes as it came
+
+
+@dataclass(frozen=True)
+class Part:
+    kind: str                 # "text" | "image"
+    text: str = ""
+    data: bytes = b""
+    media_type: str = ""
+
+
+@dataclass
+class Converted:
+    parts: list[Part]
+    pages: int
+    text_pages: int
+    image_pages: int
+    tokens_before: int        # the document block, by formula
+    tokens_after: int
+    tool: str
+    page_sizes: list[tuple[float, float]] = field(default_factory=list)
+
+
+@lru_cache(maxsize=1)
+def tool() -> str | None:
+    """The text extractor in use: 'pdftotext (poppler X)', 'pypdf X (poppler missing)', or None."""
+    exe = shutil.which("pdftotext")
+    if exe:
+        try:
+            out = subprocess.run([exe, "-v"], capture_output=True, text=True, timeout=10)
+            version = (out.stderr or out.stdout).split("\n")[0].split()[-1]
+            return f"pdftotext (poppler {version})"
+        except (OSError, subprocess.SubprocessError, IndexError):
+            pass
+    try:
+        import pypdf
+    except ImportError:
+        return None
+    return f"pypdf {pypdf.__version__} (poppler's pdftotext missing)"
+
+
+def renderer() -> str | None:
+    return "pdftoppm" if shutil.which("pdftoppm") else None
+
+
+def _reader(data: bytes):
+    import pypdf
+
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            raise MediaError("encrypted PDF")
+        return reader
+    except MediaError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise MediaError(f"not a readable PDF ({type(exc).__name__})") from None
+
+
+def page_sizes(data: bytes) -> list[tuple[float, float]]:
+    """Each page's shown size in points (rotation applied)."""
+    reader = _reader(data)
+    out = []
+    for page in reader.pages:
+        box = page.mediabox
+        w, h = float(box.width), float(box.height)
+        if int(page.get("/Rotate", 0) or 0) % 180:
+            w, h = h, w
+        out.append((w, h))
+    return out
+
+
+def pages_text(data: bytes) -> list[str]:
+    """The text layer of each page (pdftotext, one form feed per page; pypdf without poppler)."""
+    exe = shutil.which("pdftotext")
+    if exe:
+        with _tmp_pdf(data) as path:
+            try:
+                proc = subprocess.run([exe, "-enc", "UTF-8", "-eol", "unix", path, "-"], capture_output=True,
+                                      timeout=TIMEOUT_S)
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise MediaError(f"pdftotext failed ({type(exc).__name__})") from None
+        if proc.returncode != 0:
+            raise MediaError(f"pdftotext exit {proc.returncode}")
+        pages = proc.stdout.decode("utf-8", "replace").split("\f")
+        if pages and not pages[-1].strip():
+            pages.pop()
+        return pages
+    reader = _reader(data)
+    out = []
+    for page in reader.pages:
+        try:
+            out.append(page.extract_text() or "")
+        except Exception:  # noqa: BLE001 - one unreadable page: treated as a page without text
+            out.append("")
+    return out
+
+
+def render_page(data: bytes, number: int, long_edge: int) -> bytes:
+    """Page `number` (1-based) as PNG with its long edge at `long_edge` px (pdftoppm)."""
+    exe = shutil.which("pdftoppm")
+    if not exe:
+        raise MediaError("a page without text needs pdftoppm (poppler-utils) to be sent as an image")
+    with _tmp_pdf(data) as path:
+        try:
+            proc = subprocess.run([exe, "-f", str(number), "-l", str(number), "-png", "-scale-to", str(long_edge),
+                                   "-singlefile", path], capture_output=True, timeout=TIMEOUT_S)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise MediaError(f"pdftoppm failed ({type(exc).__name__})") from None
+    if proc.returncode != 0 or not proc.stdout:
+        raise MediaError(f"pdftoppm exit {proc.returncode}")
+    return proc.stdout
+
+
+class _tmp_pdf:
+    """The PDF in an owner-only temp file (poppler reads paths); removed on exit."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+    def __enter__(self) -> str:
+        fd, self.path = tempfile.mkstemp(prefix="capsule-pdf-", suffix=".pdf")
+        with os.fdopen(fd, "wb") as f:
+            f.write(self.data)
+        return self.path
+
+    def __exit__(self, *exc) -> None:
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+
+def page_image_size(fam: caps.Family, w_pt: float, h_pt: float, long_edge: int) -> tuple[int, int]:
+    s = long_edge / max(w_pt, h_pt)
+    return caps.api_size(fam, max(1, int(w_pt * s)), max(1, int(h_pt * s)))
+
+
+def document_cost(fam: caps.Family, sizes: list[tuple[float, float]], texts: list[str]) -> int:
+    """A document block's tokens: per page, the page's image at the API's cap plus its text."""
+    long_edge = int(caps.data()["pdf"]["render_long_edge"])
+    total = 0
+    for i, (w, h) in enumerate(sizes):
+        pw, ph = page_image_size(fam, w, h, long_edge)
+        total += caps.tokens(fam, pw, ph) + (tok.count(texts[i]) if i < len(texts) else 0)
+    return total
+
+
+def has_text(page: str, min_chars: int = MIN_TEXT_CHARS) -> bool:
+    return sum(1 for c in page if not c.isspace()) >= min_chars
+
+
+def convert(data: bytes, fam: caps.Family, min_chars: int = MIN_TEXT_CHARS) -> Converted:
+    """Text with page markers for pages with a text layer; the others as images sized to the cap."""
+    sizes = page_sizes(data)
+    n = len(sizes)
+    if n == 0 or n > MAX_PAGES:
+        raise MediaError(f"PDF of {n} pages is sent as it came")
+    texts = pages_text(data)
+    texts = (texts + [""] * n)[:n]
+    textless = [i for i in range(n) if not has_text(texts[i], min_chars)]
+    if len(textless) > MAX_RENDERED_PAGES:
+        raise MediaError(f"{len(textless)} pages without text: sent as it came")
+    before = document_cost(fam, sizes, texts)
+    parts: list[Part] = []
+    run: list[str] = []
+    after = 0
+    for i in range(n):
+        if i in textless:
+            if run:
+                parts.append(Part("text", "".join(run)))
+                run = []
+            png = render_page(data, i + 1, int(caps.data()["pdf"]["render_long_edge"]))
+            sized = image.fit(png, fam)
+            parts.append(Part("text", f"--- page {i + 1} of {n} (no text layer: the page as an image) ---\n"))
+            parts.append(Part("image", data=sized.data, media_type=sized.media_type))
+            after += sized.tokens_after
+        else:
+            run.append(f"--- page {i + 1} of {n} ---\n{texts[i].strip()}\n")
+    if run:
+        parts.append(Part("text", "".join(run)))
+    parts = _merge_text(parts)
+    after += sum(tok.count(p.text) for p in parts if p.kind == "text")
+    return Converted(parts, n, n - len(textless), len(textless), before, after, tool() or "none", sizes)
+
+
+def _merge_text(parts: list[Part]) -> list[Part]:
+    out: list[Part] = []
+    for p in parts:
+        if p.kind == "text" and out and out[-1].kind == "text":
+            out[-1] = Part("text", out[-1].text + p.text)
+        else:
+            out.append(p)
+    return out

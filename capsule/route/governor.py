@@ -1,0 +1,84 @@
+"""GOVERNOR: degrade, don't die — which lane choice a task class gets at its boundary, given the quota.
+
+Not responsible for reading headers (measure/quota.py), for applying a choice (launch flags in
+route/policy.py, the proxy's first request of a conversation) or for logging it (the caller writes
+the decision to the route log). Invariant: a choice is made only when asked at a boundary and is
+a pure function of (table, class, peak utilization): past the role's degrade_at, routine lanes take
+their degraded_* values; main and plan only when degrade_main; output is never cut (no max_tokens).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from capsule.route.lanes import Lane, Table
+
+
+@dataclass(frozen=True)
+class Choice:
+    lane: Lane
+    degraded: bool
+    reason: str
+
+
+def choose(table: Table, task_class: str, utilization: float, window: str | None = None) -> Choice:
+    lane = table[task_class]
+    where = f"{window} at {100 * utilization:.0f}%" if window else f"{100 * utilization:.0f}%"
+    if utilization < table.degrade_at:
+        return Choice(lane, False, f"{where} < degrade_at {100 * table.degrade_at:.0f}%: role lane")
+    if not table.may_degrade(task_class):
+        return Choice(lane, False, f"{where} >= degrade_at {100 * table.degrade_at:.0f}%, but the {task_class} lane "
+                                   "degrades only with degrade_main = true")
+    cheaper = lane.degraded()
+    if cheaper == lane:
+        return Choice(lane, False, f"{where} >= degrade_at: the {task_class} lane names nothing cheaper")
+    return Choice(cheaper, True, f"{where} >= degrade_at {100 * table.degrade_at:.0f}%: {task_class} lane degraded to "
+                                 f"{cheaper.model or 'client default'}/{cheaper.effort or '-'}")
+
+
+def budget_windows(role_arg, now: float | None = None, regime: str = "api_key", calls: list[dict] | None = None) -> list[dict]:
+    """Spend windows from the cost engine for an API key: today's (UTC) spend against budget_usd_day,
+    the most spent session against budget_usd_session. None apply to a subscription login."""
+    from capsule.policy.manifest import Role, load_role  # noqa: PLC0415
+
+    role = role_arg if isinstance(role_arg, Role) else load_role(role_arg)
+    routing = role.context.routing or {}
+    day_budget, session_budget = routing.get("budget_usd_day"), routing.get("budget_usd_session")
+    if regime == "subscription" or not (day_budget or session_budget):
+        return []
+    now = time.time() if now is None else now
+    if calls is None:
+        from capsule.measure.usage import UsageStore  # noqa: PLC0415
+
+        store = UsageStore()
+        try:
+            calls = store.calls()
+        finally:
+            store.close()
+    from capsule.measure import cost  # noqa: PLC0415
+
+    day0 = datetime.fromtimestamp(now, timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    reset = (day0 + timedelta(days=1)).timestamp()
+    out = []
+    spent_day, per_session = 0.0, {}
+    for c in calls:
+        usd = cost.call_cost(c).usd or 0.0
+        if (c.get("ts") or 0) >= day0.timestamp():
+            spent_day += usd
+        per_session[c["session_id"]] = per_session.get(c["session_id"], 0.0) + usd
+    if day_budget:
+        out.append(_spend("spend-day", spent_day, day_budget, reset, now))
+    if session_budget and per_session:
+        sid, usd = max(per_session.items(), key=lambda kv: kv[1])
+        out.append({**_spend("spend-session", usd, session_budget, None, now), "session": sid})
+    return out
+
+
+def _spend(name: str, usd: float, budget: float, reset: float | None, now: float) -> dict:
+    u = usd / budget
+    return {"account": "budget", "regime": "api_key", "api": "cost engine", "name": name,
+            "utilization": round(u, 4), "status": "rejected" if u >= 1 else "allowed", "resets_at": reset,
+            "burn_per_hour": None, "projected_exhausted_at": now if u >= 1 else None,
+            "spent_usd": round(usd, 6), "budget_usd": budget, "samples": 0, "updated": now}

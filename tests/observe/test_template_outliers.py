@@ -1,0 +1,58 @@
+"""Template outliers (issue 25): in a run of search hits sharing a template, the hit that breaks it
+is kept and the rest are counted with their template and the range of what varied. Real grep, run
+on files written here."""
+
+from __future__ import annotations
+
+import subprocess
+
+from capsule.engine import Engine
+from capsule.ground import tokens
+from capsule.observe.content.templates import cluster
+from capsule.observe.filters.search_stream import ungroup
+
+
+def grep(args: list[str], cwd) -> bytes:
+    return subprocess.run(["grep", *args], cwd=cwd, capture_output=True, check=True).stdout
+
+
+def test_the_one_todo_that_differs_of_301_is_kept(tmp_path):
+    # Real Codex saw 301 hits, 300 `# TODO tidy imports in module D.M`; the cut kept 80 routine ones.
+    for d in "abcdef":
+        (tmp_path / "src" / d).mkdir(parents=True)
+        for m in range(1, 51):
+            (tmp_path / "src" / d / f"mod{m}.py").write_text(f"import os\n# TODO tidy imports in module {d}.{m}\n")
+    (tmp_path / "src" / "c" / "refunds.py").write_text(
+        "def refund_half(x):\n    # TODO refund_half subtracts one cent before rounding\n    return x / 2\n")
+    raw = grep(["-rn", "TODO", "src"], tmp_path)
+    assert raw.count(b"\n") == 301
+    out = Engine(tmp_path / "st", mode="standard", scope="t").observe(raw, command="grep -rn TODO src").data.decode()
+    assert "src/c/refunds.py:2:    # TODO refund_half subtracts one cent before rounding" in out.splitlines()
+    count = next(ln for ln in out.splitlines() if ln.startswith("(+"))
+    assert "299 more hits" in count and "# TODO tidy imports in module <*>.<N>" in count
+    assert "a, b, c, d, e, f" in count and "1…50" in count           # the range of what varied
+    assert tokens.count(out) < tokens.count(raw.decode()) // 10
+
+
+def test_sixty_hits_of_one_template_fold_below_the_cut(tmp_path):
+    # Real Claude Code: 61 hits, 60 of one template, passed whole (under the 80-hit cut).
+    (tmp_path / "handlers.py").write_text("".join(
+        f"def handle_{i}(request):\n    log.debug('handler {i} called for %s', request.path)\n" for i in range(60))
+        + "def handle_refund(request):\n    log.debug('refund called twice for %s: idempotency key ignored', request.path)\n")
+    raw = grep(["-rn", "log.debug", "."], tmp_path)
+    assert raw.count(b"\n") == 61
+    eng = Engine(tmp_path / "st", mode="standard", scope="t")
+    out = eng.observe(raw, command="grep -rn log.debug .").data.decode()
+    back = ungroup(out)
+    assert "./handlers.py:122:    log.debug('refund called twice for %s: idempotency key ignored', request.path)" in back
+    assert any("59 more hits of the template" in ln for ln in out.splitlines())
+    assert tokens.count(out) < 0.3 * tokens.count(raw.decode())
+    assert eng.observe(raw, command="grep -rn log.debug .").data.decode() == out     # deterministic
+
+
+def test_a_word_that_breaks_a_dominant_one_is_an_outlier():
+    lines = [f"worker {i} finished batch {i * 7} in 12 ms" for i in range(40)]
+    lines[17] = "worker 17 aborted batch 119 in 12 ms"
+    folds, outliers = cluster(lines)
+    assert outliers == {17} and len(folds) == 1 and 17 not in folds[0].members
+    assert folds[0].template == "worker <N> finished batch <N> in 12 ms"
