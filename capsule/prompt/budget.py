@@ -78,7 +78,7 @@ def instructions_text(client: str, surface: dict) -> str:
     header = clients()[client].get("instructions_header")
     if not surface.get("instructions") or not header:
         return ""
-    return header.format(server=SERVER) + surface["instructions"]
+    return header.format(server=SERVER) + surface["instructions"] + clients()[client].get("instructions_footer", "")
 
 
 def texts(client: str, role, subsystems: dict, surface: dict | None = None) -> dict[str, str]:

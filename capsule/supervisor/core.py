@@ -24,7 +24,9 @@ from capsule import __version__
 from capsule.ground import paths
 from capsule.ground import switches
 from capsule.policy.manifest import Role
+from capsule.prompt import pack
 from capsule.route import policy as route
+from capsule.route import subagents
 from capsule.policy import plan as planning
 from capsule.supervisor import server
 from capsule.supervisor.server import EngineServer
@@ -66,6 +68,13 @@ def agent_kind(role: Role, command: list[str] | None) -> str:
     return base if base in ("claude", "codex") else "shell"
 
 
+def _contract_in_subagents() -> None:
+    """The subagent definitions capsule generates (route/subagents.py) carry the prompt layer's
+    report contract (prompt/pack.py): wired here, above both layers. Idempotent."""
+    if pack.extend_definition not in subagents.EXTENSIONS:
+        subagents.EXTENSIONS.append(pack.extend_definition)
+
+
 class Supervisor:
     def __init__(self, opts: Options):
         self.opts = opts
@@ -74,6 +83,8 @@ class Supervisor:
         self.plan = planning.plan(self.role, self.switches)
         self.mode = planning.effective_mode(self.role, self.switches)
         kind = agent_kind(self.role, opts.command)
+        if self.plan["register"].on:
+            _contract_in_subagents()
         # A command for another client than the role's (a codex command under a claude role) gets
         # no lanes: the role's models are another API's.
         self.router = route.router_for(self.role, enabled=self.plan["routing"].on and kind == self.role.agent.kind,
@@ -308,7 +319,7 @@ class Supervisor:
         """The role's standing instructions (register pack, prompt/pack.py); None on failure, when
         the agent gets the plain read-door note (fail open)."""
         try:
-            from capsule.prompt import budget, pack  # noqa: PLC0415
+            from capsule.prompt import budget  # noqa: PLC0415 - reads the ledger for a codebook
 
             return pack.standing_text(self.role.context.output, read_door=self.plan["mcp"].on,
                                       legend=budget.legend_for(self.role))

@@ -52,22 +52,24 @@ class Capture:
 
 
 def claude(ws: Path, home: Path, *, role: str | Path | None = None, extra: list[str] = (),
-           calls: list[dict] | None = None, env: dict | None = None) -> Capture:
+           calls: list[dict] | None = None, env: dict | None = None, fake: FakeMessages | None = None,
+           tools: str = "mcp__capsule") -> Capture:
     """One `claude -p` session (inside `capsule up --role ROLE --local` when role is given)."""
     home.mkdir(parents=True, exist_ok=True)
-    fake = FakeMessages("mcp__capsule__ctx_read", [READ] if calls is None else calls)
+    fake = fake or FakeMessages("mcp__capsule__ctx_read", [READ] if calls is None else calls)
     try:
         run_env = {**base_env(home), "CLAUDE_CONFIG_DIR": str(home / "claude"), "ANTHROPIC_BASE_URL": fake.url,
                    "ANTHROPIC_API_KEY": "test", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
                    "DISABLE_AUTOUPDATER": "1", "MCP_CONNECTION_NONBLOCKING": "0", **(env or {})}
-        argv = [client("claude"), "-p", "read the readme", "--allowedTools", "mcp__capsule",
+        argv = [client("claude"), "-p", "read the readme", "--allowedTools", tools,
                 "--output-format", "json", *extra]
         if role is not None:
             argv = capsule_up(role) + argv
         proc = subprocess.run(argv, cwd=ws, env=run_env, capture_output=True, text=True, timeout=TIMEOUT_S,
                               stdin=subprocess.DEVNULL)
         assert proc.returncode == 0, f"claude exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
-        return Capture([r for r in fake.requests if r.get("tools")], proc.stdout, proc.stderr)
+        return Capture([r for r in fake.requests if r.get("tools") and "SUBAGENT-TASK" not in json.dumps(r["messages"][:1])],
+                       proc.stdout, proc.stderr)
     finally:
         fake.close()
 
@@ -103,13 +105,18 @@ def added_tools(plain: dict, other: dict) -> list[dict]:
 
 
 def claude_system_text(body: dict) -> str:
-    """The system prompt blocks and the role:system messages of a Messages request (standing part)."""
+    """The standing text of a Messages request: its system blocks, role:system messages and the
+    <system-reminder> blocks of the first user message (where Claude Code puts the agent types and
+    the MCP server instructions when --agents is given)."""
     system = body.get("system") or []
     blocks = [system] if isinstance(system, str) else [b.get("text", "") for b in system]
-    for m in body.get("messages", []):
+    for i, m in enumerate(body.get("messages", [])):
+        c = m.get("content")
+        texts = [c] if isinstance(c, str) else [b.get("text", "") for b in c or [] if b.get("type") == "text"]
         if m.get("role") == "system":
-            c = m.get("content")
-            blocks += [c] if isinstance(c, str) else [b.get("text", "") for b in c or []]
+            blocks += texts
+        elif i == 0 and m.get("role") == "user":   # the first message's <system-reminder> blocks (with --agents)
+            blocks += [t for t in texts if t.startswith("<system-reminder>")]
     return "\n".join(blocks)
 
 

@@ -41,10 +41,13 @@ def _expected_texts(client: str, role_name) -> dict[str, str]:
 
 
 def test_claude_code_requests_carry_exactly_what_doctor_counts(ws, tmp_path):
+    """A role without routing: the plain run is the same model with the same agents, so every line
+    capsule adds is the prompt layer's (the route layer's model and agent pins are issue 18's)."""
     home = tmp_path / "home"
+    role = _role_file(tmp_path, "claude-dev", "claude", 'register = "terse"')
     plain = capture.claude(ws, home)
-    first = capture.claude(ws, home, role=ROLE)
-    second = capture.claude(ws, home, role=ROLE)
+    first = capture.claude(ws, home, role=role)
+    second = capture.claude(ws, home, role=role)
     assert len(first.requests) >= 2, first.stderr[-2000:]     # the scripted ctx_read, then the answer
 
     # tools: capsule's four as Claude Code wraps them, and no MCP resource tools
@@ -53,13 +56,15 @@ def test_claude_code_requests_carry_exactly_what_doctor_counts(ws, tmp_path):
     assert not {"ListMcpResourcesTool", "ReadMcpResourceTool", "ReadMcpResourceDirTool"} & {t["name"] for t in added}
 
     # text: every counted part is in the standing part (system) of every request, verbatim
-    expected = _expected_texts("claude", ROLE)
+    expected = _expected_texts("claude", role)
     body_parts = {k: v for k, v in expected.items() if k not in ("mcp tools", "subagent contract")}
     assert budget.IDENTITY in body_parts         # --append-system-prompt's longer identity line
     assert {"register", "guards", "guard lines", "read-door note", "mcp instructions"} <= set(body_parts)
     for body in first.requests + second.requests:
         system = capture.claude_system_text(body)
         for name, text in body_parts.items():
+            if name == "mcp instructions":   # a system message, or a <system-reminder> (counted as that, the larger)
+                text = text.removeprefix("<system-reminder>\n").removesuffix("\n</system-reminder>")
             assert text in system, name
     # nothing else: the system text capsule added is those parts and nothing more
     base = set(capture.claude_system_text(plain.requests[0]).splitlines())
@@ -104,3 +109,37 @@ def test_register_off_sends_no_register_and_guard_lines_off_sends_none(ws, tmp_p
     assert pack.data()["guard_lines"]["text"] not in system
     assert pack.data()["read_door"]["text"] in system          # the read door is still on: its one line
     assert pack.standing_text({"register": "off", "guard_lines": False}, read_door=False) == ""
+
+
+class _SpawnsExplore(capture.FakeMessages):
+    """Main: one Agent call (Explore) with a task; the subagent answers at once; then done."""
+
+    TASK = "SUBAGENT-TASK: find every caller of parse_header() in src/ and list them ALL, with file:line."
+
+    def __init__(self):
+        super().__init__("Agent", [])
+
+    def answer(self, body):
+        first = capture.json.dumps(body.get("messages", [])[:1])
+        if "SUBAGENT-TASK" in first:
+            return [{"type": "text", "text": "found: src/a.py:3\nanomalies: none"}]
+        if not self._results_in(body):
+            return [{"type": "tool_use", "id": "toolu_agent", "name": "Agent",
+                     "input": {"description": "find callers", "prompt": self.TASK, "subagent_type": "Explore"}}]
+        return [{"type": "text", "text": "done"}]
+
+
+def test_claude_code_subagent_capsule_defines_gets_the_report_contract(ws, tmp_path):
+    """The route layer's pinned Explore definition (--agents) carries the prompt layer's contract;
+    the task the main agent hands over reaches the subagent exactly as written."""
+    role = _role_file(tmp_path, "explorer", "claude", 'register = "terse"\n\n'
+                      '[context.routing.lanes.explore]\nmodel = "claude-haiku-4-5"')
+    fake = _SpawnsExplore()
+    got = capture.claude(ws, tmp_path / "home", role=role, fake=fake, tools="Agent")
+    sub = [b for b in fake.requests if "SUBAGENT-TASK" in capture.json.dumps(b.get("messages", [])[:1])]
+    assert sub, got.stderr[-2000:]
+    assert pack.report_contract() in capture.claude_system_text(sub[0])
+    assert sub[0]["model"] == "claude-haiku-4-5"
+    assert _SpawnsExplore.TASK in capture.json.dumps(sub[0]["messages"][0])
+    main = [b for b in fake.requests if b not in sub]
+    assert pack.report_contract() not in capture.claude_system_text(main[0])   # the main agent's own text is not the contract
