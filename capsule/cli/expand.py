@@ -1,7 +1,7 @@
 """`capsule ctx expand HANDLE [--lines N-M] [--grep REGEX]`: get an original back, byte-exact.
 
 Not responsible for storing (store/archive.py). Invariant (INV-5): with no selector the
-bytes written are exactly the bytes archived; an unknown or expired handle, or a --lines range past
+bytes written are exactly the bytes archived (secrets redacted before storing, which stderr then says); an unknown or expired handle, or a --lines range past
 the end, exits 2 with a message; a --grep that matches nothing exits 1.
 """
 
@@ -35,6 +35,16 @@ def parse_range(spec: str) -> tuple[int, int | None]:
     return first, last
 
 
+REDACTED = b"[capsule redacted: "     # store/redact.py's marker
+
+
+def _say_redacted(n: int) -> None:
+    if n:
+        print(f"capsule: {n} secret{'s' if n != 1 else ''} in this output {'were' if n != 1 else 'was'} redacted "
+              f"before it was stored ([capsule redacted: KIND]); the rest is byte-exact. JACKIN_CTX_NO_REDACT=1 "
+              f"stores outputs verbatim", file=sys.stderr)
+
+
 def cmd_expand(args) -> int:
     from capsule.store.archive import Archive, UnknownHandle, normalise
 
@@ -48,8 +58,11 @@ def cmd_expand(args) -> int:
         raise UserError(f"no archived output for handle {normalise(args.handle)}: it was never stored here "
                         f"or its retention ({archive.retention_s}s) has passed")
     if args.lines is None and args.grep is None:
+        redacted = 0
         for chunk in chunks:
+            redacted += chunk.count(REDACTED)
             out.write(chunk)
+        _say_redacted(redacted)
         return 0
     first, last = parse_range(args.lines) if args.lines is not None else (1, None)
     pattern = None
@@ -58,9 +71,10 @@ def cmd_expand(args) -> int:
             pattern = re.compile(args.grep.encode("utf-8", "surrogateescape"))
         except re.error as exc:
             raise UserError(f"--grep {args.grep!r}: bad regular expression: {exc}")
-    total = matched = 0
+    total = matched = redacted = 0
     for number, line in _lines(chunks):
         total = number
+        redacted += line.count(REDACTED)
         if number < first:
             continue
         if last is not None and number > last:
@@ -70,6 +84,7 @@ def cmd_expand(args) -> int:
         elif pattern.search(line):
             matched += 1
             out.write(b"%d:" % number + line + b"\n")
+    _say_redacted(redacted)
     # Nothing printed must never look like an empty original: say why, like grep and sed would not.
     if first > total:
         raise UserError(f"--lines {args.lines}: the original has only {total} line{'s' if total != 1 else ''}")

@@ -34,7 +34,9 @@ class Journal:
             tmp = f"{base}.tmp"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             fcntl.flock(fd, fcntl.LOCK_EX)        # held until we exit, however we exit
-            os.write(fd, f"{command}\n{os.getcwd()}\n".encode("utf-8", "surrogateescape"))
+            from capsule.store import redact
+
+            os.write(fd, f"{redact.redacted(command)}\n{os.getcwd()}\n".encode("utf-8", "surrogateescape"))
             os.rename(tmp, f"{base}.cmd")       # seen by recover() only once locked
             self._lock, self._base = fd, base
             for s in STREAMS:

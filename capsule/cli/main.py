@@ -22,6 +22,7 @@ COMMAND_MODULES = [
     "capsule.cli.ctx",
     "capsule.cli.runtime",
     "capsule.cli.proxy",
+    "capsule.cli.fleet",
 ]
 
 

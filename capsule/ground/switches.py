@@ -29,6 +29,7 @@ RETENTION = "JACKIN_CTX_RETENTION_SECONDS"
 SCOPE = "JACKIN_CTX_SCOPE"
 MODE = "JACKIN_CTX_MODE"
 ROLE = "JACKIN_CTX_ROLE"
+ACCOUNT = "JACKIN_CTX_ACCOUNT"  # the operator's name for the account a capsule bills: a fleet tag only
 AGENT_MARKER = "JACKIN_CTX_AGENT"
 AGENT_MODEL = "JACKIN_CTX_AGENT_MODEL"  # the agent client's model, set by the supervisor (output caps)
 # "KEY DEV:INO DEV:INO": the files (stdout, stderr) the agent's current tool call reads, recorded
@@ -39,6 +40,7 @@ STREAM_AFTER = "JACKIN_CTX_STREAM_AFTER"  # seconds a call's output is held befo
 STREAM_AFTER_S = 20.0      # its default: a dev server or a long build never looks dead (shims, ctx run)
 IN_SHIM = "JACKIN_CTX_IN_SHIM"  # set for the real command a shim runs: nested shims pass through
 FAULT_INJECT = "JACKIN_CTX_FAULT_INJECT"  # test-only: name of a transform forced to raise
+NO_REDACT = "JACKIN_CTX_NO_REDACT"  # keep secrets verbatim in what capsule stores (redacted by default)
 USAGE_INTERVAL = "JACKIN_CTX_USAGE_INTERVAL"  # seconds between the supervisor's transcript ingestion passes
 
 _FALSE = {"", "0", "false", "no", "off"}

@@ -34,6 +34,8 @@ from capsule.store.stubs import StubStore
 SERVER_NAME = "capsule"
 REFRESH_EVERY_S = 30.0
 DEFAULT_BUDGET = 800
+MEDIA_EXTENSIONS = ("png", "jpg", "jpeg", "gif", "webp", "pdf")
+MAX_MEDIA_BYTES = 32 << 20     # the model APIs' own request cap
 
 
 def passive(role_mode: str | None = None) -> bool:
@@ -76,6 +78,8 @@ class ReadDoor:
         self.languages = languages
         self._ledger_db = None
         self.role_mode = role_mode
+        self._engine = None
+        self._media: dict | None = None
 
     # -- index, kept warm ------------------------------------------------------------------------
     def index(self) -> WorkspaceIndex:
@@ -153,7 +157,12 @@ class ReadDoor:
         return self.scope
 
     def read(self, path: str, mode: str = "auto", fresh: bool = False, task: str = "",
-             meta: dict | None = None, intent: str = "") -> str:
+             meta: dict | None = None, intent: str = ""):
+        """The read's text; for an image or PDF file, MCP content blocks (capsule/engine_media.py)."""
+        if mode in ("", "auto", "full") and path.rsplit(".", 1)[-1].lower() in MEDIA_EXTENSIONS:
+            blocks = self._read_media(path, self.call_scope(task, meta))
+            if blocks is not None:
+                return blocks
         if intent.strip() and mode in ("", "auto"):
             return self._read_for_intent(path, intent.strip())
         scope = self.call_scope(task, meta)
@@ -164,6 +173,60 @@ class ReadDoor:
             raise ToolError(str(exc)) from None
         self._ledger(result, scope, started)
         return result.text
+
+    def _read_media(self, path: str, scope: str):
+        """An image sized to the agent model's family cap, a screenshot of a workspace file as a pointer,
+        a PDF as text with page markers; None when the file is not media (the text path answers)."""
+        from mcp.types import ImageContent, TextContent
+
+        from capsule import engine_media
+        from capsule.observe import media
+        from capsule.policy import media as media_policy
+
+        try:
+            real = workspace.resolve(self.root, path)
+            rel = workspace.relative(self.root, real)
+            data = workspace.read_inside(self.root, real, rel, MAX_MEDIA_BYTES)
+        except (workspace.WorkspaceError, OSError) as exc:
+            raise ToolError(str(exc)) from None
+        kind = media.kind_of(None, data)
+        if kind is None:
+            return None
+        ctx_mode = os.environ.get(switches.MODE, "").strip().lower() or self.role_mode or "standard"
+        policy = media_policy.from_table(self._media_table(), ctx_mode)
+        if self._engine is None:
+            from capsule.engine import Engine
+
+            self._engine = Engine()
+        out = engine_media.observe_media(self._engine, data, None, model=os.environ.get(switches.AGENT_MODEL),
+                                         api="anthropic", policy=policy, scope=scope or None, path=rel,
+                                         workspace=self.root, door="ctx_read")
+        if out.parts is None:
+            if kind == "pdf":
+                raise ToolError(f"{rel} is a PDF and the media layer is {policy.mode} ({policy.reason}); "
+                                "ctx_read serves its text only when [context.media] is on")
+            import base64
+
+            mime = media.image.probe(data)[0] if _probe_ok(data) else "image/png"
+            return [ImageContent(type="image", data=base64.b64encode(data).decode("ascii"), mime_type=mime)]
+        import base64
+
+        return [TextContent(type="text", text=p.text) if p.kind == "text" else
+                ImageContent(type="image", data=base64.b64encode(p.data).decode("ascii"), mime_type=p.media_type)
+                for p in out.parts]
+
+    def _media_table(self) -> dict:
+        if self._media is None:
+            self._media = {}
+            name = os.environ.get(switches.ROLE)
+            if name:
+                try:
+                    from capsule.policy.manifest import load_role
+
+                    self._media = dict(load_role(name).context.media)
+                except Exception:  # role_settings() already said the role did not load
+                    pass
+        return self._media
 
     def _read_for_intent(self, path: str, intent: str) -> str:
         """An auto read with the step's goal: a plain (non-outlined) text keeps only the lines the
@@ -258,8 +321,21 @@ class ReadDoor:
         return text
 
 
-def _wire(text: str) -> str:
-    """JSON-RPC carries Unicode only: bytes that were not UTF-8 (kept as surrogates) become U+FFFD."""
+def _probe_ok(data: bytes) -> bool:
+    from capsule.observe.media import image
+
+    try:
+        image.probe(data)
+        return True
+    except image.MediaError:
+        return False
+
+
+def _wire(text):
+    """JSON-RPC carries Unicode only: bytes that were not UTF-8 (kept as surrogates) become U+FFFD.
+    Content blocks (a media read) pass as they are."""
+    if not isinstance(text, str):
+        return text
     try:
         text.encode("utf-8")
         return text
@@ -306,6 +382,8 @@ def build_server(door: ReadDoor) -> Server:
         except Exception as exc:  # noqa: BLE001 - an unanticipated failure is still an answer, never a hang
             return types.CallToolResult(content=[types.TextContent(type="text", text=f"{params.name} failed: {exc!r}")],
                                         is_error=True)
+        if isinstance(text, list):      # an image or a PDF read: MCP content blocks (engine_media.py)
+            return types.CallToolResult(content=text)
         return types.CallToolResult(content=[types.TextContent(type="text", text=_wire(text))])
 
     return Server(SERVER_NAME, instructions=listed["instructions"] or None,

@@ -14,6 +14,7 @@ from pathlib import Path
 from capsule.ground import paths
 from capsule.store import finisher
 from capsule.store import sqlite
+from capsule.store import redact
 from capsule.store.sqlite import connect
 
 SCHEMA = """
@@ -95,6 +96,7 @@ class Ledger:
         import json     # here: a cold `ctx run` records in its finisher, after the output (~2 ms)
 
         d = asdict(row)
+        d["command"], d["intent"] = redact.redacted(d["command"]), redact.redacted(d["intent"])   # a token on a command line
         d["manifest"] = json.dumps(d["manifest"])
         d["reports"] = json.dumps(d["reports"])
         d["applied"] = int(d["applied"])

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from capsule.ground import paths
+from capsule.store import redact
 from capsule.store import sqlite
 from capsule.store.sqlite import connect
 
@@ -232,6 +233,7 @@ class UsageStore:
             self.conn.execute(_UPSERT_CALL, d)
         for t in batch.tools:
             d = asdict(t)
+            d["target"] = redact.redacted(d["target"])     # a command line from a transcript
             if d["is_error"] is not None:
                 d["is_error"] = int(d["is_error"])
             self.conn.execute(_UPSERT_TOOL, d)

@@ -19,6 +19,7 @@ import anyio
 import httpx2
 
 from capsule.ground import paths
+from capsule.proxy import media as proxy_media
 from capsule.proxy import rewrite, target, usage
 from capsule.proxy.memo import Memo
 
@@ -43,6 +44,8 @@ class Settings:
     routing: object = None           # the session's lane table (capsule.route.lanes.Table); None: no pins
     agent_kind: str | None = None
     stagger: object = None           # capsule.proxy.stagger.Settings; None: the defaults
+    media: dict | None = None        # the role's [context.media] table (None: follows `mode`)
+    workspace: Path | None = None    # where a screenshot's source file may be found (None: no pointers)
 
 
 class Proxy:
@@ -61,7 +64,7 @@ class Proxy:
 
         self.stagger = Stagger(settings.stagger or settings_from({}))
         self.stats = {"requests": 0, "rewritten": 0, "blocks_shrunk": 0, "usage_rows": 0, "fail_open": 0,
-                      "upstream_errors": 0, "refused": 0}
+                      "upstream_errors": 0, "refused": 0, "media_changed": 0}
 
     # ---- ASGI --------------------------------------------------------------------------------------
     async def __call__(self, scope, receive, send) -> None:
@@ -167,7 +170,37 @@ class Proxy:
                 self.stats["blocks_shrunk"] += 1
             return text if stored is None else stored
 
-        return rewrite.rewrite(api, parsed, shrink, shims_on=self.settings.shims_on)
+        def media(blob: proxy_media.Blob):
+            found = self.memo.get(api, session, MEDIA_CALL, blob.b64)
+            if found is not Memo._MISSING:
+                return None if found is None else _parts(found)
+            parts = self._media(blob, parsed.get("model"), session)
+            stored = self.memo.put(api, session, MEDIA_CALL, blob.b64, None if parts is None else _parts_json(parts))
+            if stored is not None:
+                self.stats["media_changed"] += 1
+            return None if stored is None else _parts(stored)
+
+        media_changed = proxy_media.rewrite(api, parsed, media)
+        out = rewrite.rewrite(api, parsed, shrink, shims_on=self.settings.shims_on)
+        return rewrite.serialize(parsed) if out is None and media_changed else out
+
+    def _media(self, blob: proxy_media.Blob, model, session: str):
+        """One image or PDF through the engine's media entry, at its first sight in the conversation."""
+        from capsule import engine_media  # noqa: PLC0415 - Pillow and poppler only for requests with media
+        from capsule.policy import media as media_policy  # noqa: PLC0415
+
+        policy = media_policy.from_table(self.settings.media, self.settings.mode)
+        if policy.mode == "off":
+            return None
+        data = proxy_media.decode(blob)
+        if data is None:
+            return None
+        with self._engine_lock:
+            out = engine_media.observe_media(self.engine(), data, blob.media_type,
+                                             model=model if isinstance(model, str) else None, api=blob.api,
+                                             policy=policy, scope=session, path=blob.path,
+                                             workspace=self.settings.workspace)
+        return out.parts
 
     def _observe(self, call: rewrite.Call, text: str, session: str) -> str:
         """One observation through the engine (classify → transform → guard → archive → ledger)."""
@@ -264,6 +297,24 @@ class Proxy:
                     closer()
                 except Exception:  # noqa: BLE001
                     pass
+
+
+MEDIA_CALL = "media"     # the memo's call id for image and PDF blocks (keyed by their base64 text)
+
+
+def _parts_json(parts) -> str:
+    import base64  # noqa: PLC0415
+
+    return json.dumps([{"kind": p.kind, "text": p.text, "media_type": p.media_type,
+                        "data": base64.b64encode(p.data).decode("ascii")} for p in parts])
+
+
+def _parts(stored: str):
+    import base64  # noqa: PLC0415
+
+    from capsule.observe.media.pdf import Part  # noqa: PLC0415
+
+    return [Part(d["kind"], d["text"], base64.b64decode(d["data"]), d["media_type"]) for d in json.loads(stored)]
 
 
 async def _read_body(receive) -> bytes:

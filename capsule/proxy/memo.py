@@ -7,6 +7,7 @@ never changes; when two requests race on a new block, the first stored value is 
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from blake3 import blake3
 
+from capsule.store import redact
 from capsule.store import sqlite
 
 SCHEMA = """
@@ -45,6 +47,35 @@ def _utf8(text: str) -> bytes:
         return text.encode("utf-8", "surrogatepass")
 
 
+# A secret of the original kept in a stored rewrite is stored as a reference to it (its number
+# among the secrets found in the original), filled back in from the original on the way out: the
+# database holds no secret, and the agent gets the very bytes it got the first time.
+_REF = re.compile("\x00capsule-secret:([0-9]+)\x00")
+_UNSEALABLE = object()
+
+
+def _seal(text: str, output: str | None) -> str | None:
+    if output is None or not redact.enabled():
+        return output
+    secrets = sorted({text[a:b] for a, b, _ in redact.find(text)}, key=lambda s: (-len(s), s))
+    for i, secret in enumerate(secrets):
+        output = output.replace(secret, f"\x00capsule-secret:{i}\x00")
+    for a, b, kind in reversed(redact.find(output)):     # what else looks like one (a cut secret): a marker
+        if "\x00" not in output[a:b]:
+            output = output[:a] + redact.MARKER.format(kind=kind) + output[b:]
+    return output
+
+
+def _unseal(text: str, stored):
+    if stored is None or "\x00capsule-secret:" not in stored:
+        return stored
+    secrets = sorted({text[a:b] for a, b, _ in redact.find(text)}, key=lambda s: (-len(s), s))
+    try:
+        return _REF.sub(lambda m: secrets[int(m.group(1))], stored)
+    except IndexError:      # a detector that finds other secrets now: the bytes cannot be re-derived
+        return _UNSEALABLE
+
+
 class Memo:
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -68,10 +99,10 @@ class Memo:
                 return self._lru[ident]
             rows = self._conn.execute("SELECT output FROM memo WHERE key=?",
                                       (key(api, conversation, call_id, text),)).fetchall()
-            if rows:
+            if rows and (value := _unseal(text, rows[0][0])) is not _UNSEALABLE:
                 self.hits += 1
-                self._remember(ident, rows[0][0])
-                return rows[0][0]
+                self._remember(ident, value)
+                return value
             self.misses += 1
             return self._MISSING
 
@@ -81,8 +112,10 @@ class Memo:
         with self._lock:
             with sqlite.write(self._conn):
                 self._conn.execute("INSERT OR IGNORE INTO memo(key, conversation, output, ts) VALUES(?,?,?,?)",
-                                   (k, conversation, output, time.time()))
-                stored = self._conn.execute("SELECT output FROM memo WHERE key=?", (k,)).fetchall()[0][0]
+                                   (k, conversation, _seal(text, output), time.time()))
+                stored = _unseal(text, self._conn.execute("SELECT output FROM memo WHERE key=?", (k,)).fetchall()[0][0])
+            if stored is _UNSEALABLE:       # another capsule's row this one cannot re-derive: ours goes out
+                stored = output
             self._remember((api, conversation, call_id, text), stored)
             return stored
 

@@ -18,6 +18,7 @@ import blake3
 
 from capsule.ground import paths
 from capsule.ground import switches
+from capsule.store import redact
 from capsule.store import finisher, sqlite
 from capsule.store.sqlite import connect
 
@@ -82,7 +83,12 @@ class Archive:
         self._unindexed: list[tuple[str, bytes]] = []
 
     def put(self, data: bytes, command: str | None = None) -> str:
+        """Store `data` under the handle of `data` itself; what is stored has its secrets redacted
+        (store/redact.py; JACKIN_CTX_NO_REDACT keeps them)."""
         handle = handle_of(data)
+        if redact.enabled():
+            data, _ = redact.redact_bytes(data)
+            command = redact.redacted(command)
         now = time.time()
         with sqlite.write(self.conn):
             self._purge(now)
@@ -113,6 +119,9 @@ class Archive:
 
     def put_file(self, f: BinaryIO, size: int, handle: str, command: str | None = None) -> str:
         """Store a large original in parts, reading it in chunks; `handle` was hashed while spooling."""
+        if redact.enabled():
+            f, size = _redacted_spool(f)
+            command = redact.redacted(command)
         now = time.time()
         with sqlite.write(self.conn):
             self._purge(now)
@@ -194,6 +203,37 @@ class Archive:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def _redacted_spool(f: BinaryIO) -> tuple[BinaryIO, int]:
+    """A large original with its secrets redacted, in an unnamed temporary file (0600, gone on
+    close): read in 1 MiB pieces cut after a newline, a piece holding a private key's start read on
+    to its end (a key never spans two pieces; at most 1 MiB more is joined)."""
+    import tempfile  # noqa: PLC0415 - only the large path needs it
+
+    f.seek(0)
+    out = tempfile.TemporaryFile()
+    carry = b""
+    while True:
+        chunk = f.read(CHUNK)
+        data = carry + chunk
+        if not chunk:
+            if data:
+                out.write(redact.redact_bytes(data)[0])
+            break
+        cut = data.rfind(b"\n") + 1
+        begin = data.rfind(b"-----BEGIN ")
+        if begin >= 0 and data.find(b"-----END ", begin) < 0 and len(data) < 2 * CHUNK:
+            cut = begin if begin > 0 else 0      # wait for the key's end (or the size bound)
+        if cut <= 0 and len(data) < 2 * CHUNK:
+            carry = data
+            continue
+        cut = cut or len(data)
+        out.write(redact.redact_bytes(data[:cut])[0])
+        carry = data[cut:]
+    size = out.tell()
+    out.seek(0)
+    return out, size
 
 
 def normalise(handle: str) -> str:

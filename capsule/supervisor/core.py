@@ -208,7 +208,8 @@ class Supervisor:
                 log.info("proxy not used: %s", target.skip)
                 return
             settings = Settings(state_dir=self.state_dir, mode=self.mode, shims_on=self.plan["shims"].on,
-                                languages=self.role.context.languages,
+                                languages=self.role.context.languages, media=dict(self.role.context.media),
+                                workspace=Path(self.opts.workdir or Path.cwd()),
                                 routing=self.router.table if self.router.enabled else None, agent_kind=kind,
                                 stagger=_stagger_settings(self.role),
                                 **({"anthropic_upstream": target.upstream} if kind == "claude"

@@ -41,3 +41,11 @@ def proxy_for(state_dir):
     yield start
     for s in servers:
         s.stop()
+
+
+@pytest.fixture(scope="session")
+def code_png_small_pdf():
+    """A 4K screenshot of code (Pillow) and a 3-page born-digital PDF (reportlab), made once."""
+    from tests.observe.media import fixtures as fx
+
+    return fx.screenshot(fx.code_lines()), fx.born_digital_pdf(3)

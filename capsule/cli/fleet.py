@@ -1,0 +1,185 @@
+"""`capsule fleet sync|report|render`: many capsules, one fleet database, roles scaled out.
+
+Not responsible for the work (capsule.fleet.*): parses, checks input, prints. Invariant: bad input
+(a DSN, a state dir, a role) exits 2 with one line naming it; a fleet database that stays down exits 1
+after saying what was copied (a re-run resumes); nothing here runs inside a capsule (INV-10).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from capsule.cli.main import UserError
+
+FLEET_EXTRA = "pip install 'capsule[fleet]'"
+
+
+def register(sub) -> None:
+    fleet = sub.add_parser("fleet", help="many capsules: sync their rows into one database, report, render",
+                           description="Host side of a fleet of capsules: copy each capsule's ledger and usage "
+                           "rows into PostgreSQL (read-only on the state volumes), report across the fleet, "
+                           "render compose replicas and Kubernetes manifests for a role.")
+    fsub = fleet.add_subparsers(dest="fleet_command", metavar="SUBCOMMAND")
+
+    s = fsub.add_parser("sync", help="copy new rows from capsule state dirs into the fleet database",
+                        description="Incremental (a cursor per source and table), idempotent (a row copied "
+                        "twice is one row) and safe to run several at once or while capsules write.")
+    s.add_argument("--dsn", required=True, help="postgresql://USER@HOST:PORT/DB (or sqlite:///PATH)")
+    s.add_argument("--state", action="append", default=[], metavar="DIR", help="a capsule state dir; repeatable")
+    s.add_argument("--docker", action="store_true", help="every capsule container's /state/context volume")
+    s.add_argument("--container", help="tag: container name (one --state; default: from the path)")
+    s.add_argument("--role", help="tag: role of the --state dirs (default: unknown)")
+    s.add_argument("--host", help="tag: host (default: this host's name)")
+    s.add_argument("--account", help="tag: the account they bill (default: $JACKIN_CTX_ACCOUNT or 'default')")
+    s.add_argument("--every", type=float, metavar="SECONDS", help="keep syncing, one pass every SECONDS")
+    s.add_argument("--retry-for", type=float, default=60.0, metavar="SECONDS",
+                   help="how long to wait for a fleet database that is down (default: %(default)s)")
+    s.add_argument("--json", action="store_true", help="print what was copied as JSON")
+    s.set_defaults(func=cmd_sync)
+
+    r = fsub.add_parser("report", help="cost, net savings, cache health and quota share across the fleet",
+                        description="By role, container, host and account over a window; JSON carries for the "
+                        "fleet and each capsule the same `total` object as `capsule ctx gain --json`.")
+    add_report_args(r, dsn_required=True)
+    r.set_defaults(func=cmd_report)
+
+    d = fsub.add_parser("render", help="compose replicas or Kubernetes manifests for a role")
+    d.add_argument("--role", required=True, help="a role name from roles/ or a path to a TOML file")
+    d.add_argument("--replicas", type=int, default=1)
+    d.add_argument("--image", default=None, help="image (default: $CAPSULE_IMAGE or capsule:dev)")
+    how = d.add_mutually_exclusive_group(required=True)
+    how.add_argument("--kubernetes", action="store_true", help="a StatefulSet, its ConfigMap and the sync sidecar")
+    how.add_argument("--compose", action="store_true", help="one service and one state volume per replica")
+    d.add_argument("--workspace", type=Path, default=Path("."), help="compose: the workspace to mount")
+    d.add_argument("--namespace", default=None, help="kubernetes: metadata.namespace")
+    d.add_argument("-o", "--output", type=Path, help="write here instead of stdout")
+    d.set_defaults(func=cmd_render)
+    fleet.set_defaults(func=lambda args: (fleet.print_help(), 2)[1])
+
+
+def add_report_args(p, dsn_required: bool) -> None:
+    p.add_argument("--dsn", required=dsn_required, help="the fleet database: postgresql://USER@HOST:PORT/DB")
+    p.add_argument("--since", metavar="WHEN", help="window start: 30m, 2h, 7d, or an ISO date/time")
+    p.add_argument("--until", metavar="WHEN", help="window end (default: now)")
+    if dsn_required:
+        p.add_argument("--json", action="store_true", help="machine-readable report")
+        p.add_argument("--html", metavar="FILE", help="write the report as one self-contained HTML page")
+
+
+def _engine(dsn: str):
+    try:
+        from capsule.fleet import migrate
+    except ImportError as exc:
+        raise UserError(f"capsule fleet needs {exc.name}: {FLEET_EXTRA}") from None
+    try:
+        return migrate, migrate.engine(dsn)
+    except migrate.DsnError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _open(dsn: str, retry_for: float = 60.0):
+    """The fleet database at the schema's head (waiting for it while it starts or restarts)."""
+    import sqlalchemy as sa
+
+    migrate, eng = _engine(dsn)
+    deadline = time.monotonic() + retry_for
+    while True:
+        try:
+            migrate.upgrade(eng)
+            return eng
+        except sa.exc.OperationalError as exc:
+            if time.monotonic() > deadline:
+                print(f"capsule: fleet database {migrate.redact(dsn)} unreachable: {str(exc.orig).strip()[:300]}",
+                      file=sys.stderr)
+                raise SystemExit(1) from None
+            time.sleep(0.5)
+
+
+def _sources(args):
+    from capsule.fleet import sources
+
+    try:
+        found = sources.from_dirs(args.state, container=args.container, role=args.role, host=args.host,
+                                  account=args.account)
+        if args.docker:
+            found += sources.from_docker(host=args.host)
+    except sources.SourceError as exc:
+        raise UserError(str(exc)) from None
+    return found
+
+
+def cmd_sync(args) -> int:
+    if not args.state and not args.docker:
+        raise UserError("fleet sync: name the capsules: --state DIR (repeatable) or --docker")
+    eng = _open(args.dsn, args.retry_for)
+    from capsule.fleet.sync import SyncError, sync
+
+    while True:
+        try:
+            report = sync(eng, _sources(args), retry_for_s=args.retry_for)
+        except SyncError as exc:
+            print(f"capsule: {exc}", file=sys.stderr)
+            return 1
+        if args.json:
+            print(json.dumps(report.as_dict()), flush=True)
+        else:
+            copied = ", ".join(f"{n} {t}" for t, n in report.copied.items() if n) or "nothing new"
+            print(f"capsule: fleet sync: {report.sources} capsule(s), copied {copied}"
+                  + (f" ({report.retries} retries)" if report.retries else ""), file=sys.stderr, flush=True)
+        if not args.every:
+            return 0
+        time.sleep(args.every)
+
+
+def cmd_report(args) -> int:
+    from capsule.cli.gain import parse_since
+
+    if args.html:
+        target = Path(args.html)
+        if target.is_dir() or not target.parent.is_dir():
+            raise UserError(f"--html {args.html}: not a writable file path (a directory, or its folder is missing)")
+    eng = _open(args.dsn)
+    from capsule.fleet import report
+
+    since = parse_since(args.since) if args.since else None
+    until = parse_since(args.until) if args.until else None
+    data = report.build(eng, since, until)
+    if args.html:
+        from capsule.fleet import report_html
+
+        tmp = target.with_name(f".{target.name}.tmp")
+        tmp.write_text(report_html.render(data), encoding="utf-8")
+        tmp.replace(target)
+        print(f"wrote {target} ({target.stat().st_size:,} bytes)")
+        return 0
+    if args.json:
+        json.dump(data, sys.stdout, indent=2, default=str)
+        print()
+        return 0
+    print(report.render_text(data))
+    return 0
+
+
+def cmd_render(args) -> int:
+    import os
+
+    from capsule.cli.runtime import DEFAULT_IMAGE, IMAGE_ENV, _role
+    from capsule.fleet import render
+
+    if args.replicas < 1:
+        raise UserError(f"--replicas {args.replicas}: at least 1")
+    role = _role(args.role)
+    image = args.image or os.environ.get(IMAGE_ENV, DEFAULT_IMAGE)
+    if args.kubernetes:
+        text = render.kubernetes_yaml(role, args.replicas, image, namespace=args.namespace)
+    else:
+        text = render.compose_yaml(role, args.replicas, image, args.workspace.resolve())
+    if args.output:
+        args.output.write_text(text, encoding="utf-8")
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0

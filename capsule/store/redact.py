@@ -1,0 +1,233 @@
+"""Secrets out of what capsule persists: archive originals, ledger commands, the proxy memo, journals.
+
+Not responsible for what the agent sees (it saw the secret already; its view never changes) nor for
+deciding what is stored. The patterns are detect-secrets' regex plugins (a maintained set) plus
+capsule's own in data/secrets.toml; each found secret becomes `[capsule redacted: KIND]`.
+Invariant: deterministic (same text, same output); bytes that are not a secret pass exactly;
+JACKIN_CTX_NO_REDACT turns it off; a detector that cannot load redacts with capsule's own patterns.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+import re
+import threading
+import tomllib
+from pathlib import Path
+
+from capsule.ground import switches
+
+MARKER = "[capsule redacted: {kind}]"
+MARKER_RE = re.compile(r"\[capsule redacted: [a-z0-9-]+\]")
+DATA = Path(__file__).parent / "data" / "secrets.toml"
+
+_lock = threading.Lock()
+_patterns = None    # (whole-text patterns, keyword-line patterns, the keyword pattern), loaded on first use
+
+
+def enabled(env=None) -> bool:
+    return not switches.is_on(switches.NO_REDACT, env)
+
+
+def redact_text(text: str) -> tuple[str, int]:
+    """`text` with every secret replaced by its marker, and how many were replaced."""
+    spans = find(text)
+    if not spans:
+        return text, 0
+    out, at = [], 0
+    for start, end, kind in spans:
+        out.append(text[at:start])
+        out.append(MARKER.format(kind=kind))
+        at = end
+    out.append(text[at:])
+    return "".join(out), len(spans)
+
+
+def redact_bytes(data: bytes) -> tuple[bytes, int]:
+    """As redact_text; bytes that are not UTF-8 pass through exactly (surrogateescape)."""
+    text = data.decode("utf-8", "surrogateescape")
+    new, n = redact_text(text)
+    return (new.encode("utf-8", "surrogateescape"), n) if n else (data, 0)
+
+
+def redacted(text: str | None) -> str | None:
+    """A value about to be stored: redacted when the switch allows, else as it is."""
+    if text is None or not enabled():
+        return text
+    return redact_text(text)[0]
+
+
+def count_markers(data: bytes) -> int:
+    return len(MARKER_RE.findall(data.decode("utf-8", "replace")))
+
+
+def find(text: str) -> list[tuple[int, int, str]]:
+    """The secrets in `text` as (start, end, kind), sorted, not overlapping (the earliest, then longest, wins)."""
+    whole, by_line, words = patterns()
+    found: list[tuple[int, int, str]] = []
+    try:
+        text.encode("utf-8")
+        engine = 0          # RE2 where the pattern compiles in it (linear time, ~100x faster here)
+    except UnicodeEncodeError:
+        engine = 1          # lone surrogates (non-UTF-8 bytes): RE2 takes UTF-8 only
+    for p in whole:
+        _matches(found, p, engine, text, 0, len(text))
+    if by_line:
+        # The lines holding a credential word, joined: one call per pattern, offsets mapped back.
+        spans = list(_keyword_lines(words, text, engine))
+        if spans:
+            joined, starts, at = [], [], 0
+            for a, b in spans:
+                starts.append(at)
+                joined.append(text[a:b])
+                at += b - a + 1
+            lines = "\n".join(joined)
+            local: list[tuple[int, int, str]] = []
+            for p in by_line:
+                _matches(local, p, engine, lines, 0, len(lines))
+            for a, b, kind in local:
+                i = bisect.bisect_right(starts, a) - 1
+                shift = spans[i][0] - starts[i]
+                found.append((a + shift, min(b, starts[i] + spans[i][1] - spans[i][0]) + shift, kind))
+    found.sort(key=lambda s: (s[0], -s[1]))
+    merged: list[tuple[int, int, str]] = []
+    for s in found:
+        if merged and s[0] < merged[-1][1]:
+            if s[1] > merged[-1][1]:
+                merged[-1] = (merged[-1][0], s[1], merged[-1][2])
+            continue
+        merged.append(s)
+    return merged
+
+
+class _Pattern:
+    __slots__ = ("kind", "source", "flags", "secret", "groups", "_re2", "_re")
+
+    def __init__(self, kind: str, source: str, flags: int):
+        self.kind, self.source, self.flags = kind, source, flags
+        py = self.python()                       # the reference; raises re.error for a bad pattern
+        self.secret, self.groups = py.groupindex.get("secret"), py.groups
+        self._re2 = _re2(source, flags)
+
+    def python(self) -> re.Pattern:
+        if getattr(self, "_re", None) is None:
+            self._re = re.compile(self.source, self.flags)
+        return self._re
+
+    def engine(self, n: int):
+        return self._re2 if n == 0 and self._re2 is not None else self.python()
+
+
+def _re2(source: str, flags: int):
+    """The pattern in RE2 (same meaning), or None: lookarounds, VERBOSE and the like stay in re."""
+    if flags & re.VERBOSE and (any(c.isspace() for c in source) or "#" in source):
+        return None
+    inline = "".join(c for f, c in ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s")) if flags & f)
+    try:
+        import re2
+
+        return re2.compile(f"(?{inline}){source}" if inline else source)
+    except Exception:  # noqa: BLE001 - re2.error and its C++ message: not RE2 syntax
+        return None
+
+
+def _matches(found: list, p: _Pattern, engine: int, text: str, start: int, end: int) -> None:
+    # A slice, not finditer(text, start, end): RE2's wrapper encodes the whole string on every call.
+    part = text if (start, end) == (0, len(text)) else text[start:end]
+    for m in p.engine(engine).finditer(part):
+        if p.secret is not None and m.group(p.secret) is not None:
+            a, b = m.span(p.secret)
+        elif p.groups and any(m.groups()):
+            spans = [m.span(i) for i in range(1, p.groups + 1) if m.group(i)]
+            a, b = spans[0][0], spans[-1][1]
+        else:
+            a, b = m.span()
+        if b > a:
+            found.append((start + a, start + b, p.kind))
+
+
+def _keyword_lines(words: _Pattern, text: str, engine: int):
+    """(start, end) of each line holding a credential word, in order, each once (one finditer:
+    RE2's wrapper encodes the whole string on every call)."""
+    end = -1
+    for m in words.engine(engine).finditer(text):
+        if m.start() <= end:
+            continue
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        yield start, end
+
+
+def patterns() -> tuple[list, list, _Pattern]:
+    global _patterns
+    if _patterns is None:
+        with _lock:
+            if _patterns is None:
+                _patterns = _load()
+    return _patterns
+
+
+def _load() -> tuple[list, list, _Pattern]:
+    doc = tomllib.loads(DATA.read_text(encoding="utf-8"))
+    rows = [(p["kind"], p["regex"], 0) for p in doc.get("pattern", [])]
+    rows += _detect_secrets(set(doc.get("detect_secrets", {}).get("skip", [])))
+    line_kinds = set(doc["lines"]["kinds"])
+    whole, by_line = [], []
+    for kind, source, flags in rows:
+        try:
+            p = _Pattern(kind, source, flags)
+        except re.error:
+            continue
+        (by_line if kind in line_kinds else whole).append(p)
+    return whole, by_line, _Pattern("words", doc["lines"]["words"], 0)
+
+
+def _detect_secrets(skip: set[str]) -> list[tuple[str, str, int]]:
+    """detect-secrets' regex plugins as (kind, pattern, flags). Importing the package costs ~110 ms
+    (it pulls in requests), so its patterns are cached in the state dir, keyed by its files."""
+    cache = _cache_path()
+    if cache is not None:
+        try:
+            return [tuple(x) for x in json.loads(cache.read_text())]
+        except (OSError, ValueError):
+            pass
+    try:
+        from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+        from detect_secrets.plugins.base import RegexBasedDetector
+    except Exception:  # noqa: BLE001 - not installed: capsule's own patterns still apply
+        return []
+    rows = []
+    for secret_type, cls in sorted(get_mapping_from_secret_type_to_class().items()):
+        if cls.__name__ in skip or not issubclass(cls, RegexBasedDetector):
+            continue
+        kind = re.sub(r"[^a-z0-9]+", "-", secret_type.lower()).strip("-")
+        rows += [(kind, rx.pattern, rx.flags & ~re.UNICODE) for rx in cls.denylist if isinstance(rx.pattern, str)]
+    if cache is not None:
+        try:
+            from capsule.ground import paths
+
+            paths.private_dir(cache.parent)
+            paths.write_private(cache, json.dumps(rows))
+        except OSError:
+            pass
+    return rows
+
+
+def _cache_path() -> Path | None:
+    try:
+        import importlib.util
+
+        from capsule.ground import paths
+
+        spec = importlib.util.find_spec("detect_secrets")
+        if spec is None or not spec.origin:
+            return None
+        st = os.stat(spec.origin)
+        me = os.stat(DATA)
+        key = f"{st.st_size}-{st.st_mtime_ns}-{me.st_size}-{me.st_mtime_ns}"
+        return paths.state_dir() / "cache" / f"secret-patterns-{key}.json"
+    except Exception:  # noqa: BLE001 - no cache: load from the package each time
+        return None
