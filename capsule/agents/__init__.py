@@ -51,8 +51,9 @@ def _blocked(env) -> str | None:
 
 
 def register(agent: str, scope: str | None = None, project: Path | str = ".", note: bool = True,
-             env=None) -> RegisterResult:
-    """Register the read door with `agent` (claude|codex); honours the kill switches."""
+             env=None, note_text: str | None = None) -> RegisterResult:
+    """Register the read door with `agent` (claude|codex); honours the kill switches. `note_text`
+    (the role's standing instructions, compiled by the caller) replaces the plain read-door note."""
     from capsule.agents import claude, codex, notes
 
     env = os.environ if env is None else env
@@ -72,7 +73,7 @@ def register(agent: str, scope: str | None = None, project: Path | str = ".", no
         raise ConfigError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
     if note:
         target = project / notes.FILES[agent]
-        if notes.add(target):
+        if notes.add(target, note_text):
             result.changed.append(str(target))
     return result
 

@@ -24,7 +24,7 @@ from capsule import __version__
 from capsule.ground import paths
 from capsule.ground import switches
 from capsule.policy.manifest import Role
-from capsule.prompt import pack
+from capsule.prompt import pack, record
 from capsule.route import policy as route
 from capsule.route import subagents
 from capsule.policy import plan as planning
@@ -83,6 +83,8 @@ class Supervisor:
         self.plan = planning.plan(self.role, self.switches)
         self.mode = planning.effective_mode(self.role, self.switches)
         kind = agent_kind(self.role, opts.command)
+        self.prompt_run: str | None = None
+        self._standing: str | bool | None = None
         if self.plan["register"].on:
             _contract_in_subagents()
         # A command for another client than the role's (a codex command under a claude role) gets
@@ -154,6 +156,11 @@ class Supervisor:
             self.server.close()
         if self.proxy is not None:
             self.proxy.stop()
+        if self.prompt_run is not None:
+            try:
+                record.end(self.state_dir, self.prompt_run)
+            except Exception:  # noqa: BLE001 - a missing record is "unrecorded" in ctx usage, never a failure
+                pass
         if self.session_dir is not None:
             from capsule.agents import session  # noqa: PLC0415
 
@@ -294,7 +301,8 @@ class Supervisor:
         try:
             from capsule import agents  # noqa: PLC0415
 
-            result = agents.register(kind, project=self.opts.workdir or Path.cwd(), env=self.agent_env())
+            result = agents.register(kind, project=self.opts.workdir or Path.cwd(), env=self.agent_env(),
+                                     note_text=self._standing_text())
             self.registration = {kind: "; ".join(result.lines())}
         except Exception as exc:  # noqa: BLE001 - registration failing must not stop the agent
             log.warning("MCP registration for %s failed: %r", kind, exc)
@@ -316,16 +324,36 @@ class Supervisor:
             self.registration = {kind: f"failed: {exc}"}
             self.session_dir = None
 
-    def _standing_text(self) -> str | None:
-        """The role's standing instructions (register pack, prompt/pack.py); None on failure, when
-        the agent gets the plain read-door note (fail open)."""
+    def _record_run(self) -> None:
+        """Which register this agent run has, for `ctx usage` by register (prompt/record.py)."""
+        kind = agent_kind(self.role, self.opts.command)
+        if kind not in ("claude", "codex") or not self.plan["register"].on:
+            return
         try:
-            from capsule.prompt import budget  # noqa: PLC0415 - reads the ledger for a codebook
+            self.prompt_run = record.start(self.state_dir, agent=kind, cwd=os.getcwd(), role=self.role.name,
+                                           output=dict(self.role.context.output), text=self._standing_text() or "")
+        except Exception as exc:  # noqa: BLE001
+            log.warning("prompt run record failed: %r", exc)
 
-            return pack.standing_text(self.role.context.output, read_door=self.plan["mcp"].on,
-                                      legend=budget.legend_for(self.role))
+    def _standing_text(self) -> str | None:
+        """The role's standing instructions (register pack, prompt/pack.py), made once per run (a
+        session start is a task boundary: the codebook is pinned here, never inside it); None on
+        failure, when the agent gets the plain read-door note (fail open)."""
+        if self._standing is not None:      # False: it failed once; "" is a legitimately empty text
+            return None if self._standing is False else self._standing
+        try:
+            from capsule.prompt import codebook  # noqa: PLC0415 - reads the ledger, only with codebook = true
+
+            legend = ""
+            if pack.settings(self.role.context.output)[2]:
+                codebook.pin_from_ledger(self.role, self.state_dir)
+                legend = codebook.legend(self.role, self.state_dir)
+            self._standing = pack.standing_text(self.role.context.output, read_door=self.plan["mcp"].on,
+                                                legend=legend)
+            return self._standing
         except Exception as exc:  # noqa: BLE001
             log.warning("standing instructions failed: %r; the read-door note alone is sent", exc)
+            self._standing = False
             return None
 
     def _session_argv(self, cmd: list[str]) -> list[str]:
@@ -408,6 +436,7 @@ class Supervisor:
         env = self.agent_env()
         if self.opts.workdir:
             os.chdir(self.opts.workdir)
+        self._record_run()
         path = _which(cmd[0], env["PATH"])
         if path is None:
             log.error("agent command not found: %s", cmd[0])

@@ -8,6 +8,10 @@ failure, never a skip.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import pytest
 
 from capsule.prompt import surface
@@ -109,6 +113,12 @@ def test_register_off_sends_no_register_and_guard_lines_off_sends_none(ws, tmp_p
     assert pack.data()["guard_lines"]["text"] not in system
     assert pack.data()["read_door"]["text"] in system          # the read door is still on: its one line
     assert pack.standing_text({"register": "off", "guard_lines": False}, read_door=False) == ""
+    # ctx usage tells this session's output apart by register (prompt/record.py)
+    usage = subprocess.run([sys.executable, "-m", "capsule", "ctx", "usage", "--claude-dir", str(home / "claude"),
+                            "--json"], capture_output=True, text=True, timeout=120, env=capture.base_env(home))
+    assert usage.returncode == 0, usage.stderr
+    by = json.loads(usage.stdout)["by_register"]
+    assert set(by) == {"off"} and by["off"]["sessions"] == 1 and by["off"]["output_tokens"] > 0
 
 
 class _SpawnsExplore(capture.FakeMessages):
