@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import interpreter  # noqa: E402
 from corpora import default_corpora  # noqa: E402
+from capsule.ground.types import Observation
 
 
 def cases(min_bytes: int, files: list[str], with_corpora: bool) -> list[tuple[str, str, bytes, str, int]]:
@@ -65,7 +66,7 @@ def measure(items, runs: int, tmp: Path) -> list[dict]:
     shuffle = random.Random(7)
     rows = []
     for family, name, data, command, code in items:
-        engine.observe(data, command=command, exit_code=code)
+        engine.observe(Observation(data, command=command, exit_code=code))
         engine.drain()
         agent, after = [], []
         for _ in range(runs):
@@ -73,7 +74,7 @@ def measure(items, runs: int, tmp: Path) -> list[dict]:
             shuffle.shuffle(digits)
             text = data.translate(bytes.maketrans(b"0123456789", bytes(digits)))
             c0 = time.process_time()
-            engine.observe(text, command=command, exit_code=code)
+            engine.observe(Observation(text, command=command, exit_code=code))
             c1 = time.process_time()
             engine.drain()
             agent.append((c1 - c0) * 1000)

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import interpreter
+from capsule.ground.types import Observation
 
 ROOT = Path(__file__).resolve().parents[1]
 ADOPTED = False
@@ -111,7 +112,7 @@ def warm_observe(n: int, tmp: Path, env: dict) -> list[str]:
     for i in range(n + 3):
         fresh = raw if i == 0 else make_log(seed=7 + i)
         c0, t0 = time.process_time(), time.perf_counter()
-        out = engine.observe(fresh, command=command, exit_code=0)
+        out = engine.observe(Observation(fresh, command=command, exit_code=0))
         c1, t1 = time.process_time(), time.perf_counter()
         if deferred:
             engine.drain()

@@ -14,6 +14,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from capsule.ground.types import Observation
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
@@ -56,11 +57,11 @@ def norm(s: str) -> str:
 
 def run_case(engine, case: dict, use_intent: bool = False) -> CaseResult:
     start = time.perf_counter()
-    outcome = engine.observe(case["output"], command=case["command"], exit_code=case["exit_code"],
-                             intent=case["intent"] if use_intent else None)
+    outcome = engine.observe(Observation(case["output"], command=case["command"], exit_code=case["exit_code"],
+                             intent=case["intent"] if use_intent else None))
     ms = (time.perf_counter() - start) * 1000
-    again = engine.observe(case["output"], command=case["command"], exit_code=case["exit_code"],
-                           intent=case["intent"] if use_intent else None)
+    again = engine.observe(Observation(case["output"], command=case["command"], exit_code=case["exit_code"],
+                           intent=case["intent"] if use_intent else None))
     from capsule.ground import tokens
 
     raw_tokens = tokens.count_bytes(case["output"])

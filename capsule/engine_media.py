@@ -33,12 +33,18 @@ class MediaOutcome:
 
 def observe_media(engine, data: bytes, media_type: str | None, *, model: str | None, api: str,
                   policy: MediaPolicy, scope: str | None = None, path: str | None = None,
-                  workspace: Path | str | None = None, door: str = "proxy") -> MediaOutcome:
+                  workspace: Path | str | None = None, door: str = "proxy", pages: list[int] | None = None,
+                  sent_images: list[bytes] | None = None) -> MediaOutcome:
+    """`pages`: the page range a client read of a PDF; `sent_images`: what the client really sent for
+    it (its own page images, priced by the family's formula) instead of a document block."""
     if policy.mode == "off" or not data:
         return MediaOutcome(None)
     try:
         fam = media.family_for(model, api, policy)
-        result = media.transform(data, media_type, fam, policy, workspace=workspace, path=path)
+        result = media.transform(data, media_type, fam, policy, workspace=workspace, path=path, pages=pages)
+        if sent_images is not None:
+            result.tokens_before = sum(caps.tokens(fam, *media.image.probe(img)[1:]) for img in sent_images)
+            result.details["priced_as"] = f"the client's {len(sent_images)} page images"
     except media.MediaError as exc:
         log.info("media: %s %s sent as it came (%s)", door, path or media_type, exc)
         return MediaOutcome(None)
@@ -66,7 +72,7 @@ def observe_media(engine, data: bytes, media_type: str | None, *, model: str | N
               emitted_bytes=emitted_bytes, exit_code=None, handle=handle, duration_ms=None,
               token_label=caps.label(result.family), would_emit_tokens=after,
               reports=[{"name": "media", "family": result.family.name, "policy": policy.reason, **result.details}])
-    emission_id = engine._safe_record(row)
+    emission_id = engine.record(row)
     return MediaOutcome(parts if active else None, handle, emission_id, result)
 
 

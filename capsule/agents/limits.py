@@ -9,12 +9,12 @@ shaped for a limit capsule cannot name.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Mapping
 
 from capsule.ground import switches
+from capsule.ground.types import Limit
 
 DATA = Path(__file__).with_name("data") / "client_limits.toml"
 
@@ -34,21 +34,6 @@ def env_names() -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-@dataclass(frozen=True)
-class Limit:
-    client: str          # claude | codex
-    model: str | None
-    unit: str            # chars | bytes: how the client measures an output
-    cap: int             # an output over this is previewed / truncated by the client
-
-    def size(self, text: str) -> int:
-        return len(text) if self.unit == "chars" else len(text.encode("utf-8", "surrogateescape"))
-
-    def budget(self) -> int:
-        """What capsule lets one shaped emission (both streams, footer included) take."""
-        return int(self.cap * float(data()["shape"]["margin"]))
-
-
 def detect(env: Mapping[str, str] | None) -> Limit | None:
     """The client behind an observation, from the environment its command ran in."""
     if not env:
@@ -59,12 +44,18 @@ def detect(env: Mapping[str, str] | None) -> Limit | None:
         override = env.get(claude["cap_env"], "").strip()
         if override.isdigit() and int(override) > 0:
             cap = int(override)
-        return Limit("claude", env.get(switches.AGENT_MODEL) or None, claude["unit"], cap)
+        return _limit("claude", env.get(switches.AGENT_MODEL) or None, claude["unit"], cap)
     if env.get(codex["detect_env"]):
         model = env.get(switches.AGENT_MODEL) or codex["default_model"]
         cap = int(codex["cap"]) if model in codex["catalog"] else int(codex["unknown_model_cap"])
-        return Limit("codex", model, codex["unit"], cap)
+        return _limit("codex", model, codex["unit"], cap)
     return None
+
+
+def _limit(client: str, model: str | None, unit: str, cap: int) -> Limit:
+    shape = data()["shape"]
+    return Limit(client, model, unit, cap, margin=float(shape["margin"]), context=int(shape["context"]),
+                 head=int(shape["head"]), tail=int(shape["tail"]), line_chars=int(shape["line_chars"]))
 
 
 def parse_meta(blob: bytes) -> dict[str, str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import time
 import tomllib
@@ -25,6 +26,9 @@ from capsule.ground import switches
 SESSIONS_DIR = "sessions"
 INTENT_RETENTION_S = 24 * 3600     # recorded Bash descriptions and prompts of past sessions
 HOOK_TEMPLATE = Path(__file__).with_name("hook_template") / "intent_hook.py"
+BOUNDARY_TEMPLATE = Path(__file__).with_name("hook_template") / "boundary_hook.py"
+# Claude Code's task boundaries (all in 2.1.197's hook list), each logged to the ledger.
+BOUNDARY_EVENTS = ("SessionStart", "UserPromptSubmit", "SubagentStart", "PreCompact", "SessionEnd")
 # Claude Code subcommands take no session flags (they configure, they do not converse).
 CLAUDE_SUBCOMMANDS = frozenset({"mcp", "config", "doctor", "update", "install", "migrate-installer",
                                 "setup-token", "plugin", "agents", "auth"})
@@ -77,7 +81,19 @@ def _hook_command(session_dir: Path, state_dir: Path, python: str) -> str:
     script = session_dir / "intent_hook.py"
     text = HOOK_TEMPLATE.read_text(encoding="utf-8").replace("@INTENTS_DIR@", repr(str(intents_dir(state_dir))))
     script.write_text(text, encoding="utf-8")
-    return f"{python} -IS {script}"
+    return shlex.join([python, "-IS", str(script)])     # a shell runs it: a path is data, never code
+
+
+def _boundary_command(session_dir: Path, state_dir: Path, python: str) -> str:
+    import shlex  # noqa: PLC0415
+
+    from capsule.ground import paths  # noqa: PLC0415
+
+    script = session_dir / "boundary_hook.py"
+    text = BOUNDARY_TEMPLATE.read_text(encoding="utf-8").replace(
+        "@BOUNDARIES@", repr(str(Path(state_dir) / paths.BOUNDARIES_FILE)))
+    script.write_text(text, encoding="utf-8")
+    return shlex.join([python, "-IS", str(script)])
 
 
 def _binary_at(argv: list[str], name: str) -> int | None:
@@ -86,7 +102,7 @@ def _binary_at(argv: list[str], name: str) -> int | None:
 
 
 def claude_argv(argv: list[str], session_dir: Path, state_dir: Path, *, mcp: bool, intent: bool,
-                python: str, instructions: str | None = None) -> list[str]:
+                python: str, boundaries: bool = False, instructions: str | None = None) -> list[str]:
     """`argv` (claude …) with the session flags right after the binary; `instructions` (the role's
     compiled standing text, prompt/pack.py; None: the read-door note alone when mcp is on) goes in
     --append-system-prompt, after any text the user gave that flag."""
@@ -95,7 +111,7 @@ def claude_argv(argv: list[str], session_dir: Path, state_dir: Path, *, mcp: boo
         return list(argv)
     if at:
         return argv[:at] + claude_argv(argv[at:], session_dir, state_dir, mcp=mcp, intent=intent, python=python,
-                                       instructions=instructions)
+                                       boundaries=boundaries, instructions=instructions)
     first = next((a for a in argv[1:] if not a.startswith("-")), None)
     if first in CLAUDE_SUBCOMMANDS:
         return list(argv)
@@ -114,6 +130,11 @@ def claude_argv(argv: list[str], session_dir: Path, state_dir: Path, *, mcp: boo
         hooks = settings.setdefault("hooks", {})
         hooks.setdefault("PreToolUse", []).append({"matcher": "Bash", "hooks": [hook]})
         hooks.setdefault("UserPromptSubmit", []).append({"hooks": [hook]})
+    if boundaries:
+        hook = {"type": "command", "command": _boundary_command(session_dir, state_dir, python), "timeout": 5}
+        hooks = settings.setdefault("hooks", {})
+        for event in BOUNDARY_EVENTS:
+            hooks.setdefault(event, []).append({"hooks": [hook]})
     if settings:
         (session_dir / "settings.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
         flags += ["--settings", str(session_dir / "settings.json")]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 
+from capsule.ground.terminal import visible
 from capsule.ground.errors import UserError
 
 
@@ -67,10 +68,10 @@ def cmd_audit(args) -> int:
                           "original_available": original is not None, **result.as_dict()}, indent=2))
         return 0
     source = "original + manifest" if original is not None else "manifest previews only (original expired)"
-    print(f"emission {args.emission} ({row.get('transform')}, {len(manifest)} removals; {source})")
+    print(visible(f"emission {args.emission} ({row.get('transform')}, {len(manifest)} removals; {source})"))
     for f in result.findings:
         where = f" line {f.line}" if f.line else ""
-        print(f"{f.risk:<6} {f.token}  only in removed content{where}: {f.reason}")
+        print(visible(f"{f.risk:<6} {f.token}  only in removed content{where}: {f.reason}"))
     print(f"risk: {result.risk} ({len(result.findings)} of {result.checked} distinctive tokens "
           f"found only in removed content)")
     return 0

@@ -12,6 +12,7 @@ import os
 import sys
 from pathlib import Path
 
+from capsule.ground.terminal import visible
 from capsule import __version__
 from capsule.ground import paths
 from capsule.ground.errors import UserError
@@ -310,7 +311,7 @@ def cmd_doctor(args) -> int:
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
     else:
-        print(render(report))
+        print(visible(render(report)))
     sc = report["standing_context"]
     if args.gate and (sc["over"] or report["conflicts"]):
         largest = sc.get("largest")

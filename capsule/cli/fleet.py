@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from capsule.cli.main import UserError
+from capsule.ground.errors import UserError
 
 FLEET_EXTRA = "pip install 'capsule[fleet]'"
 
@@ -143,10 +143,11 @@ def cmd_report(args) -> int:
             raise UserError(f"--html {args.html}: not a writable file path (a directory, or its folder is missing)")
     eng = _open(args.dsn)
     from capsule.fleet import report
+    from capsule.prompt import budget
 
     since = parse_since(args.since) if args.since else None
     until = parse_since(args.until) if args.until else None
-    data = report.build(eng, since, until)
+    data = report.build(eng, budget.everything_on(), since, until)
     if args.html:
         from capsule.fleet import report_html
 

@@ -12,6 +12,7 @@ import sys
 import time
 from datetime import datetime
 
+from capsule.ground.terminal import visible
 from capsule.ground.errors import UserError
 
 
@@ -46,10 +47,10 @@ def cmd_gain(args) -> int:
         json.dump({**summary, "emissions": recent} if args.emissions else summary, sys.stdout, indent=2)
         print()
         return 0
-    print(render(summary))
+    print(visible(render(summary)))
     if recent:
         print()
-        print(render_emissions(recent))
+        print(visible(render_emissions(recent)))
     return 0
 
 

@@ -14,6 +14,8 @@ import sys
 import time
 from datetime import datetime, timezone
 
+from capsule.ground.terminal import visible
+
 
 def register(sub) -> None:
     p = sub.add_parser("quota", help="rate-limit windows: utilization, reset, burn rate, projection, session shares",
@@ -64,5 +66,5 @@ def cmd_quota(args) -> int:
         json.dump(q, sys.stdout, indent=2, sort_keys=True)
         print()
     else:
-        print(render(q))
+        print(visible(render(q)))
     return 0

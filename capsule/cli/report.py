@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from capsule.ground.terminal import visible
 from capsule.cli.gain import parse_since
 from capsule.ground.errors import UserError
 
@@ -26,6 +27,7 @@ def register(sub) -> None:
     p.add_argument("--since", metavar="WHEN", help="only calls and emissions since WHEN: 30m, 2h, 7d, or ISO date")
     p.add_argument("--claude-dir", metavar="DIR", action="append", help="a Claude Code config or projects dir")
     p.add_argument("--codex-dir", metavar="DIR", action="append", help="a Codex home or sessions dir")
+    p.add_argument("--dsn", metavar="DSN", help="report the fleet database instead (as `capsule fleet report`)")
     p.set_defaults(func=cmd_report)
 
 
@@ -44,10 +46,32 @@ def build(args) -> dict:
         ledger.close()
     out = report.build(data["calls"], data["events"], data["meta"], rows, budget.everything_on())
     out["ingest"] = data["ingest"]
+    out["route"] = _route(data["calls"], since)
     return out
 
 
+def _route(calls: list[dict], since) -> dict:
+    """Boundaries, decisions, the INV-9 audit and utilization over time (capsule.measure.route_report)."""
+    from capsule.ground import paths
+    from capsule.measure import quota, route_log, route_report
+
+    state = paths.state_dir()
+    samples = []
+    if (state / quota.QUOTA_DB).exists():
+        store = quota.QuotaStore(state / quota.QUOTA_DB)
+        try:
+            samples = store.samples(since)
+        finally:
+            store.close()
+    return route_report.analyse(calls, route_log.read(state / paths.LEDGER_DB, since), samples)
+
+
 def cmd_report(args) -> int:
+    if getattr(args, "dsn", None):
+        from capsule.cli.fleet import cmd_report as fleet_report
+
+        args.until = None
+        return fleet_report(args)
     if args.html:
         target = Path(args.html)
         if target.is_dir() or not target.parent.is_dir():
@@ -67,5 +91,10 @@ def cmd_report(args) -> int:
         return 0
     from capsule.measure import report_text
 
-    print(report_text.render(data))
+    print(visible(report_text.render(data)))
+    if data.get("route"):
+        from capsule.measure import route_report
+
+        print()
+        print(visible("\n".join(route_report.render_text(data["route"]))))
     return 0

@@ -21,6 +21,7 @@ import time
 
 from capsule.ground import logs
 from capsule.ground.errors import UserError
+from capsule.ground.types import Observation
 from capsule.ground import switches
 
 SPOOL_MEMORY = 8 << 20
@@ -234,8 +235,8 @@ def _emit(spool, digest, stream, out, command, status, duration_ms, intent) -> N
     data = None
     try:
         logs.configure()
-        data = _engine().observe_file(spool, size, digest, command=command, stream=stream, exit_code=status,
-                                      duration_ms=duration_ms, intent=intent).data or None
+        data = _engine().observe(Observation(spool=spool, size=size, digest=digest, command=command, stream=stream,
+                                             exit_code=status, duration_ms=duration_ms, intent=intent)).data or None
     except Exception as exc:  # noqa: BLE001 - whatever happened, the agent gets the raw output
         logs.get("capsule.run").warning("engine failed on %s of %r: %r; raw output passed through",
                                                  stream, command, exc)
@@ -273,17 +274,10 @@ def _drain() -> None:
 
     sys.stdout.flush()
     sys.stderr.flush()
-    # No SQLite connection may cross a fork (the child would share the parent's lock bookkeeping
-    # and lose its writes): the parent's are closed first, and the child opens its own.
-    unindexed = list(engine._archive._unindexed) if engine._archive is not None else []
-    for store in (engine._archive, engine._ledger):
-        if store is not None:
-            store.close()
-    engine._archive = engine._ledger = None
+    unindexed = engine.close_stores()      # no SQLite connection may cross the finisher's fork
 
     def finish() -> None:
-        if unindexed:                      # the full-text rows the parent deferred
-            engine.archive._unindexed = unindexed
+        engine.reopen_stores(unindexed)    # the full-text rows the parent deferred
         engine.drain()
         from capsule.ground import tokens
 

@@ -40,6 +40,8 @@ def register(sub) -> None:
     up.add_argument("--name", help="container name (default: capsule-ROLE)")
     up.add_argument("--image", default=os.environ.get(IMAGE_ENV, DEFAULT_IMAGE), help="image (default: %(default)s)")
     up.add_argument("--grace", type=float, default=5.0, help="seconds stragglers get before SIGKILL")
+    up.add_argument("--replicas", type=int, metavar="N", help="N containers of the role through compose, each "
+                    "with its own state volume (always detached; `capsule fleet render --compose` shows the file)")
     up.add_argument("argv", nargs="*", metavar="-- CMD ARGS", help="the agent command (default: the role's)")
     up.set_defaults(func=cmd_up)
 
@@ -129,7 +131,45 @@ def cmd_up(args) -> int:
     _say_when_passive(role, extra)
     if args.local:
         return _up_local(role, extra, argv, args)
+    if args.replicas is not None:
+        return _up_replicas(role, extra, argv, args)
     return _up_docker(role, extra, argv, args)
+
+
+def compose_command(docker: str) -> list[str]:
+    """`docker compose` (the plugin) when it answers, else Debian's `docker-compose`."""
+    if subprocess.run([docker, "compose", "version"], capture_output=True).returncode == 0:
+        return [docker, "compose"]
+    legacy = shutil.which("docker-compose")
+    if legacy is None:
+        raise UserError("--replicas needs compose: install the docker compose plugin or docker-compose (apt)")
+    return [legacy]
+
+
+def _up_replicas(role: Role, extra: dict[str, str], argv: list[str], args) -> int:
+    from capsule.fleet import render  # noqa: PLC0415
+
+    if args.replicas < 1:
+        raise UserError(f"--replicas {args.replicas}: at least 1")
+    docker = _docker()
+    workspace = (args.workspace or Path.cwd()).resolve()
+    if not workspace.is_dir():
+        raise UserError(f"--workspace {workspace}: not a directory")
+    if subprocess.run([docker, "image", "inspect", args.image], capture_output=True).returncode != 0:
+        _build_image(docker, args.image)
+    project = args.name or f"capsule-{render.slug(role)}"
+    folder = paths.state_dir() / "compose"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    target = folder / f"{project}.yaml"
+    target.write_text(render.compose_yaml(role, args.replicas, args.image, workspace, extra, argv), encoding="utf-8")
+    cmd = [*compose_command(docker), "-p", project, "-f", str(target), "up", "-d", "--remove-orphans"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise UserError(f"compose up of {target} failed: {proc.stderr.strip()[-500:]}")
+    for name in render.replica_names(role, args.replicas):
+        print(f"capsule-{name}")
+    print(f"capsule: {args.replicas} replica(s) of {role.name} from {target}", file=sys.stderr)
+    return 0
 
 
 def _say_when_passive(role: Role, extra: dict[str, str]) -> None:
@@ -270,6 +310,10 @@ def cmd_down(args) -> int:
                                   capture_output=True, text=True).stdout.split()
         wanted = {f"{STATE_VOLUME_PREFIX}{n.removeprefix('capsule-')}" for n in args.names}
         volumes.update(v for v in existing if not args.names or v in wanted)
+        # `up --replicas`: one labelled volume per replica (capsule-state-ROLE-N)
+        for n in args.names:
+            volumes.update(subprocess.run([docker, "volume", "ls", "-q", "--filter", f"label=capsule.role={n}"],
+                                          capture_output=True, text=True).stdout.split())
     if not ids and not volumes:
         print("capsule: no capsule containers" + (" or state volumes" if args.volumes else ""), file=sys.stderr)
         return 0

@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from capsule.ground.terminal import visible
 from capsule.cli.gain import parse_since
 from capsule.ground.errors import UserError
 
@@ -76,7 +77,7 @@ def cmd_usage(args) -> int:
         json.dump(data, sys.stdout, indent=2)
         print()
         return 0
-    print(render(data))
+    print(visible(render(data)))
     return 0
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from capsule.fleet import schema
-from capsule.measure import ledger, report as local_report, savings
+from capsule.measure import ledger, report as local_report
 from capsule.measure.summary import read_share
 from capsule.measure.usage import BUCKETS
 
@@ -127,9 +127,9 @@ def quota_share(caps: list[dict]) -> list[dict]:
     return out
 
 
-def build(eng: sa.Engine, since: float | None = None, until: float | None = None,
-          standing: dict | None = None) -> dict:
-    standing = standing if standing is not None else savings.standing_tokens()
+def build(eng: sa.Engine, standing: dict, since: float | None = None, until: float | None = None) -> dict:
+    """`standing`: the standing-context figure the local reports net out (prompt.budget.everything_on()),
+    handed in by the CLI as `ctx report` does."""
     with eng.connect() as conn:
         tags = [dict(r._mapping) for r in conn.execute(sa.select(schema.capsules).order_by(schema.capsules.c.capsule))]
         caps = [capsule_figures(conn, t, since, until, standing) for t in tags]

@@ -25,6 +25,7 @@ SOCKET_NAME = "engine.sock"
 TRUST_FILE = "trusted_filters.json"
 PROXY_DB = "proxy.db"          # the proxy door's memo of rewritten tool results (INV-1)
 PROXY_STATE = "proxy.json"     # the running proxy's address and upstreams, for doctor
+BOUNDARIES_FILE = "boundaries.jsonl"   # task boundaries appended by client hooks; the route log reads them
 PRIVATE_DIR = 0o700            # originals, rewritten requests and commands are the user's alone
 PRIVATE_FILE = 0o600
 

@@ -14,7 +14,6 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -26,6 +25,7 @@ from mcp.server.stdio import stdio_server
 from capsule.agents import claude, codex
 from capsule.prompt import surface
 from capsule.ground import switches
+from capsule.ground.types import Observation
 from capsule.retrieve import modes, packer, workspace
 from capsule.retrieve.index import WorkspaceIndex
 from capsule.retrieve.reader import Reader, load_text
@@ -76,7 +76,8 @@ class ReadDoor:
         self._refreshed = 0.0
         self._refreshing = False
         self.languages = languages
-        self._ledger_db = None
+        self._engine = None
+        self._engine_lock = threading.Lock()
         self.role_mode = role_mode
         self._engine = None
         self._media: dict | None = None
@@ -121,25 +122,25 @@ class ReadDoor:
         return Reader(self.root, stubs=self.stubs, frecency=frec, languages=self.languages,
                       passive=passive(self.role_mode))
 
-    def _ledger(self, result, scope: str, started: float) -> None:
-        """One ledger row per read; a ledger failure never fails the read."""
-        try:
-            from capsule.measure.ledger import Ledger, Row
-            from capsule.ground.tokens import count, label
+    def _observe(self, obs: Observation) -> bytes:
+        """One observation through the engine (its one ledger row); the engine fails open."""
+        with self._engine_lock:
+            if self._engine is None:
+                from capsule.engine import Engine  # noqa: PLC0415 - the first read pays for it, not the handshake
 
-            if self._ledger_db is None:
-                self._ledger_db = Ledger()
-            transform = f"read:{result.kind if result.kind != 'full' else result.mode.split(':')[0]}"
-            raw, sent = result.source, result.would_send
-            self._ledger_db.record(Row(
-                scope=scope, command=f"ctx_read {result.path} {result.mode}", family="read", transform=transform,
-                stream="content", mode="measure" if passive(self.role_mode) else "standard",
-                applied=not passive(self.role_mode),
-                raw_tokens=count(raw), emitted_tokens=count(sent),
-                raw_bytes=len(raw.encode("utf-8", "surrogateescape")),
-                emitted_bytes=len(sent.encode("utf-8", "surrogateescape")), exit_code=None, handle=None,
-                duration_ms=(time.perf_counter() - started) * 1000, token_label=label()))
-        except Exception:
+                self._engine = Engine(languages=self.languages)
+            return self._engine.observe(obs).data
+
+    def _ledger(self, result, scope: str, started: float) -> None:
+        """The read as the door shaped it, recorded by the engine; a ledger failure never fails the read."""
+        transform = f"read:{result.kind if result.kind != 'full' else result.mode.split(':')[0]}"
+        try:
+            self._observe(Observation(result.source.encode("utf-8", "surrogateescape"),
+                                      command=f"ctx_read {result.path} {result.mode}", stream="content",
+                                      scope=scope, path=result.path, view=result.text, would_view=result.would_send,
+                                      transform=transform, mode="measure" if passive(self.role_mode) else "standard",
+                                      duration_ms=(time.perf_counter() - started) * 1000))
+        except Exception:  # noqa: BLE001
             pass
 
     # -- tools -----------------------------------------------------------------------------------
@@ -229,30 +230,23 @@ class ReadDoor:
         return self._media
 
     def _read_for_intent(self, path: str, intent: str) -> str:
-        """An auto read with the step's goal: a plain (non-outlined) text keeps only the lines the
-        reflex scores as relevant, numbered, with the follow-up that brings back the rest. Such a
-        read records no stub — the scope did not receive the whole file."""
-        from capsule.observe.content.reflex import reflex
-        from capsule.observe.intent import shorten
-        from capsule.observe.types import Context as ObsContext
-
-        intent = shorten(intent)[0]     # over MAX_INTENT_TOKENS: its first and last words, never an error
+        """An auto read with the step's goal: a plain (non-outlined) text goes through the engine with
+        the intent, which keeps the lines that matter to it (one marker, the original archived behind
+        the footer, ctx_expand brings it back). Such a read records no stub — the scope did not
+        receive the whole file."""
         started = time.perf_counter()
         try:
             result = self.reader().read_result(path, "auto", scope="")
         except (ValueError, OSError) as exc:
             raise ToolError(str(exc)) from None
-        if result.mode != "full" or self.passive_mode():
+        if result.mode != "full":
             self._ledger(result, "", started)
             return result.text
-        shrunk = reflex(result.text, ObsContext(intent=intent, stream="content", path=result.path))
-        if not shrunk.removed_lines:
-            self._ledger(result, "", started)
-            return result.text
-        text = (shrunk.text.rstrip("\n") + f"\n[{shrunk.removed_lines} more lines: ctx_read {result.path} "
-                f"lines:N-M for a part, or mode=full]\n")
-        self._ledger(replace(result, text=text, would_send=text, mode="intent"), "", started)
-        return text
+        data = self._observe(Observation(result.text.encode("utf-8", "surrogateescape"),
+                                         command=f"ctx_read {result.path} intent", stream="content",
+                                         path=result.path, intent=intent,
+                                         mode="measure" if passive(self.role_mode) else "standard"))
+        return data.decode("utf-8", "surrogateescape")
 
     def passive_mode(self) -> bool:
         return passive(self.role_mode)

@@ -30,7 +30,9 @@ CREATE TABLE IF NOT EXISTS route_events(
   detail TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS route_events_ts ON route_events(ts);
+CREATE TABLE IF NOT EXISTS route_inputs(path TEXT PRIMARY KEY, offset INTEGER NOT NULL);
 """
+MAX_LINE = 64 << 10
 KINDS = ("boundary", "decision", "change", "notice")
 COLS = ("id", "ts", "kind", "session", "conversation", "task_class", "source", "reason", "detail")
 
@@ -54,9 +56,48 @@ class RouteLog:
                                reason, json.dumps(detail or {}, sort_keys=True)))
             return self.conn.last_insert_rowid()
 
+    def ingest(self, path: Path) -> int:
+        """Boundary lines the client hooks appended (paths.BOUNDARIES_FILE), each once: the offset read
+        so far is stored with the rows, in one transaction. A torn or hostile line is skipped."""
+        try:
+            size = path.stat().st_size
+        except OSError:
+            return 0
+        row = self.conn.execute("SELECT offset FROM route_inputs WHERE path=?", (str(path),)).fetchone()
+        start = row[0] if row and row[0] <= size else 0
+        if start >= size:
+            return 0
+        with open(path, "rb") as fh:
+            fh.seek(start)
+            data = fh.read(size - start)
+        end = data.rfind(b"\n") + 1            # a line still being written waits for the next read
+        added = 0
+        with sqlite.write(self.conn):
+            for line in data[:end].splitlines():
+                try:
+                    rec = json.loads(line) if len(line) <= MAX_LINE else None
+                except ValueError:
+                    rec = None
+                if not isinstance(rec, dict) or not isinstance(rec.get("ts"), (int, float)):
+                    continue
+                self.conn.execute("INSERT INTO route_events(ts, kind, session, conversation, task_class, source, "
+                                  "reason, detail) VALUES(?,?,?,?,?,?,?,?)",
+                                  (float(rec["ts"]), "boundary", str(rec.get("session") or "")[:80], None,
+                                   str(rec.get("task_class") or "main")[:20], "claude hook",
+                                   str(rec.get("reason") or "")[:200],
+                                   json.dumps(rec.get("detail") if isinstance(rec.get("detail"), dict) else {},
+                                              sort_keys=True)[:4000]))
+                added += 1
+            self.conn.execute("INSERT INTO route_inputs(path, offset) VALUES(?, ?) ON CONFLICT(path) DO UPDATE "
+                              "SET offset=excluded.offset", (str(path), start + end))
+        return added
+
     def rows(self, since: float | None = None) -> list[dict]:
+        boundaries = self.path.parent / paths.BOUNDARIES_FILE
+        if boundaries.exists():
+            self.ingest(boundaries)
         out = []
-        for r in self.conn.execute(f"SELECT {', '.join(COLS)} FROM route_events WHERE ts >= ? ORDER BY id",
+        for r in self.conn.execute(f"SELECT {', '.join(COLS)} FROM route_events WHERE ts >= ? ORDER BY ts, id",
                                    (since or 0.0,)):
             d = dict(zip(COLS, r))
             d["detail"] = json.loads(d["detail"])

@@ -1,7 +1,8 @@
-"""The observation pipeline for one payload: CLASSIFY → POLICY → TRANSFORM → GUARD → ARCHIVE.
+"""The observation pipeline for one Observation: CLASSIFY → POLICY → TRANSFORM → GUARD → ARCHIVE → FIT,
+or, for a spooled payload too large to hold, the HUGE stage (head, tail, error windows).
 
 Not responsible for I/O beyond the archive it is handed, nor for the ledger row (the
-engine writes it from the Emission). Pure apart from the archive put.
+engine writes it from the Emission). Pure apart from the archive put. Classifies once.
 Invariants: any transform failure emits raw (INV-4); never worse (INV-3) and worth it; verbatim-class
 lines survive or raw is emitted (INV-7); a lossy emission has one marker and one footer (INV-5).
 """
@@ -12,15 +13,15 @@ import os
 import time
 from dataclasses import dataclass, field, replace
 
-from capsule.ground import logs
-from capsule.ground import tokens
-from capsule.observe import guard, registry
-from capsule.observe.content import gate
+from capsule.ground import logs, switches, tokens
+from capsule.ground.types import Limit, Observation
+from capsule.observe import fit, guard, huge, registry
 from capsule.observe.classify import Classification, classify
-from capsule.observe.types import Context, Removal, StageReport
+from capsule.observe.content import gate
+from capsule.observe.intent import shorten
 from capsule.observe.keep import missing
+from capsule.observe.types import Context, Removal, StageReport
 from capsule.observe.verbatim import EXEMPT_TRANSFORMS
-from capsule.ground import switches
 from capsule.store.archive import handle_of
 
 log = logs.get("capsule.pipeline")
@@ -51,6 +52,13 @@ class Emission:
     elapsed_ms: float = 0.0
     raw_text: str | None = field(default=None, repr=False)
     transformed_text: str | None = field(default=None, repr=False)
+    raw_bytes: int = 0           # the size of the original
+    token_label: str | None = None   # None: the tokenizer's own label (tokens.label())
+    sent_tokens_known: int | None = None  # a door's own view: the tokens it sends, whatever `applied` says
+    ledger_manifest: list[dict] | None = None   # the huge stage's own manifest and reports
+    ledger_reports: list[dict] | None = None
+    emission_id: int | None = None   # the ledger row, once written (None while deferred or unrecorded)
+    intent: str | None = None        # the goal the transform was given (an over-long one shortened)
 
     @property
     def lossy(self) -> bool:
@@ -90,12 +98,104 @@ class Emission:
         self.known_emitted_tokens = n
 
     @property
+    def sent_tokens(self) -> int:
+        """Tokens of what the agent got: the emission when applied, else the original."""
+        if self.sent_tokens_known is not None:
+            return self.sent_tokens_known
+        return self.emitted_tokens if self.applied else self.raw_tokens
+
+    @property
     def would_emit_tokens(self) -> int:
         return self.raw_tokens if self.known_would_emit is None else self.known_would_emit
 
     @would_emit_tokens.setter
     def would_emit_tokens(self, n: int) -> None:
         self.known_would_emit = n
+
+
+def raw_emission(data: bytes) -> Emission:
+    """What fail-open returns: the original, unrecorded (an empty `data` with a spool: stream the spool)."""
+    return Emission(data, None, None, "unknown", "passthrough", applied=False, raw_bytes=len(data))
+
+
+def run(obs: Observation, archive, *, mode: str, languages: tuple[str, ...], measure_only: bool,
+        large_bytes: int, long_line_bytes: int) -> Emission:
+    """The one way through: an Observation in, one Emission out (the engine records it)."""
+    if obs.view is not None:
+        return _door_view(obs, measure_only)
+    raw = obs.raw
+    if obs.spool is not None:
+        if obs.size > large_bytes:
+            return _huge(obs, archive, mode, measure_only)
+        obs.spool.seek(0)
+        raw = obs.spool.read()
+        if len(raw) > long_line_bytes and max(map(len, raw.split(b"\n"))) > long_line_bytes:
+            del raw
+            return _huge(obs, archive, mode, measure_only)
+    intent = shorten(obs.intent)[0] if obs.intent else None    # an over-long goal never costs the output
+    cls = classify(obs.command, raw[:1024], obs.cwd)
+    if intent and cls.transform_id == "default" and not cls.passthrough:
+        # No tool-specific filter knows this output, but the step's goal is known.
+        cls = replace(cls, transform_id="reflex", reason=cls.reason + "; intent known: reflex")
+    ctx = Context(command=obs.command, family=cls.family, stream=obs.stream, intent=intent, exit_code=obs.exit_code,
+                  mode="standard" if mode == "measure" else mode, path=obs.path, languages=languages,
+                  filter_id=cls.filter_id)
+    em = process(raw, ctx, archive, cls, measure_only=measure_only)
+    em.raw_bytes, em.intent = len(raw), intent
+    if obs.limit is not None and obs.budget is not None and not measure_only:
+        em = _fit(em, raw, obs.command, obs.limit, obs.budget, archive)
+    return em
+
+
+def _fit(em: Emission, raw: bytes, command: str | None, limit: Limit, budget: int, archive) -> Emission:
+    """FIT: still over the client's cap after compression, the original is shaped, errors first."""
+    if limit.size(em.data.decode("utf-8", "surrogateescape")) <= budget:
+        return em
+    handle = archive.put(raw, command)
+    shaped = fit.fit(raw.decode("utf-8", "surrogateescape"), budget, limit.size, handle, context=limit.context,
+                     head=limit.head, tail=limit.tail, line_chars=limit.line_chars)
+    em.data = shaped.encode("utf-8", "surrogateescape")
+    em.emitted_tokens = em.would_emit_tokens = tokens.count(shaped)
+    em.handle, em.applied = handle, True
+    em.transform_id = f"{em.transform_id}+fit:{limit.client}"
+    return em
+
+
+def _huge(obs: Observation, archive, mode: str, measure_only: bool) -> Emission:
+    """HUGE: a payload never loaded whole (over the engine's size, or with a line too long to
+    tokenise) shows its head, tail and error windows; its tokens are estimated, and labelled so."""
+    f = obs.spool
+    f.seek(0)
+    head = f.read(1024)
+    f.seek(0)
+    cls = classify(obs.command, head)
+    body, removed, cut_bytes = huge.summarise(f)
+    raw_tokens = tokens.estimate_bytes(obs.size)
+    manifest = [{"reason": "beyond line budget (large payload)", "count": removed}] + (
+        [{"reason": "bytes of long lines not shown (large payload)", "count": 0, "bytes": cut_bytes}] if cut_bytes else [])
+    if measure_only:
+        would = tokens.count_bytes(body)
+        data, handle, emitted = b"", None, None          # b"": the door streams its spool
+    else:
+        handle = archive.put_file(f, obs.size, obs.digest, obs.command)
+        text = body.decode("utf-8", "surrogateescape")
+        data = guard.with_footer(text, handle).encode("utf-8", "surrogateescape")
+        would = emitted = tokens.count_bytes(data)
+    em = Emission(data, raw_tokens, emitted, cls.family, "large_head_tail", handle=handle, applied=not measure_only,
+                  known_would_emit=would, raw_bytes=obs.size, token_label=tokens.LABEL_APPROX,
+                  ledger_manifest=manifest, ledger_reports=[{"name": "large", "would_emit_tokens": would}],
+                  intent=shorten(obs.intent)[0] if obs.intent else None)
+    return em
+
+
+def _door_view(obs: Observation, measure_only: bool) -> Emission:
+    """A door's own view on the agent's explicit request (a ctx_read mode): recorded as sent, with
+    what an active door would send (`would_view`) as the would-emit figure."""
+    sent = tokens.count(obs.view)
+    would = sent if obs.would_view is None else tokens.count(obs.would_view)
+    return Emission(obs.view.encode("utf-8", "surrogateescape"), tokens.count(obs.raw.decode("utf-8", "surrogateescape")),
+                    sent, "read", obs.transform or "read", applied=not measure_only, known_would_emit=would,
+                    raw_bytes=len(obs.raw), sent_tokens_known=sent)
 
 
 def process(raw: bytes, ctx: Context, archive=None, classification: Classification | None = None,

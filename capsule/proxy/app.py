@@ -21,6 +21,7 @@ import httpx2
 from capsule.ground import paths
 from capsule.proxy import media as proxy_media
 from capsule.proxy import rewrite, target, usage
+from capsule.ground.types import Observation
 from capsule.proxy.memo import Memo
 
 log = logging.getLogger("capsule.proxy")
@@ -180,9 +181,51 @@ class Proxy:
                 self.stats["media_changed"] += 1
             return None if stored is None else _parts(stored)
 
-        media_changed = proxy_media.rewrite(api, parsed, media)
+        def pdf_pages(read: proxy_media.PdfPages):
+            from blake3 import blake3  # noqa: PLC0415
+
+            digest = blake3("\0".join(read.b64).encode("ascii", "replace")).hexdigest()
+            key = f"pdf-pages\0{read.path}\0{read.pages}\0{digest}"
+            found = self.memo.get(api, session, MEDIA_CALL, key)
+            if found is not Memo._MISSING:
+                return None if found is None else _parts(found)
+            parts = self._pdf_pages(read, parsed.get("model"), session)
+            stored = self.memo.put(api, session, MEDIA_CALL, key, None if parts is None else _parts_json(parts))
+            if stored is not None:
+                self.stats["media_changed"] += 1
+            return None if stored is None else _parts(stored)
+
+        media_changed = proxy_media.rewrite(api, parsed, media, pdf_pages)
         out = rewrite.rewrite(api, parsed, shrink, shims_on=self.settings.shims_on)
         return rewrite.serialize(parsed) if out is None and media_changed else out
+
+    def _pdf_pages(self, read: proxy_media.PdfPages, model, session: str):
+        """A PDF page range the client sent as page images: the pages' text from the file itself, read
+        only inside the workspace (the path comes from the request: hostile until checked)."""
+        from capsule import engine_media  # noqa: PLC0415
+        from capsule.policy import media as media_policy  # noqa: PLC0415
+        from capsule.retrieve import workspace  # noqa: PLC0415
+
+        policy = media_policy.from_table(self.settings.media, self.settings.mode)
+        root = self.settings.workspace
+        if policy.mode == "off" or policy.pdf != "text" or root is None:
+            return None
+        try:
+            real = workspace.resolve(root, read.path)
+            rel = workspace.relative(root, real)
+            data = workspace.read_inside(root, real, rel, rewrite.limit("max_body_bytes"))
+        except (workspace.WorkspaceError, OSError) as exc:
+            log.info("proxy: PDF pages of %s not read (%s); sent as the client's images", read.path, exc)
+            return None
+        images = [proxy_media.decode(proxy_media.Blob("image/jpeg", b, read.path, "anthropic")) for b in read.b64]
+        if any(i is None for i in images):
+            return None
+        with self._engine_lock:
+            out = engine_media.observe_media(self.engine(), data, "application/pdf",
+                                             model=model if isinstance(model, str) else None, api="anthropic",
+                                             policy=policy, scope=session, path=read.path, workspace=root,
+                                             pages=read.pages, sent_images=images)
+        return out.parts
 
     def _media(self, blob: proxy_media.Blob, model, session: str):
         """One image or PDF through the engine's media entry, at its first sight in the conversation."""
@@ -211,8 +254,8 @@ class Proxy:
         try:
             with self._engine_lock:
                 engine = self.engine()
-                out = engine.observe(raw, command=call.command, exit_code=call.exit_code, intent=call.intent,
-                                     scope=session, path=call.path, stream="stdout")
+                out = engine.observe(Observation(raw, command=call.command, exit_code=call.exit_code,
+                                                 intent=call.intent, scope=session, path=call.path, stream="stdout"))
             return out.data.decode("utf-8")
         except Exception as exc:  # noqa: BLE001 - the engine fails open; so does the door
             log.warning("proxy: engine failed on a %s result (%r); sent unchanged", call.tool or "tool", exc)

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from capsule.observe.media import image as media_image
 from capsule.observe.media.pdf import Part
+from capsule.proxy import rewrite as wire
 
 MIN_B64_CHARS = 64          # smaller "images" are placeholders, not worth a decode
 
@@ -28,8 +31,37 @@ class Blob:
     api: str
 
 
+@dataclass(frozen=True)
+class PdfPages:
+    """A PDF the client read as a page range and sent as one image per page (Claude Code's Read with
+    `pages`): the file it names, the pages, and the page images as sent."""
+
+    path: str
+    pages: list[int]
+    b64: list[str]
+
+
 # fn(blob) -> the parts to send instead, or None (send the block as it came)
 Transform = Callable[[Blob], "list[Part] | None"]
+PagesTransform = Callable[[PdfPages], "list[Part] | None"]
+
+
+def parse_pages(spec: object) -> list[int] | None:
+    """'1-5', '3', '1-3,7' -> page numbers; None for anything else."""
+    if isinstance(spec, int) and not isinstance(spec, bool):
+        return [spec] if spec > 0 else None
+    if not isinstance(spec, str) or not spec.strip() or len(spec) > 200:
+        return None
+    out: list[int] = []
+    for part in spec.replace(" ", "").split(","):
+        a, _, b = part.partition("-")
+        if not a.isdigit() or (b and not b.isdigit()):
+            return None
+        lo, hi = int(a), int(b or a)
+        if lo < 1 or hi < lo or hi - lo > 1000:
+            return None
+        out.extend(range(lo, hi + 1))
+    return out
 
 
 def decode(blob: Blob) -> bytes | None:
@@ -39,18 +71,19 @@ def decode(blob: Blob) -> bytes | None:
         return None
 
 
-def rewrite(api: str, body: Any, fn: Transform) -> bool:
+def rewrite(api: str, body: Any, fn: Transform, pages_fn: PagesTransform | None = None) -> bool:
     if not isinstance(body, dict):
         return False
-    return _anthropic(body, fn) if api == "anthropic" else _openai(body, fn)
+    return _anthropic(body, fn, pages_fn) if api == "anthropic" else _openai(body, fn)
 
 
 # ---- Anthropic Messages -----------------------------------------------------------------------------
-def _anthropic(body: dict, fn: Transform) -> bool:
+def _anthropic(body: dict, fn: Transform, pages_fn: PagesTransform | None = None) -> bool:
     msgs = body.get("messages")
     if not isinstance(msgs, list):
         return False
     paths: dict[str, str] = {}
+    page_args: dict[str, object] = {}
     changed = False
     for msg in msgs:
         if not isinstance(msg, dict) or not isinstance(msg.get("content"), list):
@@ -61,17 +94,40 @@ def _anthropic(body: dict, fn: Transform) -> bool:
                     p = b["input"].get("file_path") or b["input"].get("path")
                     if isinstance(p, str) and isinstance(b.get("id"), str):
                         paths[b["id"]] = p
+                        page_args[b["id"]] = b["input"].get("pages")
             continue
         last_path = None
         new_content, msg_changed = [], False
-        for b in msg["content"]:
+        blocks = msg["content"]
+        skip = 0
+        shown: tuple[int, int] | None = None   # the size a resized tool_result image now has
+        for k, b in enumerate(blocks):
+            if skip:
+                skip -= 1
+                continue
+            if shown and isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str):
+                note = _image_note(b["text"], shown)
+                shown = None
+                if note is not None:
+                    new_content.append({**b, "text": note})
+                    msg_changed = True
+                    continue
             if isinstance(b, dict) and b.get("type") == "tool_result":
                 last_path = paths.get(str(b.get("tool_use_id")))
+                read = _page_images(b, blocks[k + 1:], last_path, page_args.get(str(b.get("tool_use_id"))))
+                if read is not None and pages_fn is not None:
+                    parts = pages_fn(read)
+                    if parts is not None:
+                        new_content.append(b)
+                        new_content.extend(_anthropic_part(p) for p in parts)
+                        skip, msg_changed = len(read.b64), True
+                        continue
                 inner = b.get("content")
                 if isinstance(inner, list):
                     spliced, inner_changed = _splice_anthropic(inner, fn, last_path)
                     if inner_changed:
                         b["content"], msg_changed = spliced, True
+                        shown = _single_image_size(inner, spliced)
                 new_content.append(b)
                 continue
             out = _anthropic_block(b, fn, last_path)
@@ -83,6 +139,48 @@ def _anthropic(body: dict, fn: Transform) -> bool:
         if msg_changed:
             msg["content"], changed = new_content, True
     return changed
+
+
+def _page_images(result: dict, following: list, path: str | None, pages_arg: object) -> PdfPages | None:
+    """The page images that follow a "PDF pages extracted" tool_result, when they are what it says."""
+    content = result.get("content")
+    text = content if isinstance(content, str) else (
+        "".join(c.get("text", "") for c in content if isinstance(c, dict) and c.get("type") == "text")
+        if isinstance(content, list) else "")
+    m = re.match(wire.config()["anthropic"]["pdf_pages_result"], text or "")
+    pages = parse_pages(pages_arg)
+    if not m or not path or not path.lower().endswith(".pdf") or pages is None or m.group(2) != path:
+        return None
+    n = int(m.group(1))
+    imgs = following[:n]
+    if n != len(pages) or len(imgs) != n or not all(
+            isinstance(i, dict) and i.get("type") == "image" and isinstance(i.get("source"), dict)
+            and i["source"].get("type") == "base64" and isinstance(i["source"].get("data"), str) for i in imgs):
+        return None
+    return PdfPages(path, pages, [i["source"]["data"] for i in imgs])
+
+
+def _single_image_size(before: list, after: list) -> tuple[int, int] | None:
+    """The new size of a tool_result's one image, when it was resized (not replaced by text)."""
+    was = [i for i in before if isinstance(i, dict) and i.get("type") == "image"]
+    now = [i for i in after if isinstance(i, dict) and i.get("type") == "image"]
+    if len(was) != 1 or len(now) != 1:
+        return None
+    try:
+        _, w, h = media_image.probe(base64.b64decode(now[0]["source"]["data"]))
+    except (media_image.MediaError, ValueError, KeyError, TypeError):
+        return None
+    return w, h
+
+
+def _image_note(text: str, shown: tuple[int, int]) -> str | None:
+    m = re.match(wire.config()["anthropic"]["image_note"], text)
+    if not m:
+        return None
+    ow, oh = int(m.group(1)), int(m.group(2))
+    w, h = shown
+    return (f"[Image: original {ow}x{oh}, displayed at {w}x{h}. Multiply coordinates by {ow / w:.2f} "
+            f"to map to original image.]")
 
 
 def _splice_anthropic(items: list, fn: Transform, path: str | None) -> tuple[list, bool]:

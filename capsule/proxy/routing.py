@@ -74,12 +74,21 @@ def thread_key(api: str, session: str, body: dict) -> str:
     from capsule.proxy.rewrite import serialize  # noqa: PLC0415
 
     if api == "anthropic":
-        first = (body.get("messages") or [None])[0]
+        first = _unmarked((body.get("messages") or [None])[0])
         seed = _system_text(body).encode() + b"\0" + serialize(first)
     else:
         first = next((i for i in body.get("input") or [] if isinstance(i, dict) and i.get("role") == "user"), None)
         seed = str(body.get("instructions") or "").encode() + b"\0" + serialize(first)
     return f"{session}/{blake3(seed).hexdigest()[:16]}"
+
+
+def _unmarked(msg):
+    """A message without its cache_control markers: the client moves them along the conversation
+    (Claude Code 2.1.197 marks the first user message on call 1 only), the content stays."""
+    if not isinstance(msg, dict) or not isinstance(msg.get("content"), list):
+        return msg
+    return {**msg, "content": [{k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, dict) else b
+                               for b in msg["content"]]}
 
 
 def classify(api: str, body: dict, definitions: dict[str, dict]) -> str:

@@ -106,6 +106,17 @@ class Archive:
                     self._index(handle, data)
         return handle
 
+    def has_unindexed(self) -> bool:
+        return bool(self._unindexed)
+
+    def take_unindexed(self) -> list[tuple[str, bytes]]:
+        """The (handle, original) pairs still owed a full-text row, handed over and forgotten here."""
+        out, self._unindexed = self._unindexed, []
+        return out
+
+    def requeue_unindexed(self, items: list[tuple[str, bytes]]) -> None:
+        self._unindexed.extend(items)
+
     def index_pending(self) -> None:
         """Write the full-text rows of the new originals put() stored with defer_index on."""
         while self._unindexed:

@@ -128,7 +128,9 @@ def _re2(source: str, flags: int):
     try:
         import re2
 
-        return re2.compile(f"(?{inline}){source}" if inline else source)
+        quiet = re2.Options()
+        quiet.log_errors = False        # a pattern RE2 cannot take is expected here, not news for stderr
+        return re2.compile(f"(?{inline}){source}" if inline else source, quiet)
     except Exception:  # noqa: BLE001 - re2.error and its C++ message: not RE2 syntax
         return None
 

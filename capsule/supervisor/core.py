@@ -368,7 +368,8 @@ class Supervisor:
             if kind == "claude":
                 return session.claude_argv(cmd, self.session_dir, self.state_dir, mcp=self.plan["register"].on,
                                            intent=self.plan["engine"].on and self.plan["shims"].on,
-                                           python=shims.shim_python(), instructions=text)
+                                           python=shims.shim_python(), boundaries=self.plan["engine"].on,
+                                           instructions=text)
             if kind == "codex":
                 return session.codex_argv(cmd, self.state_dir, self.agent_env(), mcp=self.plan["register"].on,
                                           instructions=text)

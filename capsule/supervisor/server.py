@@ -29,6 +29,7 @@ import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from capsule.agents import limits
+from capsule.shims import door
 
 log = logging.getLogger("capsule.supervisor")
 
@@ -123,7 +124,7 @@ class EngineServer:
                 await stream.send(reply)
             except Exception:  # noqa: BLE001 - the shim gave up (timeout); nothing to do
                 pass
-        if self.engine is not None and getattr(self.engine, "_pending", None):
+        if self.engine is not None and self.engine.pending():
             # Token counts and ledger rows of what was just answered: after the reply, off the shim's path.
             async with self.lock:
                 await anyio.to_thread.run_sync(self.engine.drain)
@@ -139,7 +140,7 @@ class EngineServer:
                 # Rows deferred past a reply are written under the lock: a STATUS answers after
                 # them, so whoever asks (doctor, a test) then reads a ledger that has every row.
                 async with self.lock:
-                    if getattr(self.engine, "_pending", None):
+                    if self.engine.pending():
                         await anyio.to_thread.run_sync(self.engine.drain)
             info = dict(self.status())
             info.update(served=self.served, failed=self.failed, shed=self.shed)
@@ -163,8 +164,8 @@ class EngineServer:
             return b"RAW\n"
         async with self.lock:
             new_out, new_err = await anyio.to_thread.run_sync(
-                partial(self.engine.observe_command, command, out, err, code, duration_us / 1000.0, scope, cwd=cwd,
-                        meta=meta))
+                partial(door.observe_command, self.engine, command, out, err, code, duration_us / 1000.0, scope,
+                        cwd=cwd, meta=meta))
         self.served += 1
         return b"OK %d %d\n" % (len(new_out), len(new_err)) + bytes(new_out) + bytes(new_err)
 

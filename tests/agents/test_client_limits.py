@@ -5,6 +5,7 @@ from __future__ import annotations
 from capsule.agents import codex, limits
 from capsule.engine import Engine
 from capsule.observe import fit, guard
+from capsule.shims import door
 
 CLAUDE = {"CLAUDECODE": "1"}
 LOG = [f"12:00:{i % 60:02d} worker-{i % 7} handled request {i} in {i % 13} ms" for i in range(4000)]
@@ -56,14 +57,14 @@ def test_engine_shapes_an_over_cap_emission_for_the_client_only(state_dir, monke
     # A transform that fails passes the raw output: 240 KB, far over both clients' caps.
     monkeypatch.setenv("JACKIN_CTX_FAULT_INJECT", "*")
     engine = Engine(state_dir, mode="standard")
-    plain, _ = engine.observe_command("./serve.sh", RAW, b"", 0, 1.0, "s")
+    plain, _ = door.observe_command(engine, "./serve.sh", RAW, b"", 0, 1.0, "s")
     assert plain == RAW                                                          # no client: raw, as before
-    out, _ = engine.observe_command("./serve.sh", RAW, b"", 0, 1.0, "s", meta=CLAUDE)
+    out, _ = door.observe_command(engine, "./serve.sh", RAW, b"", 0, 1.0, "s", meta=CLAUDE)
     text = out.decode()
     assert len(text) <= 30000 * 0.9 and LOG[2500] in text
     handle = guard.FOOTER_RE.search(text).group(1)
     assert engine.archive.get(handle) == RAW                                     # the original is one expand away
-    out, _ = engine.observe_command("./serve.sh", RAW, b"", 0, 1.0, "s",
+    out, _ = door.observe_command(engine, "./serve.sh", RAW, b"", 0, 1.0, "s",
                                     meta={"CODEX_THREAD_ID": "t", "JACKIN_CTX_AGENT_MODEL": "gpt-5-codex"})
     assert len(out) <= 10000 * 0.9 and LOG[2500].encode() in out
 
@@ -71,5 +72,5 @@ def test_engine_shapes_an_over_cap_emission_for_the_client_only(state_dir, monke
 def test_both_streams_share_the_cap(state_dir, monkeypatch):
     monkeypatch.setenv("JACKIN_CTX_FAULT_INJECT", "*")
     engine = Engine(state_dir, mode="standard")
-    out, err = engine.observe_command("./serve.sh", RAW, RAW, 1, 1.0, "s", meta={**CLAUDE, "BASH_MAX_OUTPUT_LENGTH": "8000"})
+    out, err = door.observe_command(engine, "./serve.sh", RAW, RAW, 1, 1.0, "s", meta={**CLAUDE, "BASH_MAX_OUTPUT_LENGTH": "8000"})
     assert len(out) + len(err) <= 8000 and LOG[2500].encode() in out and LOG[2500].encode() in err

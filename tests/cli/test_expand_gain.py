@@ -6,6 +6,7 @@ import json
 import subprocess
 import re
 import time
+from capsule.ground.types import Observation
 
 FOOTER = re.compile(rb"<<ccr:([0-9a-f]{24})>>")
 
@@ -83,7 +84,7 @@ def test_approximate_counts_are_labelled(state_dir, monkeypatch):
     monkeypatch.setattr(tokens, "_encoder", None)
     monkeypatch.setattr(tokens, "_failed", True)
     engine = Engine(state_dir)
-    engine.observe("".join(f"row {i}\n" for i in range(2000)).encode(), command="seq 1 2000")
+    engine.observe(Observation("".join(f"row {i}\n" for i in range(2000)).encode(), command="seq 1 2000"))
     rows = engine.ledger.rows()
     assert rows[-1]["token_label"] == "approx"
     assert "(approx)" in render(ledger.summarise(rows))

@@ -11,6 +11,7 @@ from capsule.measure.ledger import Ledger
 from capsule.observe import pipeline, registry
 from capsule.observe.classify import classify
 from capsule.observe.types import Context, Removal, TransformResult
+from capsule.ground.types import Observation
 
 
 def _log(n: int = 1500, seed: int = 3) -> bytes:
@@ -44,7 +45,7 @@ def test_observe_does_not_count_the_raw_input_before_returning(state_dir, monkey
     counted: list[int] = []
     real = tokens.count
     monkeypatch.setattr(tokens, "count", lambda text, **kw: counted.append(len(text)) or real(text, **kw))
-    out = engine.observe(raw, command="kubectl logs deploy/api", exit_code=0)
+    out = engine.observe(Observation(raw, command="kubectl logs deploy/api", exit_code=0))
     assert len(out.data) < len(raw) // 3 and b"connection refused" in out.data
     assert max(counted) < len(raw) // 3          # only the (small) emission was counted
     assert out.emission_id is None               # not recorded yet
@@ -59,8 +60,8 @@ def test_deferred_and_immediate_ledger_rows_are_the_same(tmp_path, monkeypatch):
     for defer in (False, True):
         engine = Engine(tmp_path / f"state-{defer}", scope="s")
         engine.defer = defer
-        engine.observe(raw, command="kubectl logs deploy/api", exit_code=0)
-        engine.observe(raw[:300], command="kubectl logs deploy/api", exit_code=0)   # small: passthrough
+        engine.observe(Observation(raw, command="kubectl logs deploy/api", exit_code=0))
+        engine.observe(Observation(raw[:300], command="kubectl logs deploy/api", exit_code=0))   # small: passthrough
         engine.drain()
         ids = [r["id"] for r in engine.ledger.rows()]
         rows.append([_row(engine.ledger, i) for i in ids])
@@ -113,14 +114,14 @@ def test_the_full_text_index_row_of_an_original_waits_for_drain(tmp_path):
     for defer in (True, False):
         engine = Engine(tmp_path / f"state-{defer}")
         engine.defer = defer
-        out = engine.observe(raw, command="kubectl logs deploy/api", exit_code=0)
+        out = engine.observe(Observation(raw, command="kubectl logs deploy/api", exit_code=0))
         assert out.handle and engine.archive.get(out.handle) == raw
         indexed = lambda: engine.archive.conn.execute(  # noqa: E731
             "SELECT count(*) FROM ccr_fts WHERE hash=?", (out.handle,)).fetchone()[0]
         assert indexed() == (0 if defer else 1)
         engine.drain()
         assert indexed() == 1
-        engine.observe(raw, command="kubectl logs deploy/api", exit_code=0)   # stored already: renewed
+        engine.observe(Observation(raw, command="kubectl logs deploy/api", exit_code=0))   # stored already: renewed
         engine.drain()
         assert indexed() == 1 and engine.archive.search("refused") == [out.handle]
         engine.close()

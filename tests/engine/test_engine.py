@@ -5,6 +5,7 @@ from __future__ import annotations
 from capsule.engine import Engine
 from capsule.observe import registry
 from capsule.observe.types import TransformResult
+from capsule.ground.types import Observation
 
 SEEN: list = []
 
@@ -18,9 +19,9 @@ def test_role_languages_reach_the_transform(state_dir, monkeypatch):
     registry.register("default", f"{__name__}:_capture")
     try:
         engine = Engine(state_dir, languages=("rust", "go"))
-        engine.observe("".join(f"line {i}\n" for i in range(50)).encode(), command="mystery-tool")
-        engine.observe("".join(f"line {i}\n" for i in range(50)).encode(), command="mystery-tool",
-                       languages=("python",))
+        engine.observe(Observation("".join(f"line {i}\n" for i in range(50)).encode(), command="mystery-tool"))
+        engine.observe(Observation("".join(f"line {i}\n" for i in range(50)).encode(), command="mystery-tool",
+                       languages=("python",)))
     finally:
         registry.register("default", "capsule.observe.transforms.basic:default_text")
     assert SEEN == [("rust", "go"), ("python",)]

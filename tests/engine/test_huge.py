@@ -10,6 +10,7 @@ import tempfile
 
 from capsule.engine import LARGE_BYTES, Engine
 from capsule.observe import huge
+from capsule.ground.types import Observation
 
 ERR = b"ERROR: replica 7 lost quorum (term 41)"
 
@@ -18,7 +19,7 @@ def _observe(state_dir, data: bytes) -> bytes:
     with tempfile.TemporaryFile() as f:
         f.write(data)
         size = f.tell()
-        out = Engine(state_dir).observe_file(f, size, "0" * 24, command="produce", stream="stdout", exit_code=1)
+        out = Engine(state_dir).observe(Observation(spool=f, size=size, digest="0" * 24, command="produce", stream="stdout", exit_code=1))
     return out.data
 
 

@@ -11,6 +11,7 @@ import re
 import pytest
 
 from capsule.engine import Engine
+from capsule.ground.types import Observation
 
 FOOTER = re.compile(r"^\[full output: .*<<ccr:([0-9a-f]{24})>>.*\]$")
 MARKER = re.compile(r"^\[\d+ more lines?\]$")
@@ -42,7 +43,7 @@ def test_every_record_shown_is_whole_and_keeps_its_id(state_dir, seed):
     rng = random.Random(seed)
     raw, by_id = _table(rng, rng.randint(60, 400))
     engine = Engine(state_dir)
-    outcome = engine.observe(raw, command=None, stream="content")   # as `ctx pipe` sees it
+    outcome = engine.observe(Observation(raw, command=None, stream="content"))   # as `ctx pipe` sees it
     out = outcome.data.decode()
     assert len(outcome.data) < len(raw), "a table this size is worth shrinking"
     records = _shown_records(out)

@@ -115,10 +115,11 @@ def test_ctx_trust_refuses_a_device_at_once(project, state_dir, target):
 ROLE_PROBE = """
 import resource, sys, time
 from capsule.engine import Engine
+from capsule.ground.types import Observation
 from capsule.observe.filters import engine as fe
 fe.set_role_filters([{"path": sys.argv[1], "sha256": "0" * 64}])
 start = time.monotonic()
-out = Engine().observe(b"hello\\n" * 3, command="git status").data
+out = Engine().observe(Observation(b"hello\\n" * 3, command="git status")).data
 print(round(time.monotonic() - start, 3), out == b"hello\\n" * 3,
       resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
 """

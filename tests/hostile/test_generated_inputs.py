@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, event, given, settings, strategies as st
 from capsule.engine import Engine
 from capsule.ground import tokens
 from capsule.observe import verbatim
+from capsule.ground.types import Observation
 
 EXAMPLES = 2000           # per category; five categories
 SETTINGS = settings(max_examples=EXAMPLES, deadline=timedelta(seconds=10), derandomize=True,
@@ -51,7 +52,7 @@ def engine(tmp_path_factory):
 
 
 def check(engine: Engine, raw: bytes, command: str | None, exit_code: int | None) -> None:
-    out = engine.observe(raw, command=command, exit_code=exit_code)
+    out = engine.observe(Observation(raw, command=command, exit_code=exit_code))
     engine.drain()
     event("cut (archived)" if out.handle else "raw")
     if out.handle is None:

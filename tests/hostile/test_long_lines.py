@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 from capsule.engine import LONG_LINE_BYTES, Engine, has_long_line
+from capsule.ground.types import Observation
 
 MB = 1 << 20
 
@@ -45,6 +46,6 @@ def test_the_long_line_rule(state_dir, tmp_path):
     spool.write_bytes(raw)
     engine = Engine(state_dir)
     with open(spool, "rb") as f:
-        out = engine.observe_file(f, len(raw), "d" * 24, command="cat blob", stream="stdout", exit_code=0)
+        out = engine.observe(Observation(spool=f, size=len(raw), digest="d" * 24, command="cat blob", stream="stdout", exit_code=0))
     assert out.handle and len(out.data) < 64_000 and out.data.startswith(b"start\n")
     assert engine.archive.get(out.handle) == raw

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from capsule.ground.tokens import count
 
@@ -169,7 +170,10 @@ def test_measure_mode_changes_nothing_unasked_but_counts(workspace, state_dir):
     assert text_of(auto) == BIG_PY and text_of(again) == BIG_PY      # no signatures, no stub
     assert text_of(asked).startswith("1| def function_0")             # an explicit mode is honoured
     rows = [r for r in Ledger().rows() if r["family"] == "read"]
-    assert not rows[0]["applied"] and rows[1]["emitted_tokens"] <= 20  # what the stub would have saved
+    # Recorded like every door's measure row (one row builder): emitted is what was sent (the whole
+    # file), would_emit what the active door would have sent (the stub).
+    assert not rows[0]["applied"] and rows[1]["emitted_tokens"] == rows[1]["raw_tokens"]
+    assert rows[1]["would_emit_tokens"] <= 20                               # what the stub would have saved
 
 
 def test_codex_window_is_the_scope_compaction_and_subagent_threads_get_full_text(session):
@@ -232,7 +236,8 @@ def test_read_with_intent_keeps_relevant_lines_and_records_no_stub(session, work
     ])
     text = text_of(focused)
     assert "E       AssertionError: float sum" in text
-    assert "more lines: ctx_read pytest.log lines:N-M" in text
+    # the engine's one marker and footer (the door contract): the original is one ctx_expand away
+    assert re.search(r"\[\d+ more lines\]", text) and "<<ccr:" in text
     assert count(text) < count(log) // 2
     # The focused read sent part of the file: the next plain read is the whole file, not a stub.
     assert text_of(full) == log

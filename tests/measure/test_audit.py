@@ -6,6 +6,7 @@ from capsule.cli.main import main
 from capsule.engine import Engine
 from capsule.measure import audit
 from capsule.observe import rerun as reruns
+from capsule.ground.types import Observation
 
 
 def test_check_answer_flags_only_removed_tokens():
@@ -31,7 +32,7 @@ def test_cli_audit_end_to_end(tmp_path, monkeypatch, capsys):
              for i in range(200)]
     raw = ("\n".join(lines) + "\n").encode()
     engine = Engine()
-    out = engine.observe(raw, command=None, intent="render run")
+    out = engine.observe(Observation(raw, command=None, intent="render run"))
     assert out.emission_id and b"INV-2024-0150" not in out.data
     answer = tmp_path / "answer.txt"
     answer.write_text("Invoice INV-2024-0150 was rendered; INV-2024-0000 too.")
@@ -55,7 +56,7 @@ def test_rerun_uses_the_stored_intent(tmp_path, monkeypatch):
 
     monkeypatch.setenv("JACKIN_CTX_STATE_DIR", str(tmp_path / "state"))
     intent = "what happened to zebra-admin"
-    out = Engine().observe(_rows_json().encode(), command="curl -s api/users", intent=intent)
+    out = Engine().observe(Observation(_rows_json().encode(), command="curl -s api/users", intent=intent))
     shown = out.data.decode()
     assert "zebra-admin" in shown and "user092" not in shown      # the lossy tier, intent-conditioned
     row = Ledger().get(out.emission_id)

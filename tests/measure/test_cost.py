@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -21,10 +22,19 @@ def test_every_price_row_is_complete_and_the_buckets_are_priced_separately():
     assert got.basis == "priced" and got.usd == pytest.approx(want)
 
 
+def test_current_lineups_are_priced_with_source_and_date():
+    table = cost.prices()
+    for model in ("gpt-5.5", "gpt-5.3-codex", "claude-opus-4-8", "claude-sonnet-5-5", "claude-fable-5-1"):
+        assert cost.price_for(model) is not None, model
+    assert cost.price_for("gpt-5.3-codex")["output"] == 14.0 and cost.price_for("gpt-5.5")["cache_read"] == 0.5
+    for model, row in table.items():
+        assert row.get("source") and re.fullmatch(r"\d{4}-\d{2}-\d{2}", row.get("checked", "")), model
+
+
 def test_upstream_cost_wins_and_unknown_models_are_never_guessed():
     assert cost.call_cost({**CALL, "cost_usd": 0.5}) == cost.Cost(0.5, "upstream")
-    # A look-alike of a priced model is still unknown.
-    for model in ("claude-sonnet-4-5-turbo", "gpt-5.5", "", None):
+    # A look-alike of a priced model is still unknown (gpt-5.5 is priced since issue 18: its look-alike here).
+    for model in ("claude-sonnet-4-5-turbo", "gpt-5.5-turbo", "claude-opus-5-5", "", None):
         assert cost.call_cost({**CALL, "model": model}) == cost.Cost(None, "unpriced")
     t = cost.total_cost([CALL, {**CALL, "model": "mystery-1"}])
     assert t["unpriced_calls"] == 1 and t["unpriced_models"] == ["mystery-1"] and t["cost_usd"] > 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 
 from capsule.engine import Engine
+from capsule.ground.types import Observation
 
 
 def module(n_funcs: int) -> str:
@@ -22,7 +23,7 @@ def run(args, cwd) -> bytes:
 
 
 def observe(tmp_path, raw: bytes, command: str) -> bytes:
-    return Engine(tmp_path / "st", mode="standard", scope="t").observe(raw, command=command).data
+    return Engine(tmp_path / "st", mode="standard", scope="t").observe(Observation(raw, command=command)).data
 
 
 def test_grep_with_context_on_one_file_is_a_whole_view(tmp_path):

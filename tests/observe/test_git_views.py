@@ -14,6 +14,7 @@ from hypothesis import given, settings, strategies as st
 from capsule.engine import Engine
 from capsule.ground import tokens
 from capsule.observe import guard
+from capsule.ground.types import Observation
 
 SMALL_FILES = ["alpha.py", "beta.py", "gamma.py"]
 
@@ -66,8 +67,8 @@ def repo(tmp_path_factory):
 
 def _observe(tmp_path, raw: bytes, command: str, exit_code: int = 0, intent: str | None = None):
     engine = Engine(tmp_path / "state", mode="standard", scope="test")
-    out = engine.observe(raw, command=command, exit_code=exit_code, intent=intent)
-    again = engine.observe(raw, command=command, exit_code=exit_code, intent=intent)
+    out = engine.observe(Observation(raw, command=command, exit_code=exit_code, intent=intent))
+    again = engine.observe(Observation(raw, command=command, exit_code=exit_code, intent=intent))
     assert again.data == out.data, "the view is deterministic"
     return out.data.decode()
 

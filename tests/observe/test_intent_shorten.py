@@ -8,6 +8,7 @@ from capsule.engine import Engine
 from capsule.ground import tokens
 from capsule.observe.intent import shorten
 from capsule.observe.types import MAX_INTENT_TOKENS
+from capsule.ground.types import Observation
 
 
 def test_shorten_keeps_head_and_tail_within_the_limit():
@@ -25,8 +26,8 @@ def test_engine_observes_with_an_overlong_intent_from_any_door(tmp_path):
     # The shims and the proxy hand the engine whatever the agent thought; it never fails for it.
     log = subprocess.run(["git", "log", "-n", "80", "--stat"], capture_output=True).stdout
     eng = Engine(tmp_path, mode="standard", scope="t")
-    plain = eng.observe(log, command="git log --stat")
-    long = eng.observe(log, command="git log --stat", intent="why " * 400)
+    plain = eng.observe(Observation(log, command="git log --stat"))
+    long = eng.observe(Observation(log, command="git log --stat", intent="why " * 400))
     assert long.emission_id is not None and long.data
     row = eng.ledger.get(long.emission_id)
     assert tokens.count(row["intent"]) <= MAX_INTENT_TOKENS

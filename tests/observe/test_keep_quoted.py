@@ -9,6 +9,7 @@ import pytest
 
 from capsule.engine import Engine
 from capsule.observe import keep
+from capsule.ground.types import Observation
 
 MESSAGE = ("parser: fix the panic on empty input\n\nThe old code raised an error: IndexError when the list "
            "was empty.\nTraceback showed the failure in parse().\n")
@@ -46,16 +47,16 @@ def test_commit_message_lines_are_quoted_text(history):
 @pytest.mark.parametrize("args", [["log", "--stat", "-n", "40"], ["log", "-n", "40"]])
 def test_a_log_with_an_error_word_in_one_message_is_still_compressed(history, tmp_path, args):
     raw = _git(history, *args)
-    out = Engine(state_dir=tmp_path / "state").observe(raw, command="git " + " ".join(args), stream="stdout",
-                                                       exit_code=0).data
+    out = Engine(state_dir=tmp_path / "state").observe(Observation(raw, command="git " + " ".join(args), stream="stdout",
+                                                       exit_code=0)).data
     assert b"<<ccr:" in out and len(out) < len(raw)
     assert b"parser: fix the panic on empty input" in out    # the subject of that commit survives
 
 
 def test_a_real_error_line_outside_a_message_is_still_kept(history, tmp_path):
     raw = _git(history, "log", "--stat", "-n", "40") + b"fatal: bad object refs/heads/gone\n"
-    out = Engine(state_dir=tmp_path / "state").observe(raw, command="git log --stat -n 40", stream="stdout",
-                                                       exit_code=128).data
+    out = Engine(state_dir=tmp_path / "state").observe(Observation(raw, command="git log --stat -n 40", stream="stdout",
+                                                       exit_code=128)).data
     assert b"fatal: bad object refs/heads/gone" in out
 
 

@@ -19,6 +19,7 @@ from capsule.observe.filters.search_stream import ungroup
 from capsule.observe.guard import MARKER_RE
 from capsule.observe.filters.engine import apply
 from capsule.observe.types import Context
+from capsule.ground.types import Observation
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lines"
 
@@ -35,7 +36,7 @@ def engine(tmp_path_factory):
 
 def seen(engine, name: str, intent: str | None = None, command: str | None = "") -> tuple[str, bytes, bytes]:
     cmd, raw, code = fixture(name)
-    out = engine.observe(raw, command=cmd if command == "" else command, exit_code=code, intent=intent).data
+    out = engine.observe(Observation(raw, command=cmd if command == "" else command, exit_code=code, intent=intent)).data
     return out.decode("utf-8", "surrogateescape"), raw, out
 
 
@@ -135,7 +136,7 @@ def test_a_numbered_whole_file_read_is_outlined_with_its_own_numbers(engine):
     for no, text in defs:
         assert f"{no}: {text}" in out
     # piped without a command (an agent's Read tool shows the same shape): read, not data
-    piped = engine.observe(raw, command=None, exit_code=0).data.decode()
+    piped = engine.observe(Observation(raw, command=None, exit_code=0)).data.decode()
     assert all(f"{no}: {text}" in piped for no, text in defs)
 
 
@@ -179,7 +180,7 @@ def test_an_editor_window_passes_whole(engine):
     window = (f"[File: /repo/src/ledger.py (900 lines total)]\n(199 more lines above)\n{body}"
               "(600 more lines below)\n").encode()
     for command in ("open src/ledger.py 250", "goto 250", None):
-        assert engine.observe(window, command=command, exit_code=0).data == window
+        assert engine.observe(Observation(window, command=command, exit_code=0)).data == window
 
 
 # ---- 3. intent ranks within filters --------------------------------------------------
@@ -256,7 +257,7 @@ def repetitive_run(draw):
 def test_property_a_rare_line_in_a_failing_run_always_survives(engine, case, command):
     text, odd = case
     raw = text.encode()
-    out = engine.observe(raw, command=command, exit_code=1).data.decode()
+    out = engine.observe(Observation(raw, command=command, exit_code=1)).data.decode()
     assert odd in out.splitlines()
     assert len(out.encode()) <= len(raw)
 
@@ -269,7 +270,7 @@ def test_property_never_worse_and_one_marker_that_counts(engine, case, exit_code
 
     text, _ = case
     raw = text.encode()
-    out = engine.observe(raw, command=None, exit_code=exit_code).data.decode()
+    out = engine.observe(Observation(raw, command=None, exit_code=exit_code)).data.decode()
     assert tokens.count(out) <= tokens.count(text)
     markers = [ln for ln in out.splitlines() if MARKER_RE.match(ln)]
     assert len(markers) <= 1

@@ -14,6 +14,7 @@ from capsule.engine import Engine
 from capsule.observe.filters.engine import apply
 from capsule.observe.guard import MARKER_RE
 from capsule.observe.types import Context
+from capsule.ground.types import Observation
 
 
 def run(cmd: list[str], cwd) -> tuple[str, int]:
@@ -91,10 +92,10 @@ def test_tree_is_read_back_into_directories_and_keeps_its_count(project):
 def test_tree_through_the_engine_passes_the_policy(project, tmp_path):
     engine = Engine(tmp_path / "state", mode="standard", scope="test")
     raw, code = run(["tree"], project)
-    out = engine.observe(raw.encode(), command="tree", exit_code=code).data.decode()
+    out = engine.observe(Observation(raw.encode(), command="tree", exit_code=code)).data.decode()
     assert out != raw and "test_Error.py" in out
     small, code = run(["tree", "docs"], project)
-    assert engine.observe(small.encode(), command="tree docs", exit_code=code).data == small.encode()
+    assert engine.observe(Observation(small.encode(), command="tree docs", exit_code=code)).data == small.encode()
 
 
 def test_ls_la_states_shared_columns_once_and_keeps_every_name(project):
@@ -113,7 +114,7 @@ def test_ls_la_states_shared_columns_once_and_keeps_every_name(project):
 def test_a_short_ls_la_is_untouched(project, tmp_path):
     engine = Engine(tmp_path / "state", mode="standard", scope="test")
     raw, code = run(["ls", "-la"], project)
-    assert engine.observe(raw.encode(), command="ls -la", exit_code=code).data == raw.encode()
+    assert engine.observe(Observation(raw.encode(), command="ls -la", exit_code=code)).data == raw.encode()
 
 
 def test_one_file_per_directory_is_grouped_where_the_paths_meet(tmp_path):

@@ -14,6 +14,7 @@ from capsule.engine import Engine
 from capsule.observe.filters.engine import apply
 from capsule.observe.guard import MARKER_RE
 from capsule.observe.types import Context
+from capsule.ground.types import Observation
 
 FIXTURES = Path(__file__).parent / "fixtures" / "shell"
 
@@ -29,7 +30,7 @@ def engine(tmp_path):
 
 
 def emitted(engine, raw: bytes, command: str, exit_code: int) -> str:
-    return engine.observe(raw, command=command, exit_code=exit_code).data.decode("utf-8", "surrogateescape")
+    return engine.observe(Observation(raw, command=command, exit_code=exit_code)).data.decode("utf-8", "surrogateescape")
 
 
 def test_1_empty_porcelain_status_is_never_shown_as_ok(engine):

@@ -15,6 +15,7 @@ from capsule.observe.filters.engine import apply
 from capsule.observe.filters.search_stream import ungroup
 from capsule.observe.guard import MARKER_RE
 from capsule.observe.types import Context
+from capsule.ground.types import Observation
 
 
 
@@ -145,11 +146,11 @@ def test_a_context_line_holding_a_time_stays_in_its_files_group(tmp_path):
 def test_through_the_engine_small_stays_raw_and_big_is_deterministic(tree, tmp_path):
     engine = Engine(tmp_path / "state", mode="standard", scope="test")
     small, code = run(["grep", "-rn", "TODO", "src/cart.py", "src/users.py"], tree)
-    assert engine.observe(small.encode(), command="grep -rn TODO src/cart.py src/users.py", exit_code=code).data \
+    assert engine.observe(Observation(small.encode(), command="grep -rn TODO src/cart.py src/users.py", exit_code=code)).data \
         == small.encode()
     raw, code = run(["grep", "-rn", "TODO", "src"], tree)
-    first = engine.observe(raw.encode(), command="grep -rn TODO src", exit_code=code).data
-    assert first == engine.observe(raw.encode(), command="grep -rn TODO src", exit_code=code).data
+    first = engine.observe(Observation(raw.encode(), command="grep -rn TODO src", exit_code=code)).data
+    assert first == engine.observe(Observation(raw.encode(), command="grep -rn TODO src", exit_code=code)).data
     assert len(first) < len(raw) // 3
 
 

@@ -10,6 +10,7 @@ from capsule.engine import Engine
 from capsule.ground import tokens
 from capsule.observe.content.templates import cluster
 from capsule.observe.filters.search_stream import ungroup
+from capsule.ground.types import Observation
 
 
 def grep(args: list[str], cwd) -> bytes:
@@ -26,7 +27,7 @@ def test_the_one_todo_that_differs_of_301_is_kept(tmp_path):
         "def refund_half(x):\n    # TODO refund_half subtracts one cent before rounding\n    return x / 2\n")
     raw = grep(["-rn", "TODO", "src"], tmp_path)
     assert raw.count(b"\n") == 301
-    out = Engine(tmp_path / "st", mode="standard", scope="t").observe(raw, command="grep -rn TODO src").data.decode()
+    out = Engine(tmp_path / "st", mode="standard", scope="t").observe(Observation(raw, command="grep -rn TODO src")).data.decode()
     assert "src/c/refunds.py:2:    # TODO refund_half subtracts one cent before rounding" in out.splitlines()
     count = next(ln for ln in out.splitlines() if ln.startswith("(+"))
     assert "299 more hits" in count and "# TODO tidy imports in module <*>.<N>" in count
@@ -42,12 +43,12 @@ def test_sixty_hits_of_one_template_fold_below_the_cut(tmp_path):
     raw = grep(["-rn", "log.debug", "."], tmp_path)
     assert raw.count(b"\n") == 61
     eng = Engine(tmp_path / "st", mode="standard", scope="t")
-    out = eng.observe(raw, command="grep -rn log.debug .").data.decode()
+    out = eng.observe(Observation(raw, command="grep -rn log.debug .")).data.decode()
     back = ungroup(out)
     assert "./handlers.py:122:    log.debug('refund called twice for %s: idempotency key ignored', request.path)" in back
     assert any("59 more hits of the template" in ln for ln in out.splitlines())
     assert tokens.count(out) < 0.3 * tokens.count(raw.decode())
-    assert eng.observe(raw, command="grep -rn log.debug .").data.decode() == out     # deterministic
+    assert eng.observe(Observation(raw, command="grep -rn log.debug .")).data.decode() == out     # deterministic
 
 
 def test_a_word_that_breaks_a_dominant_one_is_an_outlier():

@@ -11,6 +11,7 @@ import pytest
 
 from capsule.engine import Engine
 from capsule.observe import keep
+from capsule.ground.types import Observation
 
 FIX = Path(__file__).parent / "fixtures" / "testruns"
 
@@ -26,7 +27,7 @@ def observe(tmp_path):
 
     def run(name: str) -> tuple[str, str]:
         raw, cmd, code = _case(name)
-        out = engine.observe(raw.encode(), command=cmd, stream="stdout", exit_code=code).data.decode()
+        out = engine.observe(Observation(raw.encode(), command=cmd, stream="stdout", exit_code=code)).data.decode()
         return raw, out
     return run
 

@@ -110,3 +110,55 @@ def test_openai_input_image_is_sized_to_the_tile_cap(state_dir, proxy_for, code_
     assert sent["type"] == "input_image" and sent["detail"] == "high"
     img = Image.open(io.BytesIO(base64.b64decode(sent["image_url"].split(",", 1)[1])))
     assert min(img.size) <= 768 and max(img.size) <= 2048
+
+
+def _pages_body(path: str, pages: list[bytes], spec: str) -> dict:
+    return {"model": "claude-sonnet-4-5", "messages": [
+        {"role": "user", "content": "read it"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_r", "name": "Read",
+                                           "input": {"file_path": path, "pages": spec}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_r",
+             "content": f"PDF pages extracted: {len(pages)} page(s) from {path} (9.1KB)"},
+            *({"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": _b64(p)}}
+              for p in pages)]}]}
+
+
+def _page_jpegs(n: int, size=(1275, 1650)) -> list[bytes]:
+    from PIL import Image
+
+    out = []
+    for i in range(n):
+        buf = io.BytesIO()
+        Image.new("RGB", size, (250, 250, 250 - i)).save(buf, "JPEG")
+        out.append(buf.getvalue())
+    return out
+
+
+def test_a_pdf_page_range_sent_as_page_images_becomes_the_pages_text(state_dir, proxy_for, tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "spec.pdf").write_bytes(fx.born_digital_pdf(4))
+    up = Canned(200, [("content-type", "application/json")], OK)
+    proxy = proxy_for(anthropic=up.url, workspace=ws)
+    _post(proxy.url, _pages_body(str(ws / "spec.pdf"), _page_jpegs(2), "2-3"))
+    tail = json.loads(up.seen[0][3])["messages"][2]["content"]
+    assert [b["type"] for b in tail] == ["tool_result", "text"]
+    assert "(pages 2-3 read)" in tail[1]["text"] and "--- page 3 of 4 ---" in tail[1]["text"]
+    assert "--- page 1 of 4 ---" not in tail[1]["text"]
+    (row,) = [r for r in Ledger(state_dir / "ledger.db").rows() if r["family"] == "media"]
+    assert row["raw_tokens"] == 2 * caps.tokens(caps.family("anthropic"), 1275, 1650)   # what was sent
+
+
+def test_page_images_of_a_pdf_outside_the_workspace_pass_as_they_came(state_dir, proxy_for, tmp_path):
+    ws, elsewhere = tmp_path / "ws", tmp_path / "elsewhere"
+    ws.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "spec.pdf").write_bytes(fx.born_digital_pdf(2))
+    up = Canned(200, [("content-type", "application/json")], OK)
+    proxy = proxy_for(anthropic=up.url, workspace=ws)
+    pages = _page_jpegs(2, (800, 1000))      # under the cap: a plain image is sent byte-identical
+    _post(proxy.url, _pages_body(str(elsewhere / "spec.pdf"), pages, "1-2"))
+    tail = json.loads(up.seen[0][3])["messages"][2]["content"]
+    assert [b["type"] for b in tail] == ["tool_result", "image", "image"]     # the client's own page images
+    assert [base64.b64decode(b["source"]["data"]) for b in tail[1:]] == pages

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from capsule.proxy import rewrite
+from capsule.ground.types import Observation
 
 BIG = "\n".join(f"line {i} of a long output" for i in range(200))
 
@@ -172,8 +173,8 @@ def test_reads_through_the_proxy_follow_the_read_rules_of_the_real_engine(tmp_pa
     engine = Engine(state_dir=tmp_path / "state")
 
     def observe(call, text):
-        return engine.observe(text.encode(), command=call.command, path=call.path, intent=call.intent,
-                              stream="stdout").data.decode()
+        return engine.observe(Observation(text.encode(), command=call.command, path=call.path, intent=call.intent,
+                              stream="stdout")).data.decode()
 
     source = _source(1500)
     window = "".join(ln + "\n" for ln in source.split("\n")[399:799])

@@ -108,8 +108,11 @@ class TimedCacheAPI:
                     self.wfile.write(event.encode())
                     self.wfile.flush()
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 256     # a fan-out of 25 arrives at once (the default backlog is 5)
+            daemon_threads = True
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 

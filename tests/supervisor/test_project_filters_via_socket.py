@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from capsule.engine import Engine
+from capsule.shims import door
 
 FILTER = '''schema = 1
 [filters.acme_deploy]
@@ -44,8 +45,8 @@ def test_engine_reads_the_project_filter_from_the_command_cwd(state_dir, tmp_pat
                        capture_output=True, env={**os.environ, "JACKIN_CTX_STATE_DIR": str(state_dir)})
     assert r.returncode == 0, r.stderr
     engine = Engine(state_dir)
-    elsewhere = engine.observe_command("acme-deploy prod", _output(), b"", 0, 5.0, "s1", cwd=str(tmp_path))
-    inside = engine.observe_command("acme-deploy prod", _output(), b"", 0, 5.0, "s1", cwd=str(proj))
+    elsewhere = door.observe_command(engine, "acme-deploy prod", _output(), b"", 0, 5.0, "s1", cwd=str(tmp_path))
+    inside = door.observe_command(engine, "acme-deploy prod", _output(), b"", 0, 5.0, "s1", cwd=str(proj))
     assert b"uploading chunk-5.tar" not in inside[0] and b"deployed v7" in inside[0]
     assert b"uploading chunk-5.tar" in elsewhere[0] or len(elsewhere[0]) > len(inside[0])
     rows = engine.ledger.rows()

@@ -53,13 +53,20 @@ def family_for(model: str | None, api: str, policy: MediaPolicy) -> caps.Family:
 
 
 def transform(data: bytes, media_type: str | None, fam: caps.Family, policy: MediaPolicy, *,
-              workspace: Path | str | None = None, path: str | None = None) -> Result:
+              workspace: Path | str | None = None, path: str | None = None, pages: list[int] | None = None) -> Result:
+    """`pages`: a PDF read as a page range (only those pages are converted)."""
     kind = kind_of(media_type, data)
     if kind == "image":
-        return _image(data, fam, policy, workspace, path)
-    if kind == "pdf":
-        return _pdf(data, fam, policy, path)
-    raise MediaError(f"media type {media_type!r} is not handled")
+        result = _image(data, fam, policy, workspace, path)
+    elif kind == "pdf":
+        result = _pdf(data, fam, policy, path, pages)
+    else:
+        raise MediaError(f"media type {media_type!r} is not handled")
+    if result.parts is not None and result.tokens_after > result.tokens_before:
+        # Never worse (INV-3): a scan whose sized pages and markers cost more than the block as it came.
+        result.details["worse"] = {"action": result.action, "tokens": result.tokens_after}
+        result.action, result.parts, result.tokens_after = "unchanged", None, result.tokens_before
+    return result
 
 
 def _image(data: bytes, fam: caps.Family, policy: MediaPolicy, workspace, path) -> Result:
@@ -69,7 +76,8 @@ def _image(data: bytes, fam: caps.Family, policy: MediaPolicy, workspace, path) 
     if policy.screenshots == "pointer" and workspace is not None:
         found = ocr.words(sized.data)
         if found is not None:
-            share = screenshot.text_share(found, sized.after[0], sized.after[1], policy.screenshot_rules)
+            share = screenshot.text_share(found, sized.after[0], sized.after[1], policy.screenshot_rules,
+                                          content=image.content_area(sized.data))
             details.update(ocr_words=share.words, text_area=share.area, mostly_text=share.mostly_text)
             if share.mostly_text:
                 src = screenshot.find_source(found, screenshot.workspace_files(workspace, policy.screenshot_rules),
@@ -92,16 +100,17 @@ def pointer_text(src: screenshot.Source, share: screenshot.TextShare, path: str 
             f"Read that file for the exact text.]")
 
 
-def _pdf(data: bytes, fam: caps.Family, policy: MediaPolicy, path) -> Result:
+def _pdf(data: bytes, fam: caps.Family, policy: MediaPolicy, path, pages=None) -> Result:
     if policy.pdf == "keep":
         sizes = pdf.page_sizes(data)
         texts = pdf.pages_text(data)
         cost = pdf.document_cost(fam, sizes, texts)
         return Result("pdf", "unchanged", None, cost, cost, fam, {"pages": len(sizes)})
     min_chars = int(screenshot.rules()["pdf"]["min_text_chars"])
-    conv = pdf.convert(data, fam, min_chars)
+    conv = pdf.convert(data, fam, min_chars, pages)
     shown = f" {path}" if path else ""
-    head = (f"[PDF{shown}: {conv.pages} pages; {conv.text_pages} as their text below"
+    which = f" (pages {_ranges(pages)} read)" if pages is not None else ""
+    head = (f"[PDF{shown}: {conv.pages} pages{which}; {conv.text_pages} as their text below"
             + (f", {conv.image_pages} without a text layer as page images" if conv.image_pages else "") + "]\n")
     parts = list(conv.parts)
     if parts and parts[0].kind == "text":
@@ -113,3 +122,16 @@ def _pdf(data: bytes, fam: caps.Family, policy: MediaPolicy, path) -> Result:
     return Result("pdf", action, parts, conv.tokens_before, after, fam,
                   {"pages": conv.pages, "text_pages": conv.text_pages, "image_pages": conv.image_pages,
                    "tool": conv.tool, "bytes_before": len(data)})
+
+
+def _ranges(pages: list[int]) -> str:
+    out, start, prev = [], None, None
+    for p in sorted(set(pages)) + [None]:
+        if start is None:
+            start = prev = p
+        elif p is not None and p == prev + 1:
+            prev = p
+        else:
+            out.append(str(start) if start == prev else f"{start}-{prev}")
+            start = prev = p
+    return ",".join(out)

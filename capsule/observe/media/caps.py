@@ -1,7 +1,7 @@
 """Image caps and token formulas per model family, read from data/caps.toml.
 
 Responsible for: which family a model is in, the size the API itself would shrink an image to, the
-size capsule sends (the family's cap, lowered by a role), and the tokens an image of a size costs.
+size capsule sends (the family's cap, or a role's, within the API's own limit), and the tokens an image of a size costs.
 Not responsible for pixels (image.py). Invariant: pure arithmetic on sizes; the size `target()`
 returns is never larger than the image, never over the family's cap, and costs no more by its
 formula than the image as it came.

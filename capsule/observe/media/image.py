@@ -111,6 +111,19 @@ def _encode(img, media_type: str) -> tuple[bytes, str]:
     return buf.getvalue(), "image/png"
 
 
+def content_area(data: bytes) -> int:
+    """Pixels of the box that holds everything differing from the background (the top-left pixel's
+    colour): a short web page's text fills its box even when it fills little of the screen."""
+    from PIL import Image, ImageChops
+
+    img = Image.open(io.BytesIO(data)).convert("RGB")
+    bg = Image.new("RGB", img.size, img.getpixel((0, 0)))
+    box = ImageChops.difference(img, bg).convert("L").point(lambda v: 255 if v > 24 else 0).getbbox()
+    if not box:
+        return img.size[0] * img.size[1]
+    return max(1, (box[2] - box[0]) * (box[3] - box[1]))
+
+
 def render_png(img) -> bytes:
     """A Pillow image (a rendered PDF page) as deterministic PNG bytes."""
     return _encode(_normal_mode(img), "image/png")[0]

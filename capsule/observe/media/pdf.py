@@ -177,22 +177,27 @@ def has_text(page: str, min_chars: int = MIN_TEXT_CHARS) -> bool:
     return sum(1 for c in page if not c.isspace()) >= min_chars
 
 
-def convert(data: bytes, fam: caps.Family, min_chars: int = MIN_TEXT_CHARS) -> Converted:
-    """Text with page markers for pages with a text layer; the others as images sized to the cap."""
+def convert(data: bytes, fam: caps.Family, min_chars: int = MIN_TEXT_CHARS,
+            pages: list[int] | None = None) -> Converted:
+    """Text with page markers for pages with a text layer; the others as images sized to the cap.
+    `pages` (1-based): only those pages (a client that read a page range)."""
     sizes = page_sizes(data)
     n = len(sizes)
     if n == 0 or n > MAX_PAGES:
         raise MediaError(f"PDF of {n} pages is sent as it came")
+    if pages is not None and (not pages or min(pages) < 1 or max(pages) > n):
+        raise MediaError(f"pages {pages[:3]}... are not pages of a {n}-page PDF")
     texts = pages_text(data)
     texts = (texts + [""] * n)[:n]
-    textless = [i for i in range(n) if not has_text(texts[i], min_chars)]
+    wanted = set(range(n)) if pages is None else {p - 1 for p in pages}
+    textless = [i for i in range(n) if i in wanted and not has_text(texts[i], min_chars)]
     if len(textless) > MAX_RENDERED_PAGES:
         raise MediaError(f"{len(textless)} pages without text: sent as it came")
-    before = document_cost(fam, sizes, texts)
+    before = document_cost(fam, [sizes[i] for i in sorted(wanted)], [texts[i] for i in sorted(wanted)])
     parts: list[Part] = []
     run: list[str] = []
     after = 0
-    for i in range(n):
+    for i in sorted(wanted):
         if i in textless:
             if run:
                 parts.append(Part("text", "".join(run)))
@@ -208,7 +213,7 @@ def convert(data: bytes, fam: caps.Family, min_chars: int = MIN_TEXT_CHARS) -> C
         parts.append(Part("text", "".join(run)))
     parts = _merge_text(parts)
     after += sum(tok.count(p.text) for p in parts if p.kind == "text")
-    return Converted(parts, n, n - len(textless), len(textless), before, after, tool() or "none", sizes)
+    return Converted(parts, n, len(wanted) - len(textless), len(textless), before, after, tool() or "none", sizes)
 
 
 def _merge_text(parts: list[Part]) -> list[Part]:

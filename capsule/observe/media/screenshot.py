@@ -39,10 +39,12 @@ class TextShare:
     mostly_text: bool
 
 
-def text_share(found: list[Word], width: int, height: int, overrides: dict | None = None) -> TextShare:
+def text_share(found: list[Word], width: int, height: int, overrides: dict | None = None,
+               content: int | None = None) -> TextShare:
+    """`content`: the pixels of the image's content box (image.content_area); the share is of that."""
     good = confident(found, float(_rule("min_conf", overrides)))
     good = [w for w in good if sum(c.isalnum() for c in w.text) >= 2]
-    area = sum(w.width * w.height for w in good) / max(1, width * height)
+    area = sum(w.width * w.height for w in good) / max(1, min(content or width * height, width * height))
     mostly = len(good) >= int(_rule("min_words", overrides)) and area >= float(_rule("min_text_area", overrides))
     return TextShare(len(good), round(area, 4), mostly)
 

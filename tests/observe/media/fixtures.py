@@ -147,3 +147,34 @@ def mixed_pdf() -> bytes:
     buf = io.BytesIO()
     out.write(buf)
     return buf.getvalue()
+
+
+NOTES_HTML = """<!doctype html><html><head><meta charset="utf-8"><title>Release notes</title>
+<style>body{font-family:'DejaVu Sans',sans-serif;font-size:30px;margin:60px;line-height:1.5;color:#222}</style>
+</head><body><h1>Release notes for the proxy door</h1>
+<p>The proxy forwards every request to its configured upstream and rewrites each tool result once per
+conversation, so the prompt cache keeps hitting.</p>
+<p>Images are resized to the model family's cap before they are sent; a screenshot of text that exists
+in the workspace becomes a pointer to that file.</p>
+<p>Born-digital documents become their text with page markers; scanned documents stay pages sized to
+the cap.</p>
+<p>Every original is kept in the archive under its handle, and the ledger records the tokens before and
+after by formula.</p></body></html>
+"""
+
+
+def browser_screenshot(html: Path, size: tuple[int, int] = (3840, 2160)) -> bytes:
+    """A real browser's screenshot of a page (headless Chromium, as test-all installs it)."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert exe, "chromium is missing: run scripts/test-all"
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "shot.png"
+        subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                        f"--user-data-dir={d}/profile", f"--window-size={size[0]},{size[1]}",
+                        f"--screenshot={out}", html.resolve().as_uri()],
+                       capture_output=True, timeout=120, check=True)
+        return out.read_bytes()

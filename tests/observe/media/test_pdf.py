@@ -90,3 +90,10 @@ def test_pypdf_fallback_extracts_the_same_pages_when_poppler_is_missing(pdf20, m
 def test_broken_pdfs_raise_media_error(data):
     with pytest.raises(media.MediaError):
         media.transform(data, "application/pdf", FAM, POLICY)
+
+
+def test_never_worse_a_scan_that_would_cost_more_as_pages_goes_as_it_came(scanned):
+    fam = caps.family("openai-tile")      # tiles: the sized page images plus markers cost more here
+    r = media.transform(scanned, "application/pdf", fam, POLICY)
+    assert r.parts is None and r.action == "unchanged" and r.tokens_after == r.tokens_before
+    assert r.details["worse"]["tokens"] > r.tokens_before

@@ -43,3 +43,14 @@ def test_the_resize_rule_never_points(code_png, tmp_path):
     r = media.transform(code_png, "image/png", FAM, MediaPolicy(screenshots="resize"),
                         workspace=_workspace(tmp_path, True))
     assert r.action == "resized" and "ocr_words" not in r.details
+
+
+def test_a_browser_screenshot_of_a_workspace_page_points_to_its_html(tmp_path):
+    page = tmp_path / "site" / "notes.html"
+    page.parent.mkdir()
+    page.write_text(fx.NOTES_HTML)
+    (tmp_path / "README.md").write_text("# unrelated\n")
+    shot = fx.browser_screenshot(page)
+    r = media.transform(shot, "image/png", FAM, MediaPolicy(), workspace=tmp_path)
+    assert r.action == "pointer", r.details
+    assert "site/notes.html" in r.parts[0].text and r.tokens_after < 100

@@ -1,0 +1,136 @@
+"""Scaled-out roles as files: compose (one service and one state volume per replica) and Kubernetes
+(a StatefulSet whose volumeClaimTemplate gives each replica its own state, the role as a ConfigMap,
+the fleet sync as a sidecar that mounts the state read-only).
+
+Not responsible for running anything (`capsule up --replicas` runs the compose file) or for the
+role's validation (the role arrives loaded). Invariants: pure (same role, same bytes); the same env
+switches as `capsule up`'s docker run; no hostPath and nothing written on the host by a manifest.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import yaml
+
+from capsule.ground import paths, switches
+
+ROLE_MOUNT = "/etc/capsule/role.toml"
+LABEL = "capsule.managed"
+STATE_VOLUME_PREFIX = "capsule-state-"
+DSN_SECRET = "capsule-fleet-dsn"      # a Secret with key `dsn`: the sync sidecar's fleet database
+SYNC_EVERY_S = 60
+
+
+def slug(role) -> str:
+    """A DNS-1123 label from the role name (Kubernetes object and compose service names)."""
+    return re.sub(r"[^a-z0-9-]+", "-", role.name.lower()).strip("-")[:50] or "role"
+
+
+def env_for(role, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """What `capsule up` passes: the role's agent env, the switches set here, the role path."""
+    env = dict(role.agent.env)
+    env.update({k: os.environ[k] for k in switches.ALL_SWITCHES if k in os.environ})
+    env.update(extra or {})
+    env[switches.ROLE] = ROLE_MOUNT
+    return env
+
+
+def replica_names(role, replicas: int) -> list[str]:
+    return [f"{slug(role)}-{i}" for i in range(1, replicas + 1)]
+
+
+def compose(role, replicas: int, image: str, workspace: Path, extra: dict[str, str] | None = None,
+            argv: list[str] | None = None) -> dict:
+    """argv: the agent command (default: the role's own agent, the image's default)."""
+    res = role.resources
+    services, volumes = {}, {}
+    for name in replica_names(role, replicas):
+        volume = f"{STATE_VOLUME_PREFIX}{name}"
+        svc = {"image": image, "container_name": f"capsule-{name}",
+               "labels": {LABEL: "1", "capsule.role": role.name, "capsule.replica": name},
+               "environment": env_for(role, extra),
+               "volumes": [f"{volume}:{paths.CONTAINER_STATE_DIR}", f"{role.path}:{ROLE_MOUNT}:ro",
+                           f"{workspace}:{role.workspace_mount}{':ro' if role.workspace_read_only else ''}"],
+               "working_dir": role.workspace_mount, "init": False, "stop_grace_period": "15s"}
+        if argv:
+            svc["command"] = ["--", *argv]
+        if "cpus" in res:
+            svc["cpus"] = float(res["cpus"])
+        if "memory" in res:
+            svc["mem_limit"] = str(res["memory"])
+        if "pids" in res:
+            svc["pids_limit"] = int(res["pids"])
+        services[name] = svc
+        volumes[volume] = {"name": volume, "labels": {LABEL: "1", "capsule.role": role.name}}
+    return {"services": services, "volumes": volumes}
+
+
+def compose_yaml(role, replicas: int, image: str, workspace: Path, extra: dict[str, str] | None = None,
+                 argv: list[str] | None = None) -> str:
+    head = (f"# capsule role {role.name}: {replicas} replica(s), each with its own state volume.\n"
+            f"# Written by `capsule fleet render --compose`; run by `capsule up --role {role.name} --replicas N`.\n")
+    return head + yaml.safe_dump(compose(role, replicas, image, workspace, extra, argv), sort_keys=False)
+
+
+def _k8s_memory(value) -> str:
+    """compose/docker '4g' -> Kubernetes '4Gi'."""
+    m = re.fullmatch(r"(\d+)([kmgKMG])?[bB]?", str(value).strip())
+    if not m:
+        return str(value)
+    return m.group(1) + {"k": "Ki", "m": "Mi", "g": "Gi", None: ""}[(m.group(2) or "").lower() or None]
+
+
+def kubernetes(role, replicas: int, image: str, namespace: str | None = None,
+               extra: dict[str, str] | None = None) -> list[dict]:
+    name = f"capsule-{slug(role)}"
+    labels = {"app.kubernetes.io/name": "capsule", "app.kubernetes.io/instance": name, "capsule.role": slug(role)}
+    meta = {"name": name, "labels": labels, **({"namespace": namespace} if namespace else {})}
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {**meta, "name": f"{name}-role"},
+              "data": {"role.toml": Path(role.path).read_text(encoding="utf-8")}}
+    res = role.resources
+    limits = {}
+    if "cpus" in res:
+        limits["cpu"] = str(res["cpus"])
+    if "memory" in res:
+        limits["memory"] = _k8s_memory(res["memory"])
+    state = {"name": "state", "mountPath": str(paths.CONTAINER_STATE_DIR)}
+    agent = {"name": "agent", "image": image,
+             "env": [{"name": k, "value": v} for k, v in sorted(env_for(role, extra).items())],
+             "workingDir": role.workspace_mount,
+             "volumeMounts": [state, {"name": "role", "mountPath": ROLE_MOUNT, "subPath": "role.toml",
+                                      "readOnly": True},
+                              {"name": "workspace", "mountPath": role.workspace_mount}],
+             "resources": {"limits": limits, "requests": dict(limits)}}
+    # The fleet side, not the engine (INV-10): reads the state volume read-only, writes to the fleet DSN.
+    sync = {"name": "fleet-sync", "image": image, "command": ["capsule"],
+            "args": ["fleet", "sync", "--dsn", "$(CAPSULE_FLEET_DSN)", "--state", str(paths.CONTAINER_STATE_DIR),
+                     "--container", "$(POD_NAME)", "--host", "$(NODE_NAME)", "--role", role.name,
+                     "--every", str(SYNC_EVERY_S)],
+             "env": [{"name": "CAPSULE_FLEET_DSN", "valueFrom": {"secretKeyRef": {"name": DSN_SECRET, "key": "dsn"}}},
+                     {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                     {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+             "volumeMounts": [{**state, "readOnly": True}],
+             "resources": {"limits": {"cpu": "250m", "memory": "256Mi"}}}
+    claim = {"metadata": {"name": "state"},
+             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "2Gi"}}}}
+    workspace = {"metadata": {"name": "workspace"},
+                 "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "10Gi"}}}}
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta,
+           "spec": {"serviceName": name, "replicas": replicas, "selector": {"matchLabels": labels},
+                    "template": {"metadata": {"labels": labels},
+                                 "spec": {"containers": [agent, sync], "terminationGracePeriodSeconds": 15,
+                                          "volumes": [{"name": "role", "configMap": {"name": f"{name}-role"}}]}},
+                    "volumeClaimTemplates": [claim, workspace]}}
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": meta,
+               "spec": {"clusterIP": "None", "selector": labels}}
+    return [config, service, sts]
+
+
+def kubernetes_yaml(role, replicas: int, image: str, namespace: str | None = None,
+                    extra: dict[str, str] | None = None) -> str:
+    head = (f"# capsule role {role.name}: a StatefulSet of {replicas}, one state volume per replica, the fleet\n"
+            f"# sync as a sidecar. Needs a Secret {DSN_SECRET} with key `dsn` (postgresql://…).\n")
+    return head + yaml.safe_dump_all(kubernetes(role, replicas, image, namespace, extra), sort_keys=False)
