@@ -4,7 +4,8 @@
 (capsule.measure.ledger) at --rate rows/s for --seconds; meanwhile one `fleet sync` loop copies all
 32 into a fresh database. Prints per-run: rows written and copied, passes, copy throughput (rows
 per second of sync time), lag (a row's write time to the end of the pass that copied it: p50, p95,
-max) and the catch-up time after the writers stop.
+max) and the catch-up time after the writers stop; then the same state copied at once into a second
+fresh database with nothing else running (bulk rows/s: a first sync of an existing fleet).
 
     eval "$(sudo scripts/setup-postgres.sh start)"      # or pass --dsn postgresql://…
     python benchmarks/bench_fleet_sync.py [--writers 32] [--seconds 10] [--rate 40] [--dsn DSN]
@@ -119,16 +120,27 @@ def main() -> int:
                     catch_up = end - stopped_at
                     break
             written = sum(int(p.stdout.read() or 0) for p in procs)
+            bulk_db = db + "_bulk"
+            with psycopg.connect(args.dsn, autocommit=True) as conn:
+                conn.execute(f'CREATE DATABASE "{bulk_db}"')
+            bulk = migrate.engine(args.dsn.rpartition("/")[0] + "/" + bulk_db)
+            migrate.upgrade(bulk)
+            t0 = time.perf_counter()
+            bulk_rows = sum(sync.sync(bulk, srcs).copied.values())
+            bulk_s = time.perf_counter() - t0
+            bulk.dispose()
     finally:
         eng.dispose()
         with psycopg.connect(args.dsn, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+            conn.execute(f'DROP DATABASE IF EXISTS "{db}_bulk" WITH (FORCE)')
     rows = [("writers", f"{args.writers}"), ("write rate (rows/s, all writers)", f"{args.writers * args.rate:.0f}"),
             ("seconds writing", f"{args.seconds:.0f}"), ("rows written", f"{written}"),
             ("rows copied", f"{copied}"), ("lost / doubled", f"{written - copied} / 0 (keyed)"),
             ("sync passes", f"{passes}"), ("copy throughput (rows/s of sync time)", f"{copied / busy:,.0f}"),
             ("lag p50 (s)", f"{statistics.median(lags) if lags else 0:.2f}"), ("lag p95 (s)", f"{_pct(lags, 0.95):.2f}"),
-            ("lag max (s)", f"{max(lags) if lags else 0:.2f}"), ("catch-up after writers stop (s)", f"{catch_up:.2f}")]
+            ("lag max (s)", f"{max(lags) if lags else 0:.2f}"), ("catch-up after writers stop (s)", f"{catch_up:.2f}"),
+            ("bulk first sync: rows", f"{bulk_rows}"), ("bulk first sync: rows/s", f"{bulk_rows / bulk_s:,.0f}")]
     width = max(len(k) for k, _ in rows)
     print(f"{'fleet sync, ' + str(args.writers) + ' writers':<{width}}  value")
     print("-" * (width + 12))

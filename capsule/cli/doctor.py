@@ -51,6 +51,27 @@ def _store(path: Path) -> dict:
     return info
 
 
+def _usage_store(path: Path) -> dict:
+    """The usage store, with how many transcript lines ingestion skipped as bad."""
+    info = _store(path)
+    if info.get("exists") and "rows" in info:
+        try:
+            import apsw  # noqa: PLC0415
+
+            con = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+            try:
+                total = 0
+                for (state,) in con.execute("SELECT state FROM files"):
+                    d = json.loads(state)
+                    total += int(d.get("bad_lines", 0)) + int(d.get("bad_values", 0))
+                info["skipped_lines"] = total
+            finally:
+                con.close()
+        except Exception as exc:  # noqa: BLE001 - a finding, not a crash
+            info["skipped_lines"] = f"error: {exc}"
+    return info
+
+
 def _permissions(state: Path) -> dict:
     """The state dir and what is directly in it: anything others can read, write or enter is a
     problem (capsule creates all of it owner-only; an older capsule or a volume may not have)."""
@@ -126,7 +147,7 @@ def collect(role_arg: str | None = None) -> dict:
         "subsystems": {k: v.as_dict() for k, v in subsystems.items()},
         "supervisor": running,
         "state": {"dir": str(state), "archive": _store(state / paths.ARCHIVE_DB),
-                  "ledger": _store(state / paths.LEDGER_DB), "usage": _store(state / paths.USAGE_DB),
+                  "ledger": _store(state / paths.LEDGER_DB), "usage": _usage_store(state / paths.USAGE_DB),
                   "interrupted": journal.describe(state), "permissions": _permissions(state)},
         "shims": {"dirs": shim.dirs, "first_on_path": shim.first, "present": bool(shim.dirs)},
         "conflicts": found,
@@ -225,7 +246,8 @@ def render(r: dict) -> str:
             continue
         if s["exists"]:
             rows = ", ".join(f"{t}={n}" for t, n in s.get("rows", {}).items())
-            lines.append(f"{key:<12} {s['bytes']:,} bytes  integrity {s.get('integrity')}  {rows}")
+            skipped = f"  skipped transcript lines {s['skipped_lines']}" if s.get("skipped_lines") else ""
+            lines.append(f"{key:<12} {s['bytes']:,} bytes  integrity {s.get('integrity')}  {rows}{skipped}")
         else:
             lines.append(f"{key:<12} (none yet) {s['path']}")
     perms = r["state"].get("permissions") or {}

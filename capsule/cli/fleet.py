@@ -30,7 +30,8 @@ def register(sub) -> None:
     s.add_argument("--dsn", required=True, help="postgresql://USER@HOST:PORT/DB (or sqlite:///PATH)")
     s.add_argument("--state", action="append", default=[], metavar="DIR", help="a capsule state dir; repeatable")
     s.add_argument("--docker", action="store_true", help="every capsule container's /state/context volume")
-    s.add_argument("--container", help="tag: container name (one --state; default: from the path)")
+    s.add_argument("--container", help="tag and identity: a unique, stable container name (one --state; "
+                   "default: from the path, identity host + path)")
     s.add_argument("--role", help="tag: role of the --state dirs (default: unknown)")
     s.add_argument("--host", help="tag: host (default: this host's name)")
     s.add_argument("--account", help="tag: the account they bill (default: $JACKIN_CTX_ACCOUNT or 'default')")
@@ -55,6 +56,9 @@ def register(sub) -> None:
     how.add_argument("--compose", action="store_true", help="one service and one state volume per replica")
     d.add_argument("--workspace", type=Path, default=Path("."), help="compose: the workspace to mount")
     d.add_argument("--namespace", default=None, help="kubernetes: metadata.namespace")
+    d.add_argument("--sync-image", default=None,
+                   help="the fleet-sync image, with capsule[fleet] installed: kubernetes, the sidecar's (default: "
+                   "--image); compose, adds a sync service per replica reading its state read-only")
     d.add_argument("-o", "--output", type=Path, help="write here instead of stdout")
     d.set_defaults(func=cmd_render)
     fleet.set_defaults(func=lambda args: (fleet.print_help(), 2)[1])
@@ -114,6 +118,7 @@ def _sources(args):
 def cmd_sync(args) -> int:
     if not args.state and not args.docker:
         raise UserError("fleet sync: name the capsules: --state DIR (repeatable) or --docker")
+    _sources(args)              # bad input (a missing dir) exits 2 before any wait for the database
     eng = _open(args.dsn, args.retry_for)
     from capsule.fleet.sync import SyncError, sync
 
@@ -175,9 +180,10 @@ def cmd_render(args) -> int:
     role = _role(args.role)
     image = args.image or os.environ.get(IMAGE_ENV, DEFAULT_IMAGE)
     if args.kubernetes:
-        text = render.kubernetes_yaml(role, args.replicas, image, namespace=args.namespace)
+        text = render.kubernetes_yaml(role, args.replicas, image, namespace=args.namespace,
+                                      sync_image=args.sync_image)
     else:
-        text = render.compose_yaml(role, args.replicas, image, args.workspace.resolve())
+        text = render.compose_yaml(role, args.replicas, image, args.workspace.resolve(), sync_image=args.sync_image)
     if args.output:
         args.output.write_text(text, encoding="utf-8")
         print(f"wrote {args.output}", file=sys.stderr)

@@ -1,4 +1,5 @@
-"""`capsule proxy serve [--port N] [--anthropic-upstream URL] [--openai-upstream URL]`: the proxy door alone.
+"""`capsule proxy serve [--port N] [--anthropic-upstream URL] [--openai-upstream URL] [--workspace DIR]`:
+the proxy door alone.
 
 Not responsible for the proxy's behaviour (capsule/proxy/). For laptops without the supervisor:
 point Claude Code at http://127.0.0.1:PORT and Codex's provider base_url at http://127.0.0.1:PORT/openai.
@@ -29,7 +30,21 @@ def register(subparsers) -> None:
     s.add_argument("--openai-upstream", default=None, help="OpenAI API base incl. /v1 (default https://api.openai.com/v1)")
     s.add_argument("--shims", action="store_true",
                    help="capsule's shims are on for this agent: leave shell-tool results to them (one rewrite path per command)")
+    s.add_argument("--workspace", default=None, metavar="DIR",
+                   help="the agent's workspace: screenshots of its files become pointers, PDF page ranges its "
+                        "files' text (default: none, images are only sized)")
     s.set_defaults(func=_serve)
+
+
+def _workspace(value: str | None):
+    if value is None:
+        return None
+    from pathlib import Path  # noqa: PLC0415
+
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        raise UserError(f"--workspace {value!r}: not a directory")
+    return path.resolve()
 
 
 def _url(value: str | None, name: str) -> str | None:
@@ -53,7 +68,7 @@ def _serve(args) -> int:
     settings = Settings(state_dir=paths.state_dir(),
                         anthropic_upstream=_url(args.anthropic_upstream, "anthropic-upstream") or ANTHROPIC_DEFAULT,
                         openai_upstream=_url(args.openai_upstream, "openai-upstream") or OPENAI_DEFAULT,
-                        shims_on=args.shims)
+                        shims_on=args.shims, workspace=_workspace(args.workspace))
     server = ProxyServer(settings, port=args.port)
     try:
         server.bind()

@@ -42,6 +42,8 @@ def register(sub) -> None:
     up.add_argument("--grace", type=float, default=5.0, help="seconds stragglers get before SIGKILL")
     up.add_argument("--replicas", type=int, metavar="N", help="N containers of the role through compose, each "
                     "with its own state volume (always detached; `capsule fleet render --compose` shows the file)")
+    up.add_argument("--sync-image", metavar="IMAGE", help="with --replicas: add a fleet-sync service per replica "
+                    "(an image with capsule[fleet]; syncs to $CAPSULE_FLEET_DSN every minute)")
     up.add_argument("argv", nargs="*", metavar="-- CMD ARGS", help="the agent command (default: the role's)")
     up.set_defaults(func=cmd_up)
 
@@ -161,7 +163,8 @@ def _up_replicas(role: Role, extra: dict[str, str], argv: list[str], args) -> in
     folder = paths.state_dir() / "compose"
     folder.mkdir(mode=0o700, exist_ok=True)
     target = folder / f"{project}.yaml"
-    target.write_text(render.compose_yaml(role, args.replicas, args.image, workspace, extra, argv), encoding="utf-8")
+    paths.write_private(target, render.compose_yaml(role, args.replicas, args.image, workspace, extra, argv,
+                                                    args.sync_image))
     cmd = [*compose_command(docker), "-p", project, "-f", str(target), "up", "-d", "--remove-orphans"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -321,6 +324,13 @@ def cmd_down(args) -> int:
     if ids:
         rc = subprocess.call([docker, "rm", "-f", *ids], stdout=subprocess.DEVNULL)
         print(f"capsule: removed {len(ids)} container(s)", file=sys.stderr)
+        # `up --replicas`: compose made the role a network (labelled like its containers)
+        flt = [f"label=capsule.role={n}" for n in args.names] or [f"label={LABEL}=1"]
+        nets = {i for f in flt for i in subprocess.run([docker, "network", "ls", "-q", "--filter", f],
+                                                       capture_output=True, text=True).stdout.split()}
+        if nets:
+            subprocess.call([docker, "network", "rm", *sorted(nets)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     if volumes:
         subprocess.call([docker, "volume", "rm", "-f", *sorted(volumes)], stdout=subprocess.DEVNULL)
         print(f"capsule: removed volume(s) {', '.join(sorted(volumes))}", file=sys.stderr)

@@ -118,6 +118,15 @@ def render(data: dict) -> str:
     unpriced = sorted({m for s in data["sessions"] for m in s.get("unpriced_models", [])})
     if unpriced:
         lines.append(f"unpriced (no row in capsule/measure/data/prices.toml): {', '.join(unpriced)}")
+    ing = data.get("ingest") or {}
+    if ing.get("skipped_total"):
+        lines.append(f"skipped {ing['skipped_total']:,} bad transcript line(s) or value(s) so far "
+                     f"({ing.get('skipped', 0):,} in this pass): malformed, too deep, too long or out of range")
+    if ing.get("estimated_results"):
+        lines.append(f"{ing['estimated_results']:,} tool result(s) over 1 MiB: tokens counted on the first MiB, "
+                     f"the rest estimated from its size")
+    for err in ing.get("errors", [])[:5]:
+        lines.append(f"  {err}")
     if not data["sessions"]:
         lines.append("no agent sessions found (Claude Code: $CLAUDE_CONFIG_DIR or ~/.claude; "
                      "Codex: $CODEX_HOME or ~/.codex)")

@@ -43,8 +43,11 @@ def replica_names(role, replicas: int) -> list[str]:
 
 
 def compose(role, replicas: int, image: str, workspace: Path, extra: dict[str, str] | None = None,
-            argv: list[str] | None = None) -> dict:
-    """argv: the agent command (default: the role's own agent, the image's default)."""
+            argv: list[str] | None = None, sync_image: str | None = None) -> dict:
+    """argv: the agent command (default: the role's own agent, the image's default). sync_image: add
+    per replica a `fleet-sync-NAME` service of that image (one with capsule[fleet]) that mounts the
+    replica's state read-only and syncs it every minute to $CAPSULE_FLEET_DSN (read from the
+    operator's environment by compose: the DSN is never written into the file)."""
     res = role.resources
     services, volumes = {}, {}
     for name in replica_names(role, replicas):
@@ -65,14 +68,24 @@ def compose(role, replicas: int, image: str, workspace: Path, extra: dict[str, s
             svc["pids_limit"] = int(res["pids"])
         services[name] = svc
         volumes[volume] = {"name": volume, "labels": {LABEL: "1", "capsule.role": role.name}}
-    return {"services": services, "volumes": volumes}
+        if sync_image:
+            services[f"fleet-sync-{name}"] = {
+                "image": sync_image, "entrypoint": ["capsule"],
+                "command": ["fleet", "sync", "--dsn", "${CAPSULE_FLEET_DSN:?set the fleet database DSN}",
+                            "--state", "/fleet/state", "--container", f"capsule-{name}", "--role", role.name,
+                            "--every", str(SYNC_EVERY_S)],
+                "environment": {switches.ACCOUNT: (extra or {}).get(switches.ACCOUNT)
+                                or os.environ.get(switches.ACCOUNT, "default")},
+                "volumes": [f"{volume}:/fleet/state:ro"], "restart": "unless-stopped"}
+    network = {"name": f"capsule-{slug(role)}", "labels": {LABEL: "1", "capsule.role": role.name}}
+    return {"services": services, "volumes": volumes, "networks": {"default": network}}
 
 
 def compose_yaml(role, replicas: int, image: str, workspace: Path, extra: dict[str, str] | None = None,
-                 argv: list[str] | None = None) -> str:
+                 argv: list[str] | None = None, sync_image: str | None = None) -> str:
     head = (f"# capsule role {role.name}: {replicas} replica(s), each with its own state volume.\n"
             f"# Written by `capsule fleet render --compose`; run by `capsule up --role {role.name} --replicas N`.\n")
-    return head + yaml.safe_dump(compose(role, replicas, image, workspace, extra, argv), sort_keys=False)
+    return head + yaml.safe_dump(compose(role, replicas, image, workspace, extra, argv, sync_image), sort_keys=False)
 
 
 def _k8s_memory(value) -> str:
@@ -84,7 +97,8 @@ def _k8s_memory(value) -> str:
 
 
 def kubernetes(role, replicas: int, image: str, namespace: str | None = None,
-               extra: dict[str, str] | None = None) -> list[dict]:
+               extra: dict[str, str] | None = None, sync_image: str | None = None) -> list[dict]:
+    """sync_image: the sidecar's image, one with `capsule[fleet]` installed (default: `image`)."""
     name = f"capsule-{slug(role)}"
     labels = {"app.kubernetes.io/name": "capsule", "app.kubernetes.io/instance": name, "capsule.role": slug(role)}
     meta = {"name": name, "labels": labels, **({"namespace": namespace} if namespace else {})}
@@ -105,12 +119,13 @@ def kubernetes(role, replicas: int, image: str, namespace: str | None = None,
                               {"name": "workspace", "mountPath": role.workspace_mount}],
              "resources": {"limits": limits, "requests": dict(limits)}}
     # The fleet side, not the engine (INV-10): reads the state volume read-only, writes to the fleet DSN.
-    sync = {"name": "fleet-sync", "image": image, "command": ["capsule"],
+    sync = {"name": "fleet-sync", "image": sync_image or image, "command": ["capsule"],
             "args": ["fleet", "sync", "--dsn", "$(CAPSULE_FLEET_DSN)", "--state", str(paths.CONTAINER_STATE_DIR),
-                     "--container", "$(POD_NAME)", "--host", "$(NODE_NAME)", "--role", role.name,
+                     "--container", "$(POD_NAMESPACE)/$(POD_NAME)", "--host", "$(NODE_NAME)", "--role", role.name,
                      "--every", str(SYNC_EVERY_S)],
              "env": [{"name": "CAPSULE_FLEET_DSN", "valueFrom": {"secretKeyRef": {"name": DSN_SECRET, "key": "dsn"}}},
                      {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                     {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
                      {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
              "volumeMounts": [{**state, "readOnly": True}],
              "resources": {"limits": {"cpu": "250m", "memory": "256Mi"}}}
@@ -130,7 +145,7 @@ def kubernetes(role, replicas: int, image: str, namespace: str | None = None,
 
 
 def kubernetes_yaml(role, replicas: int, image: str, namespace: str | None = None,
-                    extra: dict[str, str] | None = None) -> str:
+                    extra: dict[str, str] | None = None, sync_image: str | None = None) -> str:
     head = (f"# capsule role {role.name}: a StatefulSet of {replicas}, one state volume per replica, the fleet\n"
             f"# sync as a sidecar. Needs a Secret {DSN_SECRET} with key `dsn` (postgresql://…).\n")
-    return head + yaml.safe_dump_all(kubernetes(role, replicas, image, namespace, extra), sort_keys=False)
+    return head + yaml.safe_dump_all(kubernetes(role, replicas, image, namespace, extra, sync_image), sort_keys=False)

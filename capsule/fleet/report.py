@@ -127,12 +127,45 @@ def quota_share(caps: list[dict]) -> list[dict]:
     return out
 
 
+def quota_windows(conn, since, until) -> list[dict]:
+    """Per rate-limit account and window (quota_samples, from the headers each capsule's proxy saw):
+    the latest utilization, and each role's and container's share of the window's rises (a sample's
+    rise over the fleet's previous sample of that window, credited to the capsule that saw it;
+    a new reset time starts the window again)."""
+    q, c = schema.quota_samples, schema.capsules
+    rows = conn.execute(sa.select(q.c.account, q.c.window, q.c.ts, q.c.utilization, q.c.status, q.c.resets_at,
+                                  c.c.role, c.c.container)
+                        .join(c, c.c.capsule == q.c.capsule).where(_window(q.c.ts, since, until))
+                        .order_by(q.c.account, q.c.window, q.c.ts, q.c.capsule, q.c.id)).all()
+    out: dict[tuple[str, str], dict] = {}
+    prev: dict[tuple[str, str], tuple] = {}
+    for r in rows:
+        key = (r.account, r.window)
+        w = out.setdefault(key, {"account": r.account, "window": r.window, "samples": 0, "rise": 0.0,
+                                 "by_role": {}, "by_container": {}})
+        last = prev.get(key)
+        base = last[0] if last and last[1] == r.resets_at else 0.0
+        rise = max(0.0, r.utilization - base)
+        prev[key] = (r.utilization, r.resets_at)
+        w["samples"] += 1
+        w["rise"] += rise
+        w.update(utilization=r.utilization, status=r.status, resets_at=r.resets_at, ts=r.ts)
+        for part, name in (("by_role", r.role), ("by_container", r.container)):
+            w[part][name] = w[part].get(name, 0.0) + rise
+    for w in out.values():
+        for part in ("by_role", "by_container"):
+            w[part] = {k: round(v / w["rise"], 4) if w["rise"] else 0.0 for k, v in sorted(w[part].items())}
+        w["rise"] = round(w["rise"], 6)
+    return list(out.values())
+
+
 def build(eng: sa.Engine, standing: dict, since: float | None = None, until: float | None = None) -> dict:
     """`standing`: the standing-context figure the local reports net out (prompt.budget.everything_on()),
     handed in by the CLI as `ctx report` does."""
     with eng.connect() as conn:
         tags = [dict(r._mapping) for r in conn.execute(sa.select(schema.capsules).order_by(schema.capsules.c.capsule))]
         caps = [capsule_figures(conn, t, since, until, standing) for t in tags]
+        windows = quota_windows(conn, since, until)
     fleet = _blank()
     groups: dict[str, dict[str, dict]] = {g: {} for g in GROUPS}
     for cap in caps:
@@ -142,7 +175,7 @@ def build(eng: sa.Engine, standing: dict, since: float | None = None, until: flo
             _add(acc, cap)
     return {"window": {"since": since, "until": until}, "fleet": _finish(fleet),
             **{f"by_{g}": [_finish(a) for _, a in sorted(groups[g].items())] for g in GROUPS},
-            "quota_share": quota_share(caps), "capsules": caps}
+            "quota_share": quota_share(caps), "quota_windows": windows, "capsules": caps}
 
 
 def render_text(data: dict) -> str:
@@ -165,6 +198,9 @@ def render_text(data: dict) -> str:
     for q in data["quota_share"]:
         parts = ", ".join(f"{r['role']} {100 * r['token_share']:.1f}%" for r in q["by_role"])
         lines.append(f"account {q['account']}: {q['tokens']:,} tokens, ${q['cost_usd']:.4f}; by role: {parts}")
+    for w in data["quota_windows"]:
+        parts = ", ".join(f"{k} {100 * v:.1f}%" for k, v in w["by_role"].items())
+        lines.append(f"rate limit {w['account']} {w['window']}: {100 * w['utilization']:.1f}% used; rises by role: {parts}")
     if not data["capsules"]:
         lines.append("no capsules synced yet: run `capsule fleet sync --dsn … --docker` (or --state DIR)")
     return "\n".join(lines)

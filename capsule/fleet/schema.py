@@ -1,7 +1,7 @@
 """THE SCHEMA: one SQLAlchemy Core definition of every row capsule keeps, for SQLite and PostgreSQL.
 
-Each synced table is a capsule's local table (ledger.db `emissions`; usage.db `calls`, `tools`,
-`sessions`) plus a `capsule` column naming the source, its key the local key behind `capsule`; the
+Each synced table is a capsule's local table (ledger.db `emissions`, `route_events`; usage.db
+`calls`, `tools`, `sessions`; quota.db `quota_samples`) plus a `capsule` column naming the source, its key the local key behind `capsule`; the
 fleet adds `capsules` (the tags: container, role, host, account) and `sync_cursors`. Not
 responsible for writing local rows (capsule.measure keeps its apsw DDL on the hot path; a test
 proves it equals LOCAL below) or for migrating (capsule/fleet/migrations, whose head equals this).
@@ -133,6 +133,41 @@ sessions = Table(
 )
 
 
+route_events = Table(      # ledger.db (capsule.measure.route_log): boundaries, decisions, changes
+    "route_events", metadata,
+    _source(),
+    Column("id", BigInteger, nullable=False),
+    Column("ts", Double, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("session", Text),
+    Column("conversation", Text),
+    Column("task_class", Text),
+    Column("source", Text),
+    Column("reason", Text),
+    Column("detail", Text, nullable=False),
+    PrimaryKeyConstraint(SOURCE, "id"),
+    Index("route_events_ts", "ts"),
+)
+
+quota_samples = Table(     # quota.db (capsule.measure.quota): rate-limit windows from response headers
+    "quota_samples", metadata,
+    _source(),
+    Column("id", BigInteger, nullable=False),
+    Column("ts", Double, nullable=False),
+    Column("account", Text, nullable=False),
+    Column("regime", Text, nullable=False),
+    Column("api", Text, nullable=False),
+    Column("window", Text, nullable=False),
+    Column("utilization", Double, nullable=False),
+    Column("status", Text),
+    Column("resets_at", Double),
+    Column("session", Text),
+    Column("source", Text, nullable=False),
+    PrimaryKeyConstraint(SOURCE, "id"),
+    Index("quota_window", "account", "window", "ts"),
+)
+
+
 @dataclass(frozen=True)
 class Synced:
     """A table copied from each capsule: which local file holds it and which column is its cursor.
@@ -162,5 +197,7 @@ SYNCED = (
     Synced(calls, "usage.db", "seq", False),
     Synced(tools, "usage.db", "seq", False),
     Synced(sessions, "usage.db", "seq", False),
+    Synced(route_events, "ledger.db", "id", True),
+    Synced(quota_samples, "quota.db", "id", True),
 )
 LOCAL = {s.name: s for s in SYNCED}

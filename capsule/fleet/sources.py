@@ -2,7 +2,8 @@
 
 Each source is one state dir (a container's /state/context volume) with its tags: container, role,
 host, account. Not responsible for reading rows (capsule.fleet.sync). Invariant: a source's id is
-stable for the same state (host + volume name, or host + real path), so a re-sync finds its cursors;
+stable for the same state (an explicit container name; else host + volume name, or host + real
+path), so a re-sync finds its cursors;
 nothing here writes to a state dir or connects to a capsule (INV-10: the fleet side reads files).
 """
 
@@ -65,8 +66,12 @@ def from_dirs(dirs: list[str], *, container: str | None = None, role: str | None
             raise SourceError(f"--state {d}: not a directory")
         # A capsule that has written nothing yet has neither ledger.db nor usage.db: the sync
         # registers it and reports it as skipped (sync.Report.skipped), so a typo still shows.
-        name = container if container and len(dirs) == 1 else _container_name(state)
-        out.append(Source(_id(host, str(state)), state, name, role or "unknown", host,
+        named = bool(container) and len(dirs) == 1
+        name = container if named else _container_name(state)
+        # An explicit --container is the identity (a StatefulSet pod keeps its name and volume when it
+        # moves to another node, and the same mount path is in every pod); else this host + path.
+        ident = _id("container", name) if named else _id(host, str(state))
+        out.append(Source(ident, state, name, role or "unknown", host,
                           account or os.environ.get(switches.ACCOUNT) or DEFAULT_ACCOUNT, str(state)))
     return out
 

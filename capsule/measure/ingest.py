@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import json
 import os
+import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from capsule.measure.transcripts import claude, codex
-from capsule.measure.usage import UsageStore
+from capsule.measure.usage import UsageStore, checked
 
 CHUNK_BYTES = 8 << 20
+MAX_LINE_BYTES = 64 << 20      # a longer line is skipped and counted (it would be held whole in memory)
+MAX_PASS_BYTES = 256 << 20     # read from one file per pass; the next pass goes on from the offset
+BUDGET_S = 20.0                # the supervisor's pass, at most (ingest_default(budget_s=...))
 READERS = {"claude": claude.parse, "codex": codex.parse}
 
 
@@ -53,14 +58,15 @@ def _first_ts(path: Path) -> str:
     """The first timestamp in a file: originals sort before their forks (which copy their lines),
     so a copied call stays with the session that made it (trap 3)."""
     try:
-        with open(path, "rb") as f:
+        f, _ = _open_regular(path)
+        with f:
             for _ in range(20):
-                line = f.readline()
+                line = f.readline(1 << 20)
                 if not line:
                     break
                 try:
                     ts = json.loads(line).get("timestamp")
-                except (ValueError, AttributeError):
+                except (ValueError, AttributeError, RecursionError):
                     continue
                 if isinstance(ts, str):
                     return ts
@@ -76,61 +82,114 @@ class Report:
     lines: int = 0
     bytes: int = 0
     calls_seen: int = 0
+    skipped: int = 0              # bad lines and refused values of this pass
+    skipped_total: int = 0        # ... of every pass so far (the store's files remember them)
+    estimated_results: int = 0    # tool results too large to count exactly (common.COUNT_CHARS)
+    unfinished: bool = False      # the time budget ran out: the next pass goes on from the offsets
     errors: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return self.__dict__.copy()
 
 
-def ingest_file(store: UsageStore, agent: str, path: Path, report: Report) -> None:
+class NotRegular(OSError):
+    pass
+
+
+def _open_regular(path: Path):
+    """The file, opened without blocking (a FIFO would block open()) and only if it is a regular
+    file (a symlink to /dev/zero is an endless line)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegular(f"{path}: not a regular file; skipped")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb"), st
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def ingest_file(store: UsageStore, agent: str, path: Path, report: Report, deadline: float | None = None) -> None:
     parse = READERS[agent]
     key = str(path)
-    try:
-        st = path.stat()
-    except OSError as exc:
-        report.errors.append(f"{path}: {exc}")
-        return
-    identity = f"{st.st_dev}:{st.st_ino}"
-    known = store.file_state(key)
-    offset, state, lines = 0, {}, 0
-    if known and known[0] == identity and known[1] <= st.st_size and "_sessions" in known[2]:
-        offset, state, lines = known[1], json.loads(known[2]), known[3]
-    if offset == st.st_size and known and offset:
-        return
-    report.files_read += 1
-    with open(path, "rb") as f:
+    f, st = _open_regular(path)
+    with f:
+        identity = f"{st.st_dev}:{st.st_ino}"
+        known = store.file_state(key)
+        offset, state, lines = 0, {}, 0
+        if known and known[0] == identity and known[1] <= st.st_size and "_sessions" in known[2]:
+            offset, state, lines = known[1], json.loads(known[2]), known[3]
+        if offset == st.st_size and known and offset:
+            return
+        report.files_read += 1
         f.seek(offset)
-        carry = b""
-        while True:
-            chunk = f.read(CHUNK_BYTES)
+        carry, skipping, budget = b"", 0, MAX_PASS_BYTES
+        while budget > 0 and (deadline is None or time.monotonic() < deadline):
+            chunk = f.read(min(CHUNK_BYTES, budget))
             if not chunk:
                 break
+            budget -= len(chunk)
+            if skipping:                  # inside a line over the cap: drop bytes to its end
+                end = chunk.find(b"\n")
+                if end < 0:
+                    skipping += len(chunk)
+                    continue
+                offset += skipping + end + 1
+                state["bad_lines"] = state.get("bad_lines", 0) + 1
+                store.write(parse([], key, state), (key, identity, offset, json.dumps(state), lines))
+                skipping, chunk = 0, chunk[end + 1:]
             data = carry + chunk
             end = data.rfind(b"\n")
             if end < 0:
-                carry = data
+                if len(data) > MAX_LINE_BYTES:
+                    carry, skipping = b"", len(data)
+                else:
+                    carry = data
                 continue
             complete, carry = data[:end + 1], data[end + 1:]
+            if len(carry) > MAX_LINE_BYTES:
+                carry, skipping = b"", len(carry)
             batch_lines = complete.splitlines()
-            batch = parse([ln for ln in batch_lines if ln.strip()], key, state)
+            before = (state.get("bad_lines", 0), state.get("estimated_results", 0))
+            batch = parse([ln for ln in _capped(batch_lines, state) if ln.strip()], key, state)
             # Which sessions this file holds: `--claude-dir X` reports exactly those, even when
             # the proxy stored their calls first.
             held = set(state.get("_sessions", []))
-            held.update(s.session_id for s in batch.sessions)
+            held.update(s.session_id for s in batch.sessions if isinstance(s.session_id, str))
             state["_sessions"] = sorted(held)
             state["_agent"] = agent
             offset += len(complete)
             lines += len(batch_lines)
+            checked(batch)
+            state["bad_values"] = state.get("bad_values", 0) + batch.rejected
             store.write(batch, (key, identity, offset, json.dumps(state), lines))
             report.lines += len(batch_lines)
             report.bytes += len(complete)
             report.calls_seen += len(batch.calls)
-    if known is None and offset == 0:
-        store.write(parse([], key, state), (key, identity, 0, json.dumps(state), 0))
+            report.skipped += state.get("bad_lines", 0) - before[0] + batch.rejected
+            report.estimated_results += state.get("estimated_results", 0) - before[1]
+        else:
+            report.unfinished = True
+        if known is None and offset == 0:
+            store.write(parse([], key, state), (key, identity, 0, json.dumps(state), 0))
 
 
-def ingest(store: UsageStore, claude_dirs: list[Path] = (), codex_dirs: list[Path] = ()) -> Report:
+def _capped(lines: list[bytes], state: dict) -> list[bytes]:
+    """Lines over MAX_LINE_BYTES are skipped (and counted); the rest pass."""
+    if all(len(ln) <= MAX_LINE_BYTES for ln in lines):
+        return lines
+    kept = [ln for ln in lines if len(ln) <= MAX_LINE_BYTES]
+    state["bad_lines"] = state.get("bad_lines", 0) + len(lines) - len(kept)
+    return kept
+
+
+def ingest(store: UsageStore, claude_dirs: list[Path] = (), codex_dirs: list[Path] = (),
+           budget_s: float | None = None) -> Report:
+    """One pass; with budget_s it stops (between chunks) when the budget is spent, offsets kept."""
     report = Report()
+    deadline = None if budget_s is None else time.monotonic() + budget_s
     for agent, dirs, lister in (("claude", claude_dirs, claude_files), ("codex", codex_dirs, codex_files)):
         for root in dirs:
             root = Path(root)
@@ -143,10 +202,16 @@ def ingest(store: UsageStore, claude_dirs: list[Path] = (), codex_dirs: list[Pat
             if agent == "claude":
                 todo = _originals_first(todo)   # only files with new bytes are opened to sort them
             for path in todo:
+                if deadline is not None and time.monotonic() >= deadline:
+                    report.unfinished = True
+                    break
                 try:
-                    ingest_file(store, agent, path, report)
+                    ingest_file(store, agent, path, report, deadline)
+                except NotRegular as exc:
+                    report.errors.append(str(exc))
                 except OSError as exc:  # a file vanishing mid-read is skipped, never fatal
                     report.errors.append(f"{path}: {exc}")
+    report.skipped_total = store.skipped()
     return report
 
 
@@ -160,12 +225,12 @@ def _changed(path: Path, known: tuple[str, int] | None) -> bool:
     return known != (f"{st.st_dev}:{st.st_ino}", st.st_size)
 
 
-def ingest_default(store: UsageStore | None = None, env=None) -> Report:
+def ingest_default(store: UsageStore | None = None, env=None, budget_s: float | None = None) -> Report:
     """Ingest the agents' own folders (respecting CLAUDE_CONFIG_DIR and CODEX_HOME)."""
     own = store is None
     store = store or UsageStore()
     try:
-        return ingest(store, [claude_home(env)], [codex_home(env)])
+        return ingest(store, [claude_home(env)], [codex_home(env)], budget_s)
     finally:
         if own:
             store.close()

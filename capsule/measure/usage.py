@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+import math
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from capsule.ground import paths
@@ -158,6 +159,67 @@ class Batch:
     calls: list[Call] = field(default_factory=list)
     tools: list[ToolEvent] = field(default_factory=list)
     sessions: list[Session] = field(default_factory=list)
+    rejected: int = 0          # records (or fields) check() refused: counted as skipped, never stored
+
+
+# What a stored value may be. A transcript is data someone else wrote: 2**64 does not fit SQLite,
+# 1e999 is infinity (not JSON), True is not $1, year 1 is no timestamp, a dict is not a cwd.
+MAX_COUNT = 10 ** 12             # tokens or bytes in one call or result
+MAX_COST_USD = 10 ** 6           # one call
+TS_RANGE = (0.0, 4_102_444_800.0)            # 1970 .. 2100 (a year-1 timestamp is negative)
+MAX_TEXT = 16_384                # ids, names, paths, command lines
+_TIMES = {"ts", "first_ts", "last_ts"}
+
+def _ok(name: str, value, kind: str) -> bool:
+    base = kind.split(" |")[0]
+    if value is None:
+        return kind.endswith("None")
+    if base == "str":
+        return isinstance(value, str) and len(value) <= MAX_TEXT
+    if base == "bool":
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    if base == "int":
+        return isinstance(value, int) and 0 <= value <= MAX_COUNT
+    if base == "float":
+        if not isinstance(value, (int, float)) or not math.isfinite(value):
+            return False
+        lo, hi = TS_RANGE if name in _TIMES else (0, MAX_COST_USD)
+        return lo <= value <= hi
+    return True
+
+
+def check(record) -> bool | None:
+    """Make `record` fit to store. True: it was; False: a bad optional value became None (a bad
+    count 0); None: drop it (a required value is wrong, or a call's time is absurd)."""
+    fine = True
+    for f in fields(record):
+        value = getattr(record, f.name)
+        if _ok(f.name, value, f.type):
+            continue
+        if (f.type not in ("int",) and not f.type.endswith("None")) or (f.name == "ts" and isinstance(record, Call)):
+            return None
+        setattr(record, f.name, 0 if f.type == "int" else None)
+        fine = False
+    return fine
+
+
+def checked(batch: Batch) -> Batch:
+    """The batch with only storable records; batch.rejected counts those dropped or cleaned."""
+    for name in ("calls", "tools", "sessions"):
+        kept = []
+        for record in getattr(batch, name):
+            try:
+                ok = check(record)
+            except Exception:  # noqa: BLE001 - a value too odd to even inspect
+                ok = None
+            if ok is not True:
+                batch.rejected += 1
+            if ok is not None:
+                kept.append(record)
+        setattr(batch, name, kept)
+    return batch
 
 
 # A proxy row replaces anything; a transcript row replaces a transcript row only with a larger
@@ -218,6 +280,7 @@ class UsageStore:
     def write(self, batch: Batch, file_update: tuple | None = None) -> None:
         """Store a batch and (for ingestion) the file's new offset in ONE transaction, so a crash
         never leaves rows without the offset that says they were read (or the reverse)."""
+        checked(batch)
         with sqlite.write(self.conn):
             self._write(batch)
             if file_update is not None:
@@ -239,6 +302,17 @@ class UsageStore:
             self.conn.execute(_UPSERT_TOOL, d)
         for s in batch.sessions:
             self.conn.execute(_UPSERT_SESSION, asdict(s))
+
+    def skipped(self) -> int:
+        """Transcript lines skipped and values refused, over every file ingested so far."""
+        total = 0
+        for (state,) in self.conn.execute("SELECT state FROM files"):
+            try:
+                d = json.loads(state)
+                total += int(d.get("bad_lines", 0)) + int(d.get("bad_values", 0))
+            except (ValueError, TypeError, AttributeError):
+                continue
+        return total
 
     def file_state(self, path: str) -> tuple[str, int, str, int] | None:
         row = self.conn.execute("SELECT identity, offset, state, lines FROM files WHERE path=?", (path,)).fetchone()

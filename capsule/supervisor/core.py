@@ -38,6 +38,8 @@ FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT,
 DEFAULT_GRACE_S = 5.0
 REAP_INTERVAL_S = 0.5
 USAGE_INTERVAL_S = 30.0   # transcript ingestion while the agent runs ($JACKIN_CTX_USAGE_INTERVAL)
+USAGE_BUDGET_S = 20.0     # one such pass, at most
+FINAL_INGEST_S = 5.0      # the pass after the agent exits: its status is returned by then, whatever is left
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -147,8 +149,9 @@ class Supervisor:
                 self._reap()
                 await self._done.wait()
                 tg.cancel_scope.cancel()
-        if self.plan["engine"].on:  # the agent's last lines: one more pass after it exits
-            await anyio.to_thread.run_sync(self._ingest_usage)
+        if self.plan["engine"].on:  # the agent's last lines: one more pass after it exits, within a budget
+            with anyio.move_on_after(FINAL_INGEST_S + 1.0):   # never holds the agent's exit status back
+                await anyio.to_thread.run_sync(self._ingest_usage, FINAL_INGEST_S, abandon_on_cancel=True)
         for signum in FORWARDED:  # shutting down: a late signal must not kill us before the reap
             signal.signal(signum, signal.SIG_IGN)
         await self._stop_stragglers()
@@ -268,13 +271,14 @@ class Supervisor:
 
         threading.Thread(target=build, name="capsule-index-warm", daemon=True).start()
 
-    def _ingest_usage(self) -> None:
+    def _ingest_usage(self, budget_s: float = USAGE_BUDGET_S) -> None:
         """Read the agent's new transcript lines into the usage store (capsule.measure.ingest);
-        its CLAUDE_CONFIG_DIR / CODEX_HOME are the agent's environment's."""
+        its CLAUDE_CONFIG_DIR / CODEX_HOME are the agent's environment's. A pass stops after
+        budget_s (the next one goes on from the stored offsets)."""
         try:
             from capsule.measure import ingest  # noqa: PLC0415
 
-            report = ingest.ingest_default(env=self.agent_env())
+            report = ingest.ingest_default(env=self.agent_env(), budget_s=budget_s)
             if report.errors:
                 log.warning("usage ingestion: %s", "; ".join(report.errors[:3]))
         except Exception as exc:  # noqa: BLE001 - measuring must never disturb the agent

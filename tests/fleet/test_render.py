@@ -62,6 +62,31 @@ def test_the_validator_rejects_a_broken_manifest():
         kubernetes_validate.validate(sts, K8S_VERSION, strict=True)
 
 
+def test_compose_file_one_state_volume_per_replica_and_a_read_only_sync_job(tmp_path):
+    from capsule.cli.runtime import compose_command
+
+    out = tmp_path / "compose.yaml"
+    r = _run("fleet", "render", "--role", "python-dev", "--replicas", "3", "--compose", "--sync-image",
+             "capsule-fleet:dev", "--workspace", str(tmp_path), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = yaml.safe_load(out.read_text())
+    agents = {k: v for k, v in doc["services"].items() if not k.startswith("fleet-sync-")}
+    syncs = {k: v for k, v in doc["services"].items() if k.startswith("fleet-sync-")}
+    assert sorted(agents) == ["python-dev-1", "python-dev-2", "python-dev-3"] and len(syncs) == 3
+    states = [next(v for v in svc["volumes"] if v.endswith(":/state/context")) for svc in agents.values()]
+    assert len(set(states)) == 3 and all(s.split(":")[0] in doc["volumes"] for s in states)
+    for name, svc in syncs.items():
+        state = next(s for s in states if s.startswith(f"capsule-state-{name.removeprefix('fleet-sync-')}:"))
+        assert svc["volumes"] == [f"{state.split(':')[0]}:/fleet/state:ro"]      # reads, never writes
+        assert "docker.sock" not in out.read_text() and "postgresql://" not in out.read_text()
+    check = subprocess.run([*compose_command("docker"), "-f", str(out), "config", "-q"], capture_output=True,
+                           text=True, env={**os.environ, "CAPSULE_FLEET_DSN": "postgresql://fleet@db:5432/capsule"})
+    assert check.returncode == 0, check.stderr
+    unset = subprocess.run([*compose_command("docker"), "-f", str(out), "config", "-q"], capture_output=True,
+                           text=True, env={k: v for k, v in os.environ.items() if k != "CAPSULE_FLEET_DSN"})
+    assert unset.returncode != 0 and "fleet database DSN" in unset.stderr
+
+
 def _docker(*args, check=True):
     return subprocess.run(["docker", *args], capture_output=True, text=True, check=check, timeout=300)
 
@@ -108,3 +133,4 @@ def test_compose_replicas_each_with_its_own_state_reach_the_fleet(tmp_path, pg_d
     left = _docker("ps", "-a", "-q", "--filter", f"label=capsule.role={name}").stdout.split()
     assert left == []
     assert _docker("volume", "ls", "-q", "--filter", f"label=capsule.role={name}").stdout.split() == []
+    assert _docker("network", "ls", "-q", "--filter", f"label=capsule.role={name}").stdout.split() == []

@@ -14,6 +14,8 @@ from alembic.runtime.migration import MigrationContext
 
 from capsule.fleet import migrate, schema
 from capsule.measure.ledger import Ledger
+from capsule.measure.quota import QuotaStore
+from capsule.measure.route_log import RouteLog
 from capsule.measure.usage import UsageStore
 
 
@@ -110,6 +112,10 @@ def t_is_rowid(cols: dict, name: str) -> bool:
 def test_local_stores_are_the_schema_without_the_capsule_tag(state_dir):
     Ledger().close()
     UsageStore().close()
+    RouteLog().close()
+    QuotaStore().close()
+    assert {s.name for s in schema.SYNCED} >= {"emissions", "calls", "tools", "sessions", "route_events",
+                                                 "quota_samples"}
     for synced in schema.SYNCED:
         local = _local_shape(str(state_dir / synced.db), synced.name)
         table = synced.table

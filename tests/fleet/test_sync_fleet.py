@@ -121,6 +121,7 @@ def test_32_capsules_three_restarts_nothing_lost_nothing_doubled(pg_dsn, tmp_pat
             counts[synced.name] += len(local)
     assert counts["emissions"] == CAPSULES * ITERATIONS
     assert counts["calls"] == CAPSULES * ITERATIONS * 5
+    assert counts["route_events"] == CAPSULES * ITERATIONS * 2
 
     # totals: the fleet report is the sum of the capsules' own reports
     procs = []

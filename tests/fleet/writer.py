@@ -3,7 +3,8 @@
 python writer.py STATE_DIR CLAUDE_DIR ITERATIONS TAG
 Each iteration: `capsule ctx run -- seq 1 N` (a ledger row), then five model calls appended to a
 Claude Code transcript (the last one mid-stream, finished in the next iteration: an updated row),
-then `capsule ctx usage --claude-dir` ingests it (usage rows). Exit status: the first failure's.
+and two task boundaries appended to the state's boundaries.jsonl (as the client hooks do), then
+`capsule ctx report --claude-dir` ingests both (usage rows, route_events). Exit status: the first failure's.
 """
 
 from __future__ import annotations
@@ -67,7 +68,11 @@ def main() -> int:
                 pending = (mid, n)
         with transcript.open("a") as f:
             f.write("".join(json.dumps(x) + "\n" for x in lines))
-        r = subprocess.run([*capsule, "ctx", "usage", "--claude-dir", str(claude), "--json"], env=env,
+        with open(Path(state) / "boundaries.jsonl", "a") as f:
+            for k in range(2):
+                f.write(json.dumps({"ts": 1_780_000_000 + 10 * it + k, "session": tag, "task_class": "main",
+                                    "reason": "user prompt", "detail": {"iteration": it}}) + "\n")
+        r = subprocess.run([*capsule, "ctx", "report", "--claude-dir", str(claude), "--json"], env=env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         if r.returncode != 0:
             sys.stderr.write(r.stderr.decode())

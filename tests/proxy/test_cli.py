@@ -61,3 +61,8 @@ def test_doctor_says_why_the_supervisors_proxy_is_not_running(state_dir):
     # What the supervisor's STATUS carries when its proxy could not start (supervisor/core.py).
     report["proxy"] = {"state": "failed", "reason": "could not start: [Errno 98] Address already in use"}
     assert "proxy        failed: could not start: [Errno 98] Address already in use" in doctor.render(report)
+
+
+def test_a_workspace_that_is_not_a_directory_exits_2(state_dir, capsule, tmp_path):
+    r = capsule("proxy", "serve", "--port", "0", "--workspace", str(tmp_path / "nowhere"))
+    assert r.returncode == 2 and b"--workspace" in r.stderr and b"not a directory" in r.stderr

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from capsule.measure.transcripts.common import iso_ts, result_fields, tool_kind
+from capsule.measure.transcripts.common import guarded, iso_ts, result_fields, text, tool_kind
 from capsule.measure.usage import Batch, Call, Session, ToolEvent
 
 AGENT = "claude"
@@ -18,7 +18,7 @@ SYNTHETIC_MODEL = "<synthetic>"
 
 
 def _int(v) -> int:
-    return v if isinstance(v, int) and v > 0 else 0
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
 
 
 def usage_buckets(usage: dict) -> dict:
@@ -38,40 +38,41 @@ def parse(lines, origin: str, state: dict) -> Batch:
     batch = Batch()
     seen_sessions: dict[str, Session] = {}
     for raw in lines:
-        try:
-            entry = json.loads(raw)
-        except ValueError:
-            state["bad_lines"] = state.get("bad_lines", 0) + 1
-            continue
-        if not isinstance(entry, dict):
-            continue
-        session = entry.get("sessionId")
-        if not isinstance(session, str):
-            continue
-        ts = iso_ts(entry.get("timestamp"))
-        thread = entry.get("agentId") if entry.get("isSidechain") else None
-        s = seen_sessions.get(session)
-        if s is None:
-            s = seen_sessions[session] = Session(AGENT, session, origin=origin)
-        if entry.get("cwd") and not s.cwd:
-            s.cwd = entry["cwd"]
-        if ts is not None:
-            s.first_ts = ts if s.first_ts is None else min(s.first_ts, ts)
-            s.last_ts = ts if s.last_ts is None else max(s.last_ts, ts)
-        kind = entry.get("type")
-        if kind == "system" and entry.get("subtype") == "compact_boundary" and isinstance(entry.get("uuid"), str):
-            # The prompt is rebuilt from a summary: the cache starts over (explains a read-share drop).
-            batch.tools.append(ToolEvent(AGENT, entry["uuid"], session, thread, ts, "compact", "compact"))
-            continue
-        msg = entry.get("message")
-        if not isinstance(msg, dict):
-            continue
-        if kind == "assistant":
-            _assistant(entry, msg, session, thread, ts, origin, batch)
-        elif kind == "user":
-            _user(entry, msg, session, thread, ts, batch)
+        with guarded(batch, state):
+            _line(raw, origin, state, batch, seen_sessions)
     batch.sessions.extend(seen_sessions.values())
     return batch
+
+
+def _line(raw: bytes, origin: str, state: dict, batch: Batch, seen_sessions: dict[str, Session]) -> None:
+    entry = json.loads(raw)
+    if not isinstance(entry, dict):
+        return
+    session = entry.get("sessionId")
+    if not isinstance(session, str):
+        return
+    ts = iso_ts(entry.get("timestamp"))
+    thread = text(entry.get("agentId")) if entry.get("isSidechain") else None
+    s = seen_sessions.get(session)
+    if s is None:
+        s = seen_sessions[session] = Session(AGENT, session, origin=origin)
+    if text(entry.get("cwd")) and not s.cwd:
+        s.cwd = entry["cwd"]
+    if ts is not None:
+        s.first_ts = ts if s.first_ts is None else min(s.first_ts, ts)
+        s.last_ts = ts if s.last_ts is None else max(s.last_ts, ts)
+    kind = entry.get("type")
+    if kind == "system" and entry.get("subtype") == "compact_boundary" and isinstance(entry.get("uuid"), str):
+        # The prompt is rebuilt from a summary: the cache starts over (explains a read-share drop).
+        batch.tools.append(ToolEvent(AGENT, entry["uuid"], session, thread, ts, "compact", "compact"))
+        return
+    msg = entry.get("message")
+    if not isinstance(msg, dict):
+        return
+    if kind == "assistant":
+        _assistant(entry, msg, session, thread, ts, origin, batch)
+    elif kind == "user":
+        _user(entry, msg, session, thread, ts, batch, state)
 
 
 def _assistant(entry, msg, session, thread, ts, origin, batch: Batch) -> None:
@@ -82,7 +83,7 @@ def _assistant(entry, msg, session, thread, ts, origin, batch: Batch) -> None:
         batch.calls.append(Call(agent=AGENT, call_id=mid, session_id=session, model=model, ts=ts,
                                 thread_id=thread, origin=origin, complete=msg.get("stop_reason") is not None,
                                 cost_usd=entry.get("costUSD") if isinstance(entry.get("costUSD"), (int, float))
-                                else None, **usage_buckets(usage)))
+                                and not isinstance(entry.get("costUSD"), bool) else None, **usage_buckets(usage)))
     for block in msg.get("content") or []:
         if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("id"), str):
             name = block.get("name") or ""
@@ -91,7 +92,7 @@ def _assistant(entry, msg, session, thread, ts, origin, batch: Batch) -> None:
             batch.tools.append(ToolEvent(AGENT, block["id"], session, thread, ts, name, kind, target))
 
 
-def _user(entry, msg, session, thread, ts, batch: Batch) -> None:
+def _user(entry, msg, session, thread, ts, batch: Batch, state: dict) -> None:
     content = msg.get("content")
     if not isinstance(content, list):
         return
@@ -101,11 +102,11 @@ def _user(entry, msg, session, thread, ts, batch: Batch) -> None:
         if not isinstance(r.get("tool_use_id"), str):
             continue
         body = r.get("content")
-        text = body if isinstance(body, str) else "\n".join(
+        body_text = body if isinstance(body, str) else "\n".join(
             c.get("text", "") for c in body or [] if isinstance(c, dict) and c.get("type") == "text")
         # A Read result's file content identifies the version read (for stale re-reads).
         file_content = None
         if len(results) == 1 and isinstance(tur, dict) and isinstance(tur.get("file"), dict):
             file_content = tur["file"].get("content")
         batch.tools.append(ToolEvent(AGENT, r["tool_use_id"], session, thread, ts,
-                                     **result_fields(text, bool(r.get("is_error")), file_content)))
+                                     **result_fields(body_text, bool(r.get("is_error")), file_content, state)))

@@ -12,7 +12,7 @@ import json
 import os
 import re
 
-from capsule.measure.transcripts.common import iso_ts, result_fields, tool_kind
+from capsule.measure.transcripts.common import guarded, iso_ts, result_fields, text, tool_kind
 from capsule.measure.usage import Batch, Call, Session, ToolEvent
 
 AGENT = "codex"
@@ -35,49 +35,50 @@ def usage_buckets(u: dict) -> dict:
 def parse(lines, origin: str, state: dict) -> Batch:
     batch = Batch()
     for raw in lines:
-        try:
-            line = json.loads(raw)
-        except ValueError:
-            state["bad_lines"] = state.get("bad_lines", 0) + 1
-            continue
-        if not isinstance(line, dict) or not isinstance(line.get("payload"), dict):
-            continue
-        kind, p, ts = line.get("type"), line["payload"], iso_ts(line.get("timestamp"))
-        if ts is not None:
-            state["last_ts"] = ts
-            state.setdefault("first_ts", ts)
-        if kind == "session_meta":
-            _meta(p, state)
-        elif kind == "turn_context" and isinstance(p.get("model"), str):
-            state["model"] = p["model"]
-            state.setdefault("cwd", p.get("cwd"))
-        elif kind == "token_usage_record" and isinstance(p.get("usage"), dict):
-            state["pending"] = [p.get("response_id"), [p["usage"].get(k) for k in TOTAL_KEYS]]
-        elif kind == "event_msg" and p.get("type") == "token_count":
-            _token_count(p, ts, origin, state, batch)
-        elif kind == "event_msg" and p.get("type") == "item_completed":
-            _read_item(p.get("item"), ts, state, batch)
-        elif kind == "response_item":
-            _response_item(p, ts, state, batch)
-        elif kind == "compacted" and state.get("session"):
-            session, thread = _ids(state)
-            batch.tools.append(ToolEvent(AGENT, f"{state.get('thread')}:compacted:{line.get('timestamp')}",
-                                         session, thread, ts, "compact", "compact"))
+        with guarded(batch, state):
+            _line(raw, origin, state, batch)
     if state.get("session"):
         batch.sessions.append(Session(AGENT, state["session"], cwd=state.get("cwd"), parent=state.get("parent"),
                                       first_ts=state.get("first_ts"), last_ts=state.get("last_ts"), origin=origin))
     return batch
 
 
+def _line(raw: bytes, origin: str, state: dict, batch: Batch) -> None:
+    line = json.loads(raw)
+    if not isinstance(line, dict) or not isinstance(line.get("payload"), dict):
+        return
+    kind, p, ts = line.get("type"), line["payload"], iso_ts(line.get("timestamp"))
+    if ts is not None:
+        state["last_ts"] = ts
+        state.setdefault("first_ts", ts)
+    if kind == "session_meta":
+        _meta(p, state)
+    elif kind == "turn_context" and isinstance(p.get("model"), str):
+        state["model"] = p["model"]
+        state.setdefault("cwd", text(p.get("cwd")))
+    elif kind == "token_usage_record" and isinstance(p.get("usage"), dict):
+        state["pending"] = [p.get("response_id"), [p["usage"].get(k) for k in TOTAL_KEYS]]
+    elif kind == "event_msg" and p.get("type") == "token_count":
+        _token_count(p, ts, origin, state, batch)
+    elif kind == "event_msg" and p.get("type") == "item_completed":
+        _read_item(p.get("item"), ts, state, batch)
+    elif kind == "response_item":
+        _response_item(p, ts, state, batch)
+    elif kind == "compacted" and state.get("session"):
+        session, thread = _ids(state)
+        batch.tools.append(ToolEvent(AGENT, f"{state.get('thread')}:compacted:{line.get('timestamp')}",
+                                     session, thread, ts, "compact", "compact"))
+
+
 def _meta(p: dict, state: dict) -> None:
     if state.get("thread"):
         return  # a resumed rollout repeats nothing we need; the first meta names the thread
-    thread = p.get("id")
+    thread = text(p.get("id"))
     state["thread"] = thread
     # A subagent's rollout names the parent's session; its calls belong to that session.
-    state["session"] = p.get("session_id") or thread
-    state["parent"] = p.get("forked_from_id") or p.get("parent_thread_id")
-    state["cwd"] = p.get("cwd")
+    state["session"] = text(p.get("session_id")) or thread
+    state["parent"] = text(p.get("forked_from_id")) or text(p.get("parent_thread_id"))
+    state["cwd"] = text(p.get("cwd"))
 
 
 def _ids(state: dict) -> tuple[str | None, str | None]:
@@ -134,7 +135,7 @@ def _response_item(p: dict, ts, state: dict, batch: Batch) -> None:
         text = out if isinstance(out, str) else "\n".join(
             c.get("text", "") for c in out or [] if isinstance(c, dict))
         failed = bool(re.search(r"^Process exited with code [1-9]", text, re.M))
-        batch.tools.append(ToolEvent(AGENT, p["call_id"], session, thread, ts, **result_fields(text, failed)))
+        batch.tools.append(ToolEvent(AGENT, p["call_id"], session, thread, ts, **result_fields(text, failed, state=state)))
 
 
 def _read_item(item, ts, state: dict, batch: Batch) -> None:
@@ -150,7 +151,7 @@ def _read_item(item, ts, state: dict, batch: Batch) -> None:
         return
     cwd = item.get("cwd") or state.get("cwd") or ""
     out = item.get("aggregated_output") if isinstance(item.get("aggregated_output"), str) else ""
-    fields = result_fields(out, False)
+    fields = result_fields(out, False, state=state)
     batch.tools.append(ToolEvent(AGENT, item["id"], session, thread, ts, kind="read",
                                  target=_abs({"cwd": cwd.removeprefix("file://")}, path),
                                  result_hash=fields["result_hash"]))

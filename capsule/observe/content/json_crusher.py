@@ -106,6 +106,14 @@ def _crush(text: str, ctx: Context) -> TransformResult:
     value = list(value) if stream else value
     lost = _lost_verbatim()
     min_rows = AGGRESSIVE_MIN_ROWS if ctx.mode == "aggressive" else LOSSY_MIN_ROWS
+    if isinstance(value, list) and len(value) >= min_rows:
+        # One record a line (an array written so, JSON Lines, a JSON log stream): sampled like
+        # pretty JSON, each shown record its own line as written (issue 25: these passed whole).
+        from capsule.observe.content import json_records
+
+        lined = json_records.sampled_lines(text, ctx.intent, min_rows)
+        if lined is not None and not lost(text, lined.text):
+            return lined
     if len(text) >= BIG_TEXT:
         # No lossless form of a document this size fits an agent's context; proving each costs
         # seconds per megabyte. A sampled form under BIG_SHARE of the raw is taken directly.

@@ -201,6 +201,11 @@ class _Reducer:
         self.summaries.append(
             f"{path or '(root)'}: {len(s.kept)} of {s.total} rows shown (first {min(HEAD_ROWS, s.total)}, "
             f"last {TAIL_ROWS}, anomalous {len(s.why)}" + (f": {detail}" if detail else "") + ")")
+        from capsule.observe.content.json_records import identity_line
+
+        ident = identity_line(v, kept, path or "(root)")       # what names each record is never sampled away
+        if ident:
+            self.summaries.append(ident)
         shown = [{"_row": i, **{k: self.walk(x, f"{path}[{i}].{k}", k, depth + 2) for k, x in json_text.items(v[i])}}
                  for i in s.kept]
         return _Note(shown, f"{len(s.kept)} of {s.total} rows; schema {s.schema}")

@@ -5,7 +5,8 @@ Invariants: every shown entry keeps its name byte-exact, and its directory is st
 (`dir/: a.py b.py`; a one-entry directory keeps the path as printed), so the tool's own lines
 follow from the view; a cut drops only leaf entries beyond an equal share of the budget per
 directory and says what it dropped there by extension; `ls -l` columns that are identical on
-every entry are stated once above them, other columns stay as printed; errors, tree's
+every entry are stated once above them, other columns stay as printed, and past ls's budget the
+entries lose their columns, never their names (a bare-name ls is kept whole); errors, tree's
 `N directories, M files` and ls's `total` stay as printed. Anything it cannot read (a name with
 a space, an unknown line) gets the plain line budget of the TOML stages.
 """
@@ -200,6 +201,10 @@ class LsFilter(_Listing):
         entries = [m for m in long if m]
         if entries and self.long_enough(len(entries)):
             return self._factored(long, entries)
+        if not entries and len(self.lines) <= int(self.options.get("max_names", 1000)) \
+                and all(not _ERROR.match(line) for line in self.lines):
+            self.out = list(self.lines)   # bare names, one a line: nothing repeats to fold, every name kept
+            return True
         return False
 
     def _factored(self, long, entries) -> bool:
@@ -233,7 +238,7 @@ class LsFilter(_Listing):
                 done_header = True
             self.emit("".join(m.group(f) for f in ("mode", "links", "owner", "group", "size", "date", "name")
                               if f not in fields and not (f == "date" and m.group(f).strip() == common)))
-        if cut:
-            self.emit(f"({_summary(cut)})")
+        if cut:      # past the budget the columns go, never a name (issue 25: the next step names a file)
+            self.emit(f"({len(cut)} more entries, names only: {' '.join(cut)})")
             self.cut_here()
         return True

@@ -39,11 +39,17 @@ class Sized:
 
 
 def _open(data: bytes):
+    import warnings
+
     from PIL import Image
 
     try:
-        img = Image.open(io.BytesIO(data))
+        with warnings.catch_warnings():     # Pillow's bomb warning is an answer here, not a log line
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            img = Image.open(io.BytesIO(data))
         w, h = img.size
+    except (Image.DecompressionBombWarning, Image.DecompressionBombError):
+        raise MediaError(f"image is over {MAX_INPUT_PIXELS} px (a decompression bomb?)") from None
     except Exception as exc:  # noqa: BLE001 - any decoder fault means "not for us"
         raise MediaError(f"not a readable image ({type(exc).__name__})") from None
     if img.format not in FORMATS:

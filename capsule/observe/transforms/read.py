@@ -5,10 +5,10 @@ Responsible for the "read_view" (sed -n a,bp, head -n, tail -n, nl | sed, an edi
 and "read_file" (cat, nl, bat) transforms the rules table assigns. Not responsible for
 classifying the command (observe/rules) nor for outlining (content/outline.py does it).
 Invariant: a view within budgets.toml [reads] view_max_lines, and a file within the read
-budget, come back unchanged (lossless); beyond, source is outlined with its line numbers (every
-declaration line exact; import runs and long signatures folded into one marked line; conflict
-regions and unparsable spans kept) and any other content goes to the transform its sniffed
-type names.
+budget (read_tokens, in tokens), come back unchanged (lossless); beyond, source is outlined with
+its line numbers (every declaration line exact; import runs and long signatures folded into one
+marked line; conflict regions, unparsable spans and the declarations the intent names kept whole)
+and any other content goes to the transform its sniffed type names.
 """
 
 from __future__ import annotations
@@ -49,14 +49,16 @@ def read_file(text: str, ctx: Context) -> TransformResult:
     from capsule.observe import registry
     from capsule.observe.content.sniff import sniff
 
-    budget = budgets()["aggressive" if ctx.mode == "aggressive" else "budgets"]["read"]
+    from capsule.ground import tokens
+
+    budget = budgets()["aggressive" if ctx.mode == "aggressive" else "budgets"]["read_tokens"]
     source = unnumbered(text)
     family, transform_id, _ = sniff((source if source is not None else text)[:1024]
                                     .encode("utf-8", "surrogateescape"))
     path = ctx.path or path_of(ctx.command)
     editable = family.startswith(_EDITABLE) or _source_path(path) or family == "read"
-    if editable and _lines(text) <= budget:
-        return _whole(text, f"file read: passed whole (<= {budget} lines)")
+    if editable and tokens.at_least(text) <= budget and tokens.count(text) <= budget:
+        return _whole(text, f"file read: passed whole (<= {budget} tokens)")
     if editable:
         body = text if source is None else source
         if not family.startswith("source:") and not _source_path(path):
@@ -64,7 +66,7 @@ def read_file(text: str, ctx: Context) -> TransformResult:
 
             lang = language_of(body[:8192])      # declarations further down than the first KiB
             family = f"source:{lang}" if lang else family
-        outlined = _outline(body, ctx, path, family)
+        outlined = _outline(body, ctx, path, family, budget)
         if outlined is not None:
             return outlined
     if transform_id in ("outline", "read_file", "read_view"):
@@ -90,10 +92,11 @@ def unnumbered(text: str) -> str | None:
     return "\n".join(_NUMBERED.sub("", ln, count=1) for ln in lines)
 
 
-def _outline(source: str, ctx: Context, path: str | None, family: str) -> TransformResult | None:
+def _outline(source: str, ctx: Context, path: str | None, family: str, budget: int = 0) -> TransformResult | None:
     """The file's structure: every declaration header at every depth (nested functions and
     methods included), decorators, and the top-level imports and constants, each as
-    `N: line`; None when no grammar reads it."""
+    `N: line`; plus, whole, the declarations the intent names (pointed_at); None when no
+    grammar reads it."""
     from capsule.observe.content import outline
 
     name = path or ""
@@ -113,6 +116,8 @@ def _outline(source: str, ctx: Context, path: str | None, family: str) -> Transf
     total = len(lines) - (1 if lines and lines[-1] == "" else 0)
     rows, heads, imports = _declaration_rows(tree.root_node, outline.KINDS[lang], lines)
     exact = _needs_edit(tree.root_node, lines)
+    regions = pointed_at(tree.root_node, outline.KINDS[lang], lines, _names_in(ctx), budget)
+    exact |= regions
     rows = sorted(r for r in rows | exact if r < total)
     if not rows or len(rows) >= total:
         return None
@@ -132,7 +137,47 @@ def _outline(source: str, ctx: Context, path: str | None, family: str) -> Transf
                                     lines[run[0]].strip()[:120]))
             run = []
     return TransformResult("\n".join(out) + "\n", "outline", removals=removals,
-                           notes=[f"{lang} structure, every depth"])
+                           notes=[f"{lang} structure, every depth"]
+                           + ([f"{len(regions)} lines of the declarations pointed at, whole"] if regions else []))
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+
+
+def _names_in(ctx: Context) -> list[str]:
+    """The identifiers the step's goal names, in order (each once)."""
+    return list(dict.fromkeys(_IDENT.findall(ctx.intent or "")))
+
+
+def pointed_at(root, kinds, lines: list[str], names: list[str], budget: int) -> set[int]:
+    """Rows of the declarations (functions first, then the smallest containers) whose name is
+    one of `names`, whole, while their tokens together stay within `budget`: what the agent is
+    about to edit is shown, not outlined (issue 25)."""
+    if not names:
+        return set()
+    from capsule.ground import tokens
+
+    wanted = set(names)
+    found: list[tuple[int, int, int]] = []      # (kind rank, start row, end row)
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        t = node.type
+        if t in kinds.function or t in kinds.container or t in kinds.typedecl:
+            name = node.child_by_field_name("name")
+            if name is not None and name.text.decode("utf-8", "replace") in wanted:
+                rank = 0 if t in kinds.function else 1
+                found.append((rank, node.start_point.row, node.end_point.row))
+        stack.extend(node.named_children)
+    rows: set[int] = set()
+    spent = 0
+    for _, a, b in sorted(found, key=lambda f: (f[0], f[2] - f[1], f[1])):
+        cost = tokens.count("\n".join(lines[a:b + 1]))
+        if spent + cost > budget:
+            continue
+        spent += cost
+        rows.update(range(a, b + 1))
+    return rows
 
 
 _COMMENT = ("#", "//", "/*", "* ", "--")

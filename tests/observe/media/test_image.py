@@ -68,3 +68,11 @@ def test_an_animation_is_not_touched():
     frames[0].save(buf, "GIF", save_all=True, append_images=frames[1:])
     with pytest.raises(image.MediaError):
         image.fit(buf.getvalue(), FAM)
+
+
+def test_a_decompression_bomb_is_refused_before_decoding():
+    buf = io.BytesIO()
+    Image.new("1", (10000, 9000)).save(buf, "PNG")      # 90 MP declared, a few KB on the wire
+    assert len(buf.getvalue()) < 1 << 20
+    with pytest.raises(image.MediaError, match="over"):
+        image.fit(buf.getvalue(), FAM)
