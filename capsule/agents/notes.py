@@ -22,6 +22,16 @@ NOTE = (
 FILES = {"claude": "CLAUDE.md", "codex": "AGENTS.md"}
 
 
+def user_file(agent: str, env=None) -> Path:
+    """The agent's user-level instruction file (Claude Code: $CLAUDE_CONFIG_DIR or ~/.claude;
+    Codex: $CODEX_HOME or ~/.codex). In a container that is the agent's home there, so the note
+    lands in no file of the mounted workspace."""
+    from capsule.agents import claude, codex  # noqa: PLC0415
+
+    base = claude.config_dir(env) if agent == "claude" else codex.codex_home(env)
+    return base / FILES[agent]
+
+
 def block(text: str | None = None) -> str:
     return f"{BEGIN}\n{NOTE if text is None else text}\n{END}\n"
 

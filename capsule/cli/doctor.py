@@ -133,6 +133,14 @@ def collect(role_arg: str | None = None) -> dict:
         outside = footprint(Path.cwd())
     except Exception as exc:  # noqa: BLE001 - a finding, not a crash
         outside = [f"(could not check: {exc})"]
+    try:
+        from capsule.agents import AGENTS, client_info  # noqa: PLC0415
+
+        command = role.agent.command[0] if role.agent.command else role.agent.kind
+        agent = {"kind": role.agent.kind, **client_info(command)}
+        clients = {c: client_info(c) for c in AGENTS}
+    except Exception as exc:  # noqa: BLE001 - a finding, not a crash
+        agent, clients = {"kind": role.agent.kind, "error": str(exc)}, {}
     standing = budget.standing_context(subsystems, role)
     standing["budget"] = role.context.standing_budget
     standing["over"] = standing["tokens"] > role.context.standing_budget
@@ -151,6 +159,8 @@ def collect(role_arg: str | None = None) -> dict:
                   "interrupted": journal.describe(state), "permissions": _permissions(state)},
         "shims": {"dirs": shim.dirs, "first_on_path": shim.first, "present": bool(shim.dirs)},
         "conflicts": found,
+        "agent": agent,
+        "clients": clients,
         "mcp_registration": mcp,
         "outside_state": outside,
         "standing_context": standing,
@@ -262,6 +272,14 @@ def render(r: dict) -> str:
     lines.append(f"shims        {'first on PATH: ' + sh['dirs'][0] if sh['first_on_path'] else ('present but shadowed' if sh['present'] else 'not on PATH')}")
     lines.append(f"conflicts    {'none' if not r['conflicts'] else ''}")
     lines += [f"  ! {c}" for c in r["conflicts"]]
+    ag = r.get("agent") or {}
+    if ag:
+        found_at = f"{ag.get('version') or 'version unknown'} at {ag['path']}" if ag.get("path") else "NOT FOUND on PATH"
+        lines.append(f"agent        {ag.get('command', ag.get('kind'))}: {found_at}")
+    others = [f"{c} {i.get('version') or '?'}" for c, i in (r.get("clients") or {}).items()
+              if i.get("path") and c != ag.get("command")]
+    if others:
+        lines.append(f"clients      {', '.join(others)}")
     for agent, st in r["mcp_registration"].items():
         if isinstance(st, dict):
             where = ", ".join(st.get("locations") or []) or "no"
