@@ -309,11 +309,12 @@ def render(r: dict) -> str:
     lines += _render_routing(r.get("routing"))
     sc = r["standing_context"]
     verdict = "OVER BUDGET" if sc["over"] else "within budget"
-    lines.append(f"standing     {sc['tokens']} tokens per request ({sc.get('client', '?')}: {sc['label']}) "
-                 f"of {sc['budget']} budget: {verdict}")
-    for family, fam in (sc.get("families") or {sc.get("family", "?"): sc}).items():
-        parts = ", ".join(f"{k} {v}" for k, v in fam["parts"].items()) or "nothing injected"
-        lines.append(f"  {family:<10} {fam['tokens']:>5} ({fam.get('client', '?')}, {fam['label']})  [{parts}]")
+    # one line: the role's own client in full, the other clients' totals after it (all parts: --json)
+    parts = ", ".join(f"{k} {v}" for k, v in sc["parts"].items()) or "nothing injected"
+    others = "; ".join(f"{f['client']} {f['tokens']} ({f['label']})" for fam, f in (sc.get("families") or {}).items()
+                       if fam != sc.get("family"))
+    lines.append(f"standing     {sc['tokens']} tokens a request ({sc.get('client', '?')}, {sc['label']}) of "
+                 f"{sc['budget']} budget: {verdict}  [{parts}]" + (f"  other clients: {others}" if others else ""))
     return "\n".join(lines)
 
 
