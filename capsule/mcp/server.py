@@ -79,7 +79,6 @@ class ReadDoor:
         self._engine = None
         self._engine_lock = threading.Lock()
         self.role_mode = role_mode
-        self._engine = None
         self._media: dict | None = None
 
     # -- index, kept warm ------------------------------------------------------------------------
@@ -194,16 +193,18 @@ class ReadDoor:
         if kind is None:
             return None
         ctx_mode = os.environ.get(switches.MODE, "").strip().lower() or self.role_mode or "standard"
-        policy = media_policy.from_table(self._media_table(), ctx_mode)
-        if self._engine is None:
-            from capsule.engine import Engine
+        obs = engine_media.observation(data, door="ctx_read", path=rel, scope=scope or None, media_type=None,
+                                       model=os.environ.get(switches.AGENT_MODEL), api="anthropic",
+                                       table=self._media_table(), context_mode=ctx_mode, workspace=self.root)
+        with self._engine_lock:
+            if self._engine is None:
+                from capsule.engine import Engine  # noqa: PLC0415
 
-            self._engine = Engine()
-        out = engine_media.observe_media(self._engine, data, None, model=os.environ.get(switches.AGENT_MODEL),
-                                         api="anthropic", policy=policy, scope=scope or None, path=rel,
-                                         workspace=self.root, door="ctx_read")
-        if out.parts is None:
+                self._engine = Engine(languages=self.languages)
+            parts = self._engine.observe(obs).parts
+        if parts is None:
             if kind == "pdf":
+                policy = media_policy.from_table(self._media_table(), ctx_mode)
                 raise ToolError(f"{rel} is a PDF and the media layer is {policy.mode} ({policy.reason}); "
                                 "ctx_read serves its text only when [context.media] is on")
             import base64
@@ -214,7 +215,7 @@ class ReadDoor:
 
         return [TextContent(type="text", text=p.text) if p.kind == "text" else
                 ImageContent(type="image", data=base64.b64encode(p.data).decode("ascii"), mime_type=p.media_type)
-                for p in out.parts]
+                for p in parts]
 
     def _media_table(self) -> dict:
         if self._media is None:

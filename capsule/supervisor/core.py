@@ -81,10 +81,11 @@ class Supervisor:
                                        kind=kind,
                                        env={**os.environ, **self.role.agent.env, **opts.env},
                                        argv=list(opts.command or self.role.agent.command))
+        self.state_dir = paths.state_dir()
+        self._degrade_at_start()
         self.conflicts = _probe_conflicts() if self.plan["shims"].on else []
         if self.conflicts:  # INV-8: one shell-rewrite path; capsule steps back and says why
             self.plan["shims"] = planning.Decision("shims", False, f"conflict (INV-8): {self.conflicts[0]}")
-        self.state_dir = paths.state_dir()
         self.socket_path = paths.socket_path()
         if self.socket_path.exists() and server.ping(self.socket_path, 0.3):
             # Another live supervisor owns this state dir's socket (two `up --local` sessions): keep
@@ -455,6 +456,39 @@ class Supervisor:
             "state_dir": str(self.state_dir),
             "routing": self.routing_status(),
         }
+
+    def _degrade_at_start(self) -> None:
+        """The session's start is a boundary: the quota the proxy saw before decides the launch lanes
+        (route/governor.py); every choice goes to the ledger's route log with its reason."""
+        if not self.router.enabled or self.router.table is None:
+            return
+        try:
+            from capsule.measure import quota, route_log  # noqa: PLC0415
+
+            db = self.state_dir / quota.QUOTA_DB
+            q = {"windows": []}         # no rate-limit headers seen yet: 0%
+            if db.exists():
+                store = quota.QuotaStore(db)
+                try:
+                    q = quota.model(store.samples(time.time() - 8 * 86400))
+                finally:
+                    store.close()
+            now = time.time()
+            q["windows"] = [w for w in q["windows"] if not w.get("resets_at") or w["resets_at"] > now]
+            u, window = quota.peak(q)
+            choices = route.degrade_at_start(self.router, u, (window or {}).get("name"))
+            log = route_log.RouteLog(self.state_dir / paths.LEDGER_DB)
+            try:
+                for cls, ch in choices:
+                    log.record("decision", session=f"supervisor:{os.getpid()}", task_class=cls, source="supervisor",
+                               reason="session start: " + ch.reason,
+                               detail={"degraded": ch.degraded, "utilization": u, "window": (window or {}).get("name"),
+                                       "sent": {"model": ch.lane.model, "effort": ch.lane.effort}})
+            finally:
+                log.close()
+        except Exception as exc:  # noqa: BLE001 - no quota known: the role's lanes as written
+            log_ = logging.getLogger("capsule.supervisor")
+            log_.warning("quota at session start unknown (%r); the role's lanes apply", exc)
 
     def routing_status(self) -> dict:
         table = self.router.table
