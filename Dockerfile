@@ -1,9 +1,12 @@
 # capsule: the agent container. Multi-stage: wheels are installed into a venv in the build
-# stage; the runtime stage carries the venv, the shims and a non-root `agent` user.
-#   docker build -t capsule:dev .                                   (python slim base, PyPI)
-#   docker build --build-arg BASE_IMAGE=capsule-base:bookworm \
-#                --build-arg WHEELHOUSE=wheelhouse -t capsule:dev .  (offline: scripts/setup-docker.sh)
-#   --build-arg AGENT_CLIS="" leaves out the agent CLIs (shell roles only; the offline test image)
+# stage; the runtime stage carries Node.js and the agent CLIs, the venv, the shims and an `agent`
+# user that `capsule up` maps to the workspace owner (capsule/supervisor/identity.py).
+#   docker build -t capsule:dev .        (python slim base; the CLIs pinned in image/agent-clis.toml, from npm)
+#   scripts/setup-docker.sh              (offline: debootstrap base with nodejs + the host's CLIs,
+#                                         then --build-arg BASE_IMAGE=capsule-agents:bookworm
+#                                         --build-arg WHEELHOUSE=wheelhouse --build-arg AGENT_CLIS=)
+#   --build-arg AGENT_CLIS="" installs no CLI (those of the base are kept); AGENT_CLIS="pkg@v …"
+#   installs those instead of the pins.
 ARG BASE_IMAGE=python:3.11-slim-bookworm
 
 FROM ${BASE_IMAGE} AS build
@@ -19,19 +22,22 @@ RUN python3 -m venv /opt/capsule/venv \
  && /opt/capsule/venv/bin/capsule shims install /opt/capsule/shims --socket /state/context/engine.sock
 
 FROM ${BASE_IMAGE}
-# Agent CLIs from npm for the claude and codex roles; AGENT_CLIS="" builds a shell-agent image
-# (the offline CI image). Kept above the venv so it caches.
-ARG AGENT_CLIS="@anthropic-ai/claude-code @openai/codex"
+# Agent CLIs from npm for the claude and codex roles, at the pinned versions; kept above the venv
+# so it caches. Those already in the base at their pinned version are not installed again.
+ARG AGENT_CLIS=pinned
+COPY image/agent-clis.toml image/agent_clis.py /opt/capsule/image/
 RUN if ! command -v git >/dev/null 2>&1; then \
       apt-get update && apt-get install -y --no-install-recommends git procps \
       && rm -rf /var/lib/apt/lists/*; \
     fi \
- && if [ -n "$AGENT_CLIS" ]; then \
+ && specs="$AGENT_CLIS" \
+ && if [ "$specs" = pinned ]; then specs="$(python3 /opt/capsule/image/agent_clis.py missing)"; fi \
+ && if [ -n "$specs" ]; then \
       if ! command -v npm >/dev/null 2>&1; then \
         apt-get update && apt-get install -y --no-install-recommends nodejs npm ca-certificates \
         && rm -rf /var/lib/apt/lists/*; \
       fi; \
-      npm install -g --no-fund --no-audit $AGENT_CLIS && npm cache clean --force; \
+      npm install -g --no-fund --no-audit $specs && npm cache clean --force; \
     fi \
  && if ! command -v pdftotext >/dev/null 2>&1 || ! command -v tesseract >/dev/null 2>&1; then \
       { apt-get update && apt-get install -y --no-install-recommends poppler-utils tesseract-ocr tesseract-ocr-eng \
@@ -40,7 +46,8 @@ RUN if ! command -v git >/dev/null 2>&1; then \
     fi \
  && useradd --create-home --uid 1000 --shell /bin/bash agent \
  && mkdir -p /state/context /workspace /etc/capsule \
- && chown agent:agent /state/context /workspace
+ && chown agent:agent /state/context /workspace \
+ && chmod 700 /state/context
 COPY --from=build /opt/capsule /opt/capsule
 COPY image/profile.sh /etc/profile.d/capsule.sh
 COPY image/gitconfig /etc/gitconfig

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Install the real agent clients the read-door tests drive (Claude Code CLI, MCP Inspector).
-# Idempotent: a client already on PATH at any version is left alone. Needs npm (Node >= 18).
+# Install the real agent clients the tests drive (Claude Code CLI, Codex, MCP Inspector).
+# Claude Code and Codex at the versions pinned in image/agent-clis.toml (the offline image copies
+# these installs in); the MCP Inspector at any version. Idempotent. Needs npm (Node >= 18).
 # Not responsible for Python deps (pip install -e '.[test]') or for network beyond the npm registry.
 set -euo pipefail
 
@@ -17,6 +18,16 @@ need() {  # need BIN PACKAGE
 }
 
 command -v npm >/dev/null 2>&1 || { echo "setup-clients: npm not found; install Node.js >= 18 first (apt-get install nodejs npm)" >&2; exit 1; }
-need claude @anthropic-ai/claude-code
+PY="${PYTHON:-python3}"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# the pinned agent CLIs: installed when absent or at another version
+mapfile -t pinned < <("$PY" "$ROOT/image/agent_clis.py" missing)
+for spec in "${pinned[@]}"; do
+  [ -n "$spec" ] || continue
+  echo "setup-clients: installing $spec (pinned in image/agent-clis.toml)"
+  npm install -g --no-fund --no-audit "$spec" >/dev/null
+  [ -n "${CAPSULE_SETUP_LOG:-}" ] && echo "npm install -g $spec" >>"$CAPSULE_SETUP_LOG"
+done
+left="$("$PY" "$ROOT/image/agent_clis.py" missing)"
+[ -z "$left" ] || { echo "setup-clients: still not on PATH at the pinned version: $left" >&2; exit 1; }
 need mcp-inspector @modelcontextprotocol/inspector
-need codex @openai/codex

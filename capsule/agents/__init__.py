@@ -50,9 +50,14 @@ def _blocked(env) -> str | None:
     return None
 
 
-def register(agent: str, scope: str | None = None, project: Path | str = ".", note: bool = True,
-             env=None) -> RegisterResult:
-    """Register the read door with `agent` (claude|codex); honours the kill switches."""
+def register(agent: str, scope: str | None = None, project: Path | str = ".", note: bool | str = True,
+             env=None, note_text: str | None = None) -> RegisterResult:
+    """Register the read door with `agent` (claude|codex); honours the kill switches.
+
+    `note`: True writes the read-door note into the project's instruction file, "user" into the
+    agent's user-level one (the container's supervisor: nothing lands in the workspace), False none.
+    `note_text` (the role's standing instructions, compiled by the caller) replaces the plain note.
+    A note that cannot be written is reported in the result; the registration stands."""
     from capsule.agents import claude, codex, notes
 
     env = os.environ if env is None else env
@@ -71,9 +76,12 @@ def register(agent: str, scope: str | None = None, project: Path | str = ".", no
     else:
         raise ConfigError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
     if note:
-        target = project / notes.FILES[agent]
-        if notes.add(target):
-            result.changed.append(str(target))
+        target = notes.user_file(agent, env) if note == "user" else project / notes.FILES[agent]
+        try:
+            if notes.add(target, note_text):
+                result.changed.append(str(target))
+        except OSError as exc:
+            result.changed.append(f"note not written to {target}: {exc.strerror or exc}")
     return result
 
 
@@ -88,7 +96,7 @@ def registration_status(project: Path | str = ".", env=None) -> dict:
     project = Path(project).resolve()
     out = {"claude": claude.status(project, env), "codex": codex.status(env)}
     for agent, state in out.items():
-        state["note"] = notes.has(project / notes.FILES[agent])
+        state["note"] = notes.has(project / notes.FILES[agent]) or notes.has(notes.user_file(agent, env))
         state["switched_off"] = _blocked(env)
     return out
 
@@ -128,7 +136,45 @@ def footprint(project: Path | str = ".", env=None) -> list[str]:
         if what:
             out.append(f"{path}: {', '.join(what)}")
     for agent in AGENTS:
-        target = project / notes.FILES[agent]
-        if notes.has(target):
-            out.append(f"{target}: read-door note")
+        for target in (project / notes.FILES[agent], notes.user_file(agent, env)):
+            if notes.has(target):
+                out.append(f"{target}: read-door note")
     return out
+
+
+def client_info(command: str, env=None) -> dict:
+    """Where an agent client's binary is and its version: {"command", "path", "version", "source"}.
+
+    The version comes from the npm package.json the binary belongs to (no need to start a 245 MB
+    binary for `capsule ctx doctor`), else, for claude and codex only, from `COMMAND --version`
+    (5 s budget; another role command is never run). Reads only."""
+    import json
+    import shutil
+    import subprocess
+
+    env = os.environ if env is None else env
+    path = shutil.which(command, path=env.get("PATH"))
+    info: dict = {"command": command, "path": path, "version": None, "source": None}
+    if path is None:
+        return info
+    real = Path(path).resolve()
+    info["path"] = str(real) if real != Path(path) else path
+    for parent in list(real.parents)[:4]:
+        try:
+            meta = json.loads((parent / "package.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(meta, dict) and isinstance(meta.get("version"), str) and isinstance(meta.get("name"), str):
+            info.update(version=meta["version"], source=f"{meta['name']} (npm)")
+            return info
+    if os.path.basename(command) not in AGENTS:
+        return info
+    try:
+        proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=5,
+                              stdin=subprocess.DEVNULL)
+        first = (proc.stdout or proc.stderr).strip().splitlines()
+        if proc.returncode == 0 and first:
+            info.update(version=first[0][:80], source="--version")
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return info

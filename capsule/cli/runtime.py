@@ -40,6 +40,10 @@ def register(sub) -> None:
     up.add_argument("--name", help="container name (default: capsule-ROLE)")
     up.add_argument("--image", default=os.environ.get(IMAGE_ENV, DEFAULT_IMAGE), help="image (default: %(default)s)")
     up.add_argument("--grace", type=float, default=5.0, help="seconds stragglers get before SIGKILL")
+    up.add_argument("--user", default=os.environ.get(switches.USER_OVERRIDE), metavar="UID[:GID]",
+                    help="uid/gid the agent runs as in the container (default: the workspace's owner; "
+                    f"${switches.USER_OVERRIDE})")
+    up.add_argument("--network", help="docker network for the container (default: Docker's bridge)")
     up.add_argument("--replicas", type=int, metavar="N", help="N containers of the role through compose, each "
                     "with its own state volume (always detached; `capsule fleet render --compose` shows the file)")
     up.add_argument("--sync-image", metavar="IMAGE", help="with --replicas: add a fleet-sync service per replica "
@@ -117,6 +121,11 @@ def _docker() -> str:
 def cmd_supervise(args) -> int:
     from capsule.supervisor.core import Options, Supervisor, setup_logging  # noqa: PLC0415
 
+    run_as = os.environ.get(switches.RUN_AS)
+    if run_as:  # `capsule up` started us as root: become the workspace owner first (identity.py)
+        from capsule.supervisor import identity  # noqa: PLC0415
+
+        identity.adopt(run_as, paths.state_dir(), Path.cwd())
     role = _role(args.role)
     shim_dir = args.shim_dir
     if shim_dir is None and paths.CONTAINER_SHIM_DIR.is_dir():
@@ -213,15 +222,41 @@ def _up_local(role: Role, extra: dict[str, str], argv: list[str], args) -> int:
     return sup.run()
 
 
+# What the container keeps of Docker's default capabilities: file ownership and signals, and the
+# id switch the supervisor makes to the workspace owner (after it, a non-root agent has none).
+# Dropped: NET_RAW, MKNOD, SYS_CHROOT, SETPCAP, SETFCAP, NET_BIND_SERVICE, AUDIT_WRITE.
+CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETUID", "SETGID")
+
+
+def run_as(workspace: Path, override: str | None):
+    """The agent's uid/gid: --user (or $CAPSULE_USER) when given, else the workspace's owner."""
+    from capsule.supervisor import identity  # noqa: PLC0415
+
+    if override:
+        try:
+            return identity.parse(override, "--user")
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+    return identity.owner_of(workspace)
+
+
 def docker_run_argv(role: Role, extra: dict[str, str], argv: list[str], *, image: str, name: str,
-                    workspace: Path, detach: bool, interactive: bool) -> list[str]:
-    """The `docker run` command line for a role (pure: tests and `up` share it)."""
+                    workspace: Path, detach: bool, interactive: bool, user=None,
+                    network: str | None = None) -> list[str]:
+    """The `docker run` command line for a role (pure: tests and `up` share it). `user`: the
+    agent's uid/gid (identity.Identity); the container starts as root and the supervisor drops."""
     cmd = ["run", "--name", name, "--label", f"{LABEL}=1", "--label", f"capsule.role={role.name}",
            "-v", f"{STATE_VOLUME_PREFIX}{role.name}:{paths.CONTAINER_STATE_DIR}",
            "-v", f"{role.path}:{ROLE_IN_CONTAINER}:ro",
            "-v", f"{workspace}:{role.workspace_mount}{':ro' if role.workspace_read_only else ''}",
            "-w", role.workspace_mount,
-           "-e", f"{switches.ROLE}={ROLE_IN_CONTAINER}"]
+           "-e", f"{switches.ROLE}={ROLE_IN_CONTAINER}",
+           "--security-opt", "no-new-privileges", "--cap-drop", "ALL",
+           *[arg for cap in CAPABILITIES for arg in ("--cap-add", cap)]]
+    if user is not None:
+        cmd += ["--user", "0:0", "-e", f"{switches.RUN_AS}={user}", "--label", f"capsule.user={user}"]
+    if network:
+        cmd += ["--network", network]
     res = role.resources
     if "cpus" in res:
         cmd += ["--cpus", str(res["cpus"])]
@@ -249,11 +284,13 @@ def _up_docker(role: Role, extra: dict[str, str], argv: list[str], args) -> int:
     workspace = (args.workspace or Path.cwd()).resolve()
     if not workspace.is_dir():
         raise UserError(f"--workspace {workspace}: not a directory")
+    user = run_as(workspace, args.user)
     if subprocess.run([docker, "image", "inspect", args.image], capture_output=True).returncode != 0:
         _build_image(docker, args.image)
     name = args.name or f"capsule-{role.name}"
     cmd = docker_run_argv(role, extra, argv, image=args.image, name=name, workspace=workspace,
-                          detach=args.detach, interactive=sys.stdin.isatty() and sys.stdout.isatty())
+                          detach=args.detach, interactive=sys.stdin.isatty() and sys.stdout.isatty(),
+                          user=user, network=args.network)
     if args.detach:
         proc = subprocess.run([docker, *cmd], capture_output=True, text=True)
         if proc.returncode != 0:
@@ -322,6 +359,9 @@ def cmd_down(args) -> int:
         return 0
     rc = 0
     if ids:
+        # `docker stop` first: SIGTERM to the supervisor, which forwards it to the agent's group and
+        # gives stragglers their grace; Docker's SIGKILL comes only after the container's stop timeout.
+        subprocess.call([docker, "stop", *ids], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         rc = subprocess.call([docker, "rm", "-f", *ids], stdout=subprocess.DEVNULL)
         print(f"capsule: removed {len(ids)} container(s)", file=sys.stderr)
         # `up --replicas`: compose made the role a network (labelled like its containers)
@@ -340,7 +380,7 @@ def cmd_down(args) -> int:
 def cmd_ps(args) -> int:
     docker = _docker()
     return subprocess.call([docker, "ps", "-a", "--filter", f"label={LABEL}=1", "--format",
-                            'table {{.Names}}\t{{.Label "capsule.role"}}\t{{.Status}}\t{{.Image}}'])
+                            'table {{.Names}}\t{{.Label "capsule.role"}}\t{{.Label "capsule.user"}}\t{{.Status}}\t{{.Image}}'])
 
 
 def cmd_logs(args) -> int:

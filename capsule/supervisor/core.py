@@ -1,10 +1,9 @@
-"""The supervisor: PID 1 of the capsule (or a subreaper under `capsule up --local`).
+"""The supervisor's orchestration around its PID-1 core (supervisor/pid1.py): registration, the
+engine behind the control socket, the proxy, the warm index, usage ingestion, the agent's launch.
 
-Runs the agent in its own process group, forwards signals to that group, reaps every child and
-orphan, keeps the engine warm behind the control socket, and exits with the agent's status.
-Not responsible for deciding what runs (policy/plan.py) or for compression (capsule.engine).
-Invariant: the exit status is the agent's (128+n when signal n killed it); no zombie outlives a
-reap pass; stragglers get SIGTERM, then SIGKILL after the grace period.
+Not responsible for reaping, signals or the exit status (pid1.py), for deciding what runs
+(policy/plan.py) or for compression (capsule.engine). Invariant: a subsystem that fails to start
+is reported in STATUS and never stops the agent; the exit status is the agent's.
 """
 
 from __future__ import annotations
@@ -24,21 +23,19 @@ from capsule import __version__
 from capsule.ground import paths
 from capsule.ground import switches
 from capsule.policy.manifest import Role
+from capsule.prompt import pack, record
 from capsule.route import policy as route
+from capsule.route import subagents
 from capsule.policy import plan as planning
 from capsule.supervisor import server
+from capsule.supervisor.pid1 import DEFAULT_GRACE_S, FORWARDED, Pid1
 from capsule.supervisor.server import EngineServer
 
 log = logging.getLogger("capsule.supervisor")
 
-FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT,
-             signal.SIGUSR1, signal.SIGUSR2, signal.SIGWINCH)
-DEFAULT_GRACE_S = 5.0
-REAP_INTERVAL_S = 0.5
 USAGE_INTERVAL_S = 30.0   # transcript ingestion while the agent runs ($JACKIN_CTX_USAGE_INTERVAL)
 USAGE_BUDGET_S = 20.0     # one such pass, at most
 FINAL_INGEST_S = 5.0      # the pass after the agent exits: its status is returned by then, whatever is left
-PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass
@@ -52,20 +49,18 @@ class Options:
     session_config: bool = False              # `up --local`: configure the agent per session, write no user file
 
 
-def exit_code(status: int) -> int:
-    """waitpid status -> shell-style code: the exit code, or 128+n for signal n."""
-    if os.WIFSIGNALED(status):
-        return 128 + os.WTERMSIG(status)
-    if os.WIFEXITED(status):
-        return os.WEXITSTATUS(status)
-    return 1
-
-
 def agent_kind(role: Role, command: list[str] | None) -> str:
     if not command:
         return role.agent.kind
     base = os.path.basename(command[0])
     return base if base in ("claude", "codex") else "shell"
+
+
+def _contract_in_subagents() -> None:
+    """The subagent definitions capsule generates (route/subagents.py) carry the prompt layer's
+    report contract (prompt/pack.py): wired here, above both layers. Idempotent."""
+    if pack.extend_definition not in subagents.EXTENSIONS:
+        subagents.EXTENSIONS.append(pack.extend_definition)
 
 
 class Supervisor:
@@ -76,24 +71,27 @@ class Supervisor:
         self.plan = planning.plan(self.role, self.switches)
         self.mode = planning.effective_mode(self.role, self.switches)
         kind = agent_kind(self.role, opts.command)
+        self.prompt_run: str | None = None
+        self._standing: str | bool | None = None
+        if self.plan["register"].on:
+            _contract_in_subagents()
         # A command for another client than the role's (a codex command under a claude role) gets
         # no lanes: the role's models are another API's.
         self.router = route.router_for(self.role, enabled=self.plan["routing"].on and kind == self.role.agent.kind,
                                        kind=kind,
                                        env={**os.environ, **self.role.agent.env, **opts.env},
                                        argv=list(opts.command or self.role.agent.command))
+        self.state_dir = paths.state_dir()
+        self._degrade_at_start()
         self.conflicts = _probe_conflicts() if self.plan["shims"].on else []
         if self.conflicts:  # INV-8: one shell-rewrite path; capsule steps back and says why
             self.plan["shims"] = planning.Decision("shims", False, f"conflict (INV-8): {self.conflicts[0]}")
-        self.state_dir = paths.state_dir()
         self.socket_path = paths.socket_path()
         if self.socket_path.exists() and server.ping(self.socket_path, 0.3):
             # Another live supervisor owns this state dir's socket (two `up --local` sessions): keep
             # it, serve our own next to it; the agent finds ours through $JACKIN_CTX_SOCKET.
             self.socket_path = self.socket_path.with_name(f"engine-{os.getpid()}.sock")
-        self.agent_pid: int | None = None
-        self.agent_status: int | None = None
-        self.reaped = 0
+        self.pid1 = Pid1(opts.grace_s)
         self.started = time.monotonic()
         self.ready_s: float | None = None
         self.engine = None
@@ -103,19 +101,17 @@ class Supervisor:
         self.proxy_info: dict = {}                 # what doctor shows: url and upstream, or why not
         self.redirect = None                       # capsule.proxy.clients.Redirect for the agent
         self.session_dir: Path | None = None
-        self._done = anyio.Event()
 
     # ---- lifecycle -------------------------------------------------------------------
     def run(self) -> int:
         return anyio.run(self._main)
 
+    @property
+    def agent_pid(self) -> int | None:
+        return self.pid1.agent_pid
+
     async def _main(self) -> int:
-        if os.getpid() != 1:
-            _become_subreaper()
-        try:
-            signal.signal(signal.SIGTTOU, signal.SIG_IGN)
-        except (OSError, ValueError):
-            pass
+        self.pid1.prepare()
         async with anyio.create_task_group() as tg:
             with anyio.open_signal_receiver(*FORWARDED, signal.SIGCHLD) as signals:
                 self._register_agents()  # before the socket answers: "ready" means configured
@@ -129,23 +125,26 @@ class Supervisor:
                          self.role.name, self.mode, self.socket_path if self.server else "-")
                 self._spawn_agent()
                 self._warm_index()
-                tg.start_soon(self._on_signals, signals)
-                tg.start_soon(self._reap_periodically)
+                tg.start_soon(self.pid1.on_signals, signals)
+                tg.start_soon(self.pid1.reap_periodically)
                 if self.plan["engine"].on:
                     tg.start_soon(self._ingest_usage_periodically)
-                self._reap()
-                await self._done.wait()
+                self.pid1.reap()
+                await self.pid1.done.wait()
                 tg.cancel_scope.cancel()
         if self.plan["engine"].on:  # the agent's last lines: one more pass after it exits, within a budget
             with anyio.move_on_after(FINAL_INGEST_S + 1.0):   # never holds the agent's exit status back
                 await anyio.to_thread.run_sync(self._ingest_usage, FINAL_INGEST_S, abandon_on_cancel=True)
-        for signum in FORWARDED:  # shutting down: a late signal must not kill us before the reap
-            signal.signal(signum, signal.SIG_IGN)
-        await self._stop_stragglers()
+        await self.pid1.stop_stragglers()
         if self.server is not None:
             self.server.close()
         if self.proxy is not None:
             self.proxy.stop()
+        if self.prompt_run is not None:
+            try:
+                record.end(self.state_dir, self.prompt_run)
+            except Exception:  # noqa: BLE001 - a missing record is "unrecorded" in ctx usage, never a failure
+                pass
         if self.session_dir is not None:
             from capsule.agents import session  # noqa: PLC0415
 
@@ -155,7 +154,7 @@ class Supervisor:
                 self.engine.close()
             except Exception:  # noqa: BLE001
                 pass
-        code = exit_code(self.agent_status if self.agent_status is not None else 1 << 8)
+        code = self.pid1.exit_status()
         log.info("agent exited with %d", code)
         return code
 
@@ -287,7 +286,9 @@ class Supervisor:
         try:
             from capsule import agents  # noqa: PLC0415
 
-            result = agents.register(kind, project=self.opts.workdir or Path.cwd(), env=self.agent_env())
+            # the note goes to the agent's user-level file (its home in the container), not the workspace
+            result = agents.register(kind, project=self.opts.workdir or Path.cwd(), env=self.agent_env(), note="user",
+                                     note_text=self._standing_text())
             self.registration = {kind: "; ".join(result.lines())}
         except Exception as exc:  # noqa: BLE001 - registration failing must not stop the agent
             log.warning("MCP registration for %s failed: %r", kind, exc)
@@ -309,6 +310,38 @@ class Supervisor:
             self.registration = {kind: f"failed: {exc}"}
             self.session_dir = None
 
+    def _record_run(self) -> None:
+        """Which register this agent run has, for `ctx usage` by register (prompt/record.py)."""
+        kind = agent_kind(self.role, self.opts.command)
+        if kind not in ("claude", "codex") or not self.plan["register"].on:
+            return
+        try:
+            self.prompt_run = record.start(self.state_dir, agent=kind, cwd=os.getcwd(), role=self.role.name,
+                                           output=dict(self.role.context.output), text=self._standing_text() or "")
+        except Exception as exc:  # noqa: BLE001
+            log.warning("prompt run record failed: %r", exc)
+
+    def _standing_text(self) -> str | None:
+        """The role's standing instructions (register pack, prompt/pack.py), made once per run (a
+        session start is a task boundary: the codebook is pinned here, never inside it); None on
+        failure, when the agent gets the plain read-door note (fail open)."""
+        if self._standing is not None:      # False: it failed once; "" is a legitimately empty text
+            return None if self._standing is False else self._standing
+        try:
+            from capsule.prompt import codebook  # noqa: PLC0415 - reads the ledger, only with codebook = true
+
+            legend = ""
+            if pack.settings(self.role.context.output)[2]:
+                codebook.pin_from_ledger(self.role, self.state_dir)
+                legend = codebook.legend(self.role, self.state_dir)
+            self._standing = pack.standing_text(self.role.context.output, read_door=self.plan["mcp"].on,
+                                                legend=legend)
+            return self._standing
+        except Exception as exc:  # noqa: BLE001
+            log.warning("standing instructions failed: %r; the read-door note alone is sent", exc)
+            self._standing = False
+            return None
+
     def _session_argv(self, cmd: list[str]) -> list[str]:
         if self.session_dir is None:
             return cmd
@@ -317,12 +350,15 @@ class Supervisor:
 
         kind = agent_kind(self.role, self.opts.command)
         try:
+            text = self._standing_text()
             if kind == "claude":
                 return session.claude_argv(cmd, self.session_dir, self.state_dir, mcp=self.plan["register"].on,
                                            intent=self.plan["engine"].on and self.plan["shims"].on,
-                                           python=shims.shim_python(), boundaries=self.plan["engine"].on)
+                                           python=shims.shim_python(), boundaries=self.plan["engine"].on,
+                                           instructions=text)
             if kind == "codex":
-                return session.codex_argv(cmd, self.state_dir, self.agent_env(), mcp=self.plan["register"].on)
+                return session.codex_argv(cmd, self.state_dir, self.agent_env(), mcp=self.plan["register"].on,
+                                          instructions=text)
         except Exception as exc:  # noqa: BLE001
             log.warning("session flags for %s failed: %r; the agent runs without them", kind, exc)
         return cmd
@@ -387,6 +423,7 @@ class Supervisor:
         env = self.agent_env()
         if self.opts.workdir:
             os.chdir(self.opts.workdir)
+        self._record_run()
         path = _which(cmd[0], env["PATH"])
         if path is None:
             log.error("agent command not found: %s", cmd[0])
@@ -395,71 +432,9 @@ class Supervisor:
                 hint = ("; install it (npm install -g @anthropic-ai/claude-code / @openai/codex), or build the "
                         "image with --build-arg AGENT_CLIS=\"@anthropic-ai/claude-code @openai/codex\"")
             print(f"capsule: agent command not found: {cmd[0]}{hint}", file=sys.stderr)
-            self.agent_status = 127 << 8
-            self._done.set()
+            self.pid1.failed_to_start(127 << 8)
             return
-        sigdef = set(FORWARDED) | {signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTTOU, signal.SIGCHLD}
-        self.agent_pid = os.posix_spawn(path, cmd, env, setpgroup=0, setsigdef=sigdef, setsigmask=set())
-        _give_terminal(self.agent_pid)
-        log.info("agent pid %d: %s", self.agent_pid, " ".join(cmd))
-
-    # ---- signals and reaping -----------------------------------------------------------
-    async def _on_signals(self, signals) -> None:
-        async for signum in signals:
-            if signum == signal.SIGCHLD:
-                self._reap()
-            else:
-                self._forward(signum)
-
-    def _forward(self, signum: int) -> None:
-        if self.agent_pid is None or self.agent_status is not None:
-            return
-        log.info("forwarding signal %d to agent group %d", signum, self.agent_pid)
-        try:
-            os.killpg(self.agent_pid, signum)
-        except ProcessLookupError:
-            try:
-                os.kill(self.agent_pid, signum)
-            except ProcessLookupError:
-                pass
-
-    async def _reap_periodically(self) -> None:
-        while True:
-            await anyio.sleep(REAP_INTERVAL_S)
-            self._reap()
-
-    def _reap(self) -> None:
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            self.reaped += 1
-            if pid == self.agent_pid:
-                self.agent_status = status
-                _take_terminal()
-                self._done.set()
-
-    async def _stop_stragglers(self) -> None:
-        pids = _descendants(os.getpid())
-        if not pids:
-            self._reap()
-            return
-        log.info("stopping %d straggler(s): SIGTERM, SIGKILL after %.1fs", len(pids), self.opts.grace_s)
-        for pid in pids:
-            _kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + self.opts.grace_s
-        while time.monotonic() < deadline:
-            self._reap()
-            if not _descendants(os.getpid()):
-                return
-            await anyio.sleep(0.05)
-        for pid in _descendants(os.getpid()):
-            _kill(pid, signal.SIGKILL)
-        await anyio.sleep(0.05)
-        self._reap()
+        self.pid1.spawn(path, cmd, env)
 
     def status(self) -> dict:
         return {
@@ -469,7 +444,7 @@ class Supervisor:
             "role_path": str(self.role.path),
             "mode": self.mode,
             "agent_pid": self.agent_pid,
-            "reaped": self.reaped,
+            "reaped": self.pid1.reaped,
             "uptime_s": round(time.monotonic() - self.started, 3),
             "ready_ms": round((self.ready_s or 0) * 1000, 1),
             "engine": self.engine is not None,
@@ -481,6 +456,39 @@ class Supervisor:
             "state_dir": str(self.state_dir),
             "routing": self.routing_status(),
         }
+
+    def _degrade_at_start(self) -> None:
+        """The session's start is a boundary: the quota the proxy saw before decides the launch lanes
+        (route/governor.py); every choice goes to the ledger's route log with its reason."""
+        if not self.router.enabled or self.router.table is None:
+            return
+        try:
+            from capsule.measure import quota, route_log  # noqa: PLC0415
+
+            db = self.state_dir / quota.QUOTA_DB
+            q = {"windows": []}         # no rate-limit headers seen yet: 0%
+            if db.exists():
+                store = quota.QuotaStore(db)
+                try:
+                    q = quota.model(store.samples(time.time() - 8 * 86400))
+                finally:
+                    store.close()
+            now = time.time()
+            q["windows"] = [w for w in q["windows"] if not w.get("resets_at") or w["resets_at"] > now]
+            u, window = quota.peak(q)
+            choices = route.degrade_at_start(self.router, u, (window or {}).get("name"))
+            log = route_log.RouteLog(self.state_dir / paths.LEDGER_DB)
+            try:
+                for cls, ch in choices:
+                    log.record("decision", session=f"supervisor:{os.getpid()}", task_class=cls, source="supervisor",
+                               reason="session start: " + ch.reason,
+                               detail={"degraded": ch.degraded, "utilization": u, "window": (window or {}).get("name"),
+                                       "sent": {"model": ch.lane.model, "effort": ch.lane.effort}})
+            finally:
+                log.close()
+        except Exception as exc:  # noqa: BLE001 - no quota known: the role's lanes as written
+            log_ = logging.getLogger("capsule.supervisor")
+            log_.warning("quota at session start unknown (%r); the role's lanes apply", exc)
 
     def routing_status(self) -> dict:
         table = self.router.table
@@ -546,66 +554,6 @@ def _which(name: str, path: str) -> str | None:
         if os.access(cand, os.X_OK) and not os.path.isdir(cand):
             return cand
     return None
-
-
-def _kill(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _descendants(root: int) -> list[int]:
-    """Every live process below `root` (as PID 1 that is every other process), zombies excluded."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        rest = stat[stat.rfind(b")") + 2:].split()
-        if rest[0] == b"Z":
-            continue
-        children.setdefault(int(rest[1]), []).append(int(entry))
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def _become_subreaper() -> None:
-    """Outside a container, adopt the agent's orphans so they are reaped and stopped with us."""
-    try:
-        import ctypes  # noqa: PLC0415
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except Exception:  # noqa: BLE001 - best effort; PID 1 does not need it
-        pass
-
-
-def _give_terminal(pgid: int) -> None:
-    try:
-        if os.isatty(0):
-            os.tcsetpgrp(0, pgid)
-            # An agent that read the terminal before it was handed over got SIGTTIN and stopped;
-            # wake it now that it owns the terminal (a no-op for a running group).
-            os.killpg(pgid, signal.SIGCONT)
-    except OSError:
-        pass
-
-
-def _take_terminal() -> None:
-    try:
-        if os.isatty(0):
-            os.tcsetpgrp(0, os.getpgrp())
-    except OSError:
-        pass
 
 
 class _QuietStderr(logging.StreamHandler):

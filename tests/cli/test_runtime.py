@@ -97,3 +97,38 @@ def test_a_measure_only_up_says_that_output_stays_raw(tmp_path):
     assert b"measure mode" not in quiet.stderr
     switched = cli(tmp_path, "up", "--role", "python-dev", "--local", "-e", "JACKIN_CTX_MEASURE_ONLY=1", "--", "true")
     assert b"measure mode" in switched.stderr
+
+
+def test_up_runs_the_agent_as_the_workspace_owner_or_the_override(tmp_path, monkeypatch):
+    from capsule.ground.errors import UserError
+    from capsule.cli.runtime import CAPABILITIES, run_as
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.chown(ws, 501, 20)
+    assert str(run_as(ws, None)) == "501:20"                 # the owner, by default
+    assert str(run_as(ws, "1234")) == "1234:1234"            # --user UID: gid = uid
+    assert str(run_as(ws, "0:0")) == "0:0"
+    for bad in ("agent", "501:", "-1", "1:2:3", "99999999999"):
+        try:
+            run_as(ws, bad)
+        except UserError as exc:
+            assert "expected UID or UID:GID" in str(exc) or "out of range" in str(exc)
+        else:
+            raise AssertionError(f"--user {bad!r} accepted")
+    role = load_role("python-dev")
+    argv = docker_run_argv(role, {}, [], image="capsule:dev", name="c", workspace=ws, detach=True,
+                           interactive=False, user=run_as(ws, None))
+    joined = " ".join(argv)
+    # started as root so the supervisor can hand over the state volume, then it drops to 501:20
+    assert "--user 0:0 -e JACKIN_CTX_RUN_AS=501:20" in joined
+    assert "--security-opt no-new-privileges --cap-drop ALL" in joined
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--cap-add"] == list(CAPABILITIES)
+    assert "NET_RAW" not in CAPABILITIES and "MKNOD" not in CAPABILITIES
+
+
+def test_up_refuses_a_bad_user_before_docker_runs(tmp_path):
+    got = cli(tmp_path, "up", "--role", "python-dev", "--user", "bob", "--workspace", str(tmp_path), "--", "true",
+              env={"PATH": "/usr/bin:/bin"})
+    assert got.returncode == 2, got.stderr
+    assert b"--user 'bob': expected UID or UID:GID" in got.stderr

@@ -145,3 +145,14 @@ def start(image, repo):
             c.get_wrapped_container().remove(force=True, v=True)
         except Exception:  # noqa: BLE001 - already gone
             pass
+
+
+@pytest.fixture(scope="session")
+def network(image):
+    """A docker network of our own: the fakes listen on its gateway, the containers join it."""
+    name = f"capsule-e2e-{os.getpid()}"
+    subprocess.run(["docker", "network", "create", name], check=True, capture_output=True)
+    gateway = subprocess.run(["docker", "network", "inspect", "-f", "{{(index .IPAM.Config 0).Gateway}}", name],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    yield name, gateway
+    subprocess.run(["docker", "network", "rm", name], capture_output=True)

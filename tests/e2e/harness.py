@@ -187,9 +187,11 @@ def facts_for(call: Call, head: str) -> tuple[str, ...]:
 
 # ---- fake model APIs ------------------------------------------------------------------------------
 class _Server:
+    host = "127.0.0.1"   # a subclass may listen elsewhere: a docker network's gateway (tests/container)
+
     def __init__(self, handler_for):
         self.requests: list[dict] = []
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(self))
+        self.server = ThreadingHTTPServer((self.host, 0), handler_for(self))
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 

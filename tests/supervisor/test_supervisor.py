@@ -13,7 +13,7 @@ import time
 import pytest
 
 from capsule.supervisor import server
-from capsule.supervisor.core import exit_code
+from capsule.supervisor.pid1 import exit_code
 
 AGENT = textwrap.dedent("""
     import os, signal, sys, time

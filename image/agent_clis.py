@@ -1,0 +1,110 @@
+"""The pinned agent CLIs (image/agent-clis.toml) for the scripts and the Dockerfile that build images.
+
+Responsible for reading the pins, checking the host's npm installs against them, and packing those
+installs into one tar the offline image build ADDs (hardlinks kept: claude's 245 MB binary is there
+twice). Invariant: a pack is made only from installs whose version is the pinned one, else exit 2.
+Standard library only: it runs on the host's python3 and inside bare base images.
+
+    agent_clis.py specs               PACKAGE@VERSION per line (npm install -g …)
+    agent_clis.py missing             the specs whose command is absent or at another version
+    agent_clis.py labels              --label KEY=VERSION per line (docker build)
+    agent_clis.py key                 a short hash of the pins (the CLI layer's cache key)
+    agent_clis.py pack NPM_ROOT OUT   check the host installs under NPM_ROOT, write OUT (tar)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+import tarfile
+import tomllib
+from pathlib import Path
+
+PINS = Path(__file__).with_name("agent-clis.toml")
+PREFIX = "usr/local"   # where the pack unpacks: /usr/local/lib/node_modules, /usr/local/bin
+
+
+def pins(path: Path = PINS) -> list[dict]:
+    with open(path, "rb") as f:
+        data = tomllib.load(f)
+    clis = data.get("cli", [])
+    for i, cli in enumerate(clis):
+        for key in ("command", "package", "version", "label"):
+            if not isinstance(cli.get(key), str) or not cli[key]:
+                sys.exit(f"{path}: cli #{i + 1}: missing or empty {key!r}")
+    return clis
+
+
+def installed_version(npm_root: Path, package: str) -> str | None:
+    try:
+        return json.loads((npm_root / package / "package.json").read_text())["version"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _on_path_version(cli: dict) -> str | None:
+    """The version of the command on PATH, read from its npm package.json (no need to run it)."""
+    exe = shutil.which(cli["command"])
+    if exe is None:
+        return None
+    real = Path(exe).resolve()
+    for parent in real.parents:
+        if parent.name == cli["package"].split("/")[-1] and (parent / "package.json").is_file():
+            return installed_version(parent.parent.parent if "/" in cli["package"] else parent.parent,
+                                     cli["package"])
+    return None
+
+
+def _bins(pkg_dir: Path) -> dict[str, str]:
+    meta = json.loads((pkg_dir / "package.json").read_text())
+    bins = meta.get("bin") or {}
+    if isinstance(bins, str):
+        bins = {meta["name"].split("/")[-1]: bins}
+    return bins
+
+
+def pack(npm_root: Path, out: Path) -> None:
+    clis = pins()
+    wrong = []
+    for cli in clis:
+        have = installed_version(npm_root, cli["package"])
+        if have != cli["version"]:
+            wrong.append(f"{cli['package']}: pinned {cli['version']}, host has {have or 'nothing'} in {npm_root}")
+    if wrong:
+        print("agent_clis: " + "; ".join(wrong) + ". Run scripts/setup-clients.sh (installs the pins).",
+              file=sys.stderr)
+        sys.exit(2)
+    with tarfile.open(out, "w") as tar:
+        for cli in clis:
+            pkg_dir = npm_root / cli["package"]
+            tar.add(pkg_dir, arcname=f"{PREFIX}/lib/node_modules/{cli['package']}")
+            for name, rel in _bins(pkg_dir).items():
+                link = tarfile.TarInfo(f"{PREFIX}/bin/{name}")
+                link.type = tarfile.SYMTYPE
+                link.linkname = f"../lib/node_modules/{cli['package']}/{rel.removeprefix('./')}"
+                link.mode = 0o777
+                tar.addfile(link)
+
+
+def main(argv: list[str]) -> int:
+    cmd = argv[0] if argv else ""
+    if cmd == "specs":
+        print("\n".join(f"{c['package']}@{c['version']}" for c in pins()))
+    elif cmd == "missing":
+        print("\n".join(f"{c['package']}@{c['version']}" for c in pins() if _on_path_version(c) != c["version"]))
+    elif cmd == "labels":
+        print("\n".join(f"--label\n{c['label']}={c['version']}" for c in pins()))
+    elif cmd == "key":
+        print(hashlib.sha256(PINS.read_bytes() + Path(__file__).read_bytes()).hexdigest()[:16])
+    elif cmd == "pack" and len(argv) == 3:
+        pack(Path(argv[1]), Path(argv[2]))
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
