@@ -8,7 +8,9 @@ benchmarks/corpus/make_corpus.py from disjoint real registry projects: dev is tu
 checked, fresh measured once by the lead and never tuned) and ../shared/corpus when it exists; each
 is its own source row, and "not shared (unseen)" sums every source but ../shared/corpus.
 --corpus DIR (repeatable) adds others; --no-defaults measures only those.
-Columns: tokens before/after (cl100k), reduction, ceiling (the reduction if only the must-keep
+Columns: tokens before/after (cl100k), reduction, net tokens and net reduction (after, plus for
+each lost must-keep line the recovery it forces: a `ctx expand --lines N-N` call with its framing
+and the line read back, budgets.toml [bounce]), ceiling (the reduction if only the must-keep
 lines were emitted: the most any compressor can reach at 100% recall), must-keep lines kept,
 recall, cases whose output grew (worse than raw), for bounded reads (family `read`) the share
 of their lines kept, cases whose second run differs (nondeterm), engine time per case.
@@ -29,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus_cases import run_corpus  # noqa: E402
 from corpora import AGENT_READ_FAMILIES, READ_FAMILIES, default_corpora  # noqa: E402
 
-COLS = ["cases", "raw_tok", "out_tok", "reduction", "ceiling", "must_keep", "recall", "worse", "read_lines",
-        "nondeterm", "p50_ms", "p95_ms"]
+COLS = ["cases", "raw_tok", "out_tok", "reduction", "net_tok", "net_red", "ceiling", "must_keep", "recall", "worse",
+        "read_lines", "nondeterm", "p50_ms", "p95_ms"]
 
 
 def row(name: str, rs: list) -> dict:
@@ -38,12 +40,14 @@ def row(name: str, rs: list) -> dict:
     raw = sum(r.raw_tokens for r in rs)
     floor = sum(min(r.floor_tokens, r.raw_tokens) for r in rs)
     out = sum(r.emitted_tokens for r in rs)
+    net = out + sum(r.bounce_tokens for r in rs)
     mk, kept = sum(r.must_keep for r in rs), sum(r.kept for r in rs)
     times = sorted(r.ms for r in rs)
     reads = [r for r in rs if r.family in READ_FAMILIES]
     rmk, rkept = sum(r.must_keep for r in reads), sum(r.kept for r in reads)
     return {"name": name, "cases": len(rs), "raw_tokens": raw, "emitted_tokens": out,
             "reduction_pct": round(100.0 * (raw - out) / raw, 1) if raw else 0.0,
+            "net_tokens": net, "net_reduction_pct": round(100.0 * (raw - net) / raw, 1) if raw else 0.0,
             "ceiling_pct": round(100.0 * (raw - floor) / raw, 1) if raw else 0.0,
             "must_keep_kept": kept, "must_keep_total": mk,
             "recall_pct": round(100.0 * kept / mk, 1) if mk else 100.0,
@@ -59,7 +63,8 @@ def print_table(title: str, rows: list[dict]) -> None:
     print(f"{title:<{w}}" + "".join(f"{c:>13}" for c in COLS))
     for r in rows:
         rl = "-" if r["read_lines_kept_pct"] is None else f"{r['read_lines_kept_pct']}%"
-        vals = [r["cases"], r["raw_tokens"], r["emitted_tokens"], f"{r['reduction_pct']}%", f"{r['ceiling_pct']}%",
+        vals = [r["cases"], r["raw_tokens"], r["emitted_tokens"], f"{r['reduction_pct']}%", r["net_tokens"],
+                f"{r['net_reduction_pct']}%", f"{r['ceiling_pct']}%",
                 f"{r['must_keep_kept']}/{r['must_keep_total']}", f"{r['recall_pct']}%", r["worse"], rl,
                 r["nondeterministic"], r["p50_ms"], r["p95_ms"]]
         print(f"{r['name']:<{w}}" + "".join(f"{v:>13}" for v in vals))

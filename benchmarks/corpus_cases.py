@@ -32,6 +32,7 @@ class CaseResult:
     missing: list[str] = field(default_factory=list)
     transform: str = ""
     deterministic: bool = True
+    bounce_tokens: int = 0       # what recovering each lost must-keep line costs (bounce_cost)
 
 
 def load_case(folder: Path) -> dict:
@@ -76,7 +77,30 @@ def run_case(engine, case: dict, use_intent: bool = False) -> CaseResult:
     row = engine.ledger.get(outcome.emission_id) if outcome.emission_id else None
     return CaseResult(case["case"], case["family"], raw_tokens, emitted_tokens, len(case["must_keep"]),
                       len(case["must_keep"]) - len(missing), emitted_tokens > raw_tokens, ms, missing,
-                      row["transform"] if row else "passthrough", again.data == outcome.data)
+                      row["transform"] if row else "passthrough", again.data == outcome.data,
+                      bounce_cost(case["output"], missing, row["handle"] if row and row["handle"] else "0" * 24))
+
+
+def bounce_cost(raw: bytes, missing: list[str], handle: str) -> int:
+    """Tokens the agent spends getting each lost line back: one `ctx expand --lines N-N` call per
+    line (the command as written, in a tool call's framing) and the line read back in a tool
+    result's framing (budgets.toml [bounce])."""
+    from capsule.ground import tokens
+    from capsule.observe.guard import budgets
+
+    if not missing:
+        return 0
+    price = budgets()["bounce"]
+    lines = raw.decode("utf-8", "surrogateescape").split("\n")
+    where = {}
+    for no, line in enumerate(lines, 1):
+        where.setdefault(line, no)
+    total = 0
+    for line in missing:
+        no = where.get(line, 1)
+        call = f"capsule ctx expand '<<ccr:{handle}>>' --lines {no}-{no}"
+        total += tokens.count(call) + price["call_framing_tokens"] + tokens.count(line) + price["result_framing_tokens"]
+    return total
 
 
 def run_corpus(corpus: Path, use_intent: bool = False) -> list[CaseResult]:

@@ -141,7 +141,7 @@ def collect(role_arg: str | None = None) -> dict:
         clients = {c: client_info(c) for c in AGENTS}
     except Exception as exc:  # noqa: BLE001 - a finding, not a crash
         agent, clients = {"kind": role.agent.kind, "error": str(exc)}, {}
-    standing = budget.standing_context(subsystems)
+    standing = budget.standing_context(subsystems, role)
     standing["budget"] = role.context.standing_budget
     standing["over"] = standing["tokens"] > role.context.standing_budget
     state = paths.state_dir()
@@ -308,9 +308,13 @@ def render(r: dict) -> str:
     lines += [f"  {w}" for w in outside]
     lines += _render_routing(r.get("routing"))
     sc = r["standing_context"]
-    parts = ", ".join(f"{k} {v}" for k, v in sc["parts"].items()) or "nothing injected"
     verdict = "OVER BUDGET" if sc["over"] else "within budget"
-    lines.append(f"standing     {sc['tokens']} tokens ({sc['label']}) of {sc['budget']} budget: {verdict}  [{parts}]")
+    # one line: the role's own client in full, the other clients' totals after it (all parts: --json)
+    parts = ", ".join(f"{k} {v}" for k, v in sc["parts"].items()) or "nothing injected"
+    others = "; ".join(f"{f['client']} {f['tokens']} ({f['label']})" for fam, f in (sc.get("families") or {}).items()
+                       if fam != sc.get("family"))
+    lines.append(f"standing     {sc['tokens']} tokens a request ({sc.get('client', '?')}, {sc['label']}) of "
+                 f"{sc['budget']} budget: {verdict}  [{parts}]" + (f"  other clients: {others}" if others else ""))
     return "\n".join(lines)
 
 
@@ -349,9 +353,12 @@ def cmd_doctor(args) -> int:
         print(json.dumps(report, indent=2, sort_keys=True))
     else:
         print(visible(render(report)))
-    if args.gate and (report["standing_context"]["over"] or report["conflicts"]):
-        print("capsule: doctor --gate failed: "
-              + ("standing context over budget" if report["standing_context"]["over"] else "conflicting tools"),
-              file=sys.stderr)
+    sc = report["standing_context"]
+    if args.gate and (sc["over"] or report["conflicts"]):
+        largest = sc.get("largest")
+        why = (f"standing context over budget: {sc['tokens']} tokens > {sc['budget']} "
+               f"(standing_budget in {report['role']['path']}); largest part: {largest} "
+               f"{sc['parts'].get(largest, 0)}" if sc["over"] else "conflicting tools")
+        print(f"capsule: doctor --gate failed: {why}", file=sys.stderr)
         return 1
     return 0

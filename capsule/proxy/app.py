@@ -20,7 +20,7 @@ import httpx2
 
 from capsule.ground import paths
 from capsule.proxy import media as proxy_media
-from capsule.proxy import rewrite, target, usage
+from capsule.proxy import bodies, rewrite, target, usage
 from capsule.ground.types import Observation
 from capsule.proxy.memo import Memo
 
@@ -47,6 +47,7 @@ class Settings:
     stagger: object = None           # capsule.proxy.stagger.Settings; None: the defaults
     media: dict | None = None        # the role's [context.media] table (None: follows `mode`)
     workspace: Path | None = None    # where a screenshot's source file may be found (None: no pointers)
+    engine_budget_ms: int | None = None   # the engine's time per request (None: apis.toml's engine_budget_ms)
 
 
 class Proxy:
@@ -55,8 +56,12 @@ class Proxy:
         self.memo = Memo(Path(settings.state_dir) / paths.PROXY_DB)
         self._usage_store = None
         self._usage_lock = threading.Lock()
-        self._engine = None
-        self._engine_lock = threading.Lock()
+        # One engine per worker thread, no lock around the engine: one conversation's long transform
+        # never holds another's request (issue 24); engine_threads bounds how many run at once.
+        self._local = threading.local()
+        self._engines: list = []
+        self._engines_lock = threading.Lock()
+        self._limiter = anyio.CapacityLimiter(rewrite.limit("engine_threads"))
         self._client: httpx2.AsyncClient | None = None
         from capsule.proxy.routing import RouteSide  # noqa: PLC0415
 
@@ -65,7 +70,7 @@ class Proxy:
 
         self.stagger = Stagger(settings.stagger or settings_from({}))
         self.stats = {"requests": 0, "rewritten": 0, "blocks_shrunk": 0, "usage_rows": 0, "fail_open": 0,
-                      "upstream_errors": 0, "refused": 0, "media_changed": 0}
+                      "upstream_errors": 0, "refused": 0, "media_changed": 0, "client_gone": 0, "too_large": 0, "over_budget": 0}
 
     # ---- ASGI --------------------------------------------------------------------------------------
     async def __call__(self, scope, receive, send) -> None:
@@ -92,7 +97,19 @@ class Proxy:
             log.warning("proxy: refused a request target (%s)", exc)
             await _error(send, api, f"capsule proxy: {exc}", status=400)
             return
-        body = await _read_body(receive)
+        declared = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        try:
+            body = await bodies.read(receive, declared, bodies.cap(rewrite.limit("max_request_bytes")))
+        except bodies.ClientGone as exc:      # a truncated body is never sent on
+            self.stats["client_gone"] += 1
+            log.info("proxy: client went away before its request was complete (%s); nothing forwarded", exc)
+            return
+        except bodies.TooLarge as exc:
+            self.stats["too_large"] += 1
+            log.warning("proxy: refused a %s-byte request body (over the cap)", exc)
+            await _error(send, api, "capsule proxy: request body over the proxy's byte cap "
+                         f"(${bodies.MAX_REQUEST_ENV})", status=413)
+            return
         headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() not in HOP_BY_HOP]
         hmap = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in headers}
         sub = path[len(OPENAI_PREFIX):] if api == "openai" else path
@@ -126,7 +143,7 @@ class Proxy:
             return body, None
         try:
             parsed = rewrite.parse(body)
-        except ValueError:
+        except (Exception, RecursionError):  # noqa: BLE001 - not JSON, nested past any limit, ...: untouched
             return body, None
         if not isinstance(parsed, dict):
             return body, None
@@ -148,7 +165,15 @@ class Proxy:
             except Exception as exc:  # noqa: BLE001 - fail open: no pin
                 log.warning("proxy routing failed (%r); request forwarded without a pin", exc)
         try:
-            new = await anyio.to_thread.run_sync(self._rewrite_sync, api, parsed, session)
+            with anyio.move_on_after((self.settings.engine_budget_ms or rewrite.limit("engine_budget_ms")) / 1000) as budget:
+                new = await anyio.to_thread.run_sync(self._rewrite_sync, api, parsed, session, limiter=self._limiter,
+                                                     abandon_on_cancel=True)
+            if budget.cancelled_caught:
+                # What the engine finished is in the memo; the rest is claimed as sent raw, for good,
+                # so this request and every later one send the same bytes (INV-1).
+                self.stats["over_budget"] += 1
+                log.warning("proxy: engine work on a request passed its budget; unfinished results sent as they came")
+                new = await anyio.to_thread.run_sync(self._memo_only, api, body, session)
         except Exception as exc:  # noqa: BLE001 - fail open: the client's own bytes go upstream
             self.stats["fail_open"] += 1
             log.warning("proxy rewrite failed (%r); request forwarded unchanged", exc)
@@ -160,11 +185,19 @@ class Proxy:
         self.stats["rewritten"] += 1
         return new, session
 
-    def _rewrite_sync(self, api: str, parsed: dict, session: str) -> bytes | None:
+    def _memo_only(self, api: str, body: bytes, session: str) -> bytes | None:
+        """The request as the memo has it: a fresh parse (the abandoned worker still holds the
+        first), stored rewrites applied, every block without one claimed as sent unchanged."""
+        return self._rewrite_sync(api, rewrite.parse(body), session, engine=False)
+
+    def _rewrite_sync(self, api: str, parsed: dict, session: str, engine: bool = True) -> bytes | None:
         def shrink(call: rewrite.Call, text: str) -> str:
             found = self.memo.get(api, session, call.call_id, text)
             if found is not Memo._MISSING:
                 return text if found is None else found
+            if not engine:
+                stored = self.memo.put(api, session, call.call_id, text, None)
+                return text if stored is None else stored
             out = rewrite.engine_view(call, text, lambda c, t: self._observe(c, t, session))
             stored = self.memo.put(api, session, call.call_id, text, None if out == text else out)
             if stored is not None:
@@ -175,7 +208,7 @@ class Proxy:
             found = self.memo.get(api, session, MEDIA_CALL, blob.b64)
             if found is not Memo._MISSING:
                 return None if found is None else _parts(found)
-            parts = self._media(blob, parsed.get("model"), session)
+            parts = self._media(blob, parsed.get("model"), session) if engine else None
             stored = self.memo.put(api, session, MEDIA_CALL, blob.b64, None if parts is None else _parts_json(parts))
             if stored is not None:
                 self.stats["media_changed"] += 1
@@ -189,7 +222,7 @@ class Proxy:
             found = self.memo.get(api, session, MEDIA_CALL, key)
             if found is not Memo._MISSING:
                 return None if found is None else _parts(found)
-            parts = self._pdf_pages(read, parsed.get("model"), session)
+            parts = self._pdf_pages(read, parsed.get("model"), session) if engine else None
             stored = self.memo.put(api, session, MEDIA_CALL, key, None if parts is None else _parts_json(parts))
             if stored is not None:
                 self.stats["media_changed"] += 1
@@ -220,15 +253,15 @@ class Proxy:
         images = [proxy_media.decode(proxy_media.Blob("image/jpeg", b, read.path, "anthropic")) for b in read.b64]
         if any(i is None for i in images):
             return None
-        with self._engine_lock:
-            out = engine_media.observe_media(self.engine(), data, "application/pdf",
-                                             model=model if isinstance(model, str) else None, api="anthropic",
-                                             policy=policy, scope=session, path=read.path, workspace=root,
-                                             pages=read.pages, sent_images=images)
-        return out.parts
+        obs = engine_media.observation(data, door="proxy", path=read.path, scope=session,
+                                       media_type="application/pdf",
+                                       model=model if isinstance(model, str) else None, api="anthropic",
+                                       table=self.settings.media, context_mode=self.settings.mode,
+                                       workspace=root, pages=read.pages, sent_images=images)
+        return None if obs is None else self.engine().observe(obs).parts
 
     def _media(self, blob: proxy_media.Blob, model, session: str):
-        """One image or PDF through the engine's media entry, at its first sight in the conversation."""
+        """One image or PDF through Engine.observe (a media Observation), at its first sight in the conversation."""
         from capsule import engine_media  # noqa: PLC0415 - Pillow and poppler only for requests with media
         from capsule.policy import media as media_policy  # noqa: PLC0415
 
@@ -238,12 +271,12 @@ class Proxy:
         data = proxy_media.decode(blob)
         if data is None:
             return None
-        with self._engine_lock:
-            out = engine_media.observe_media(self.engine(), data, blob.media_type,
-                                             model=model if isinstance(model, str) else None, api=blob.api,
-                                             policy=policy, scope=session, path=blob.path,
-                                             workspace=self.settings.workspace)
-        return out.parts
+        obs = engine_media.observation(data, door="proxy", path=blob.path, scope=session,
+                                       media_type=blob.media_type,
+                                       model=model if isinstance(model, str) else None, api=blob.api,
+                                       table=self.settings.media, context_mode=self.settings.mode,
+                                       workspace=self.settings.workspace)
+        return None if obs is None else self.engine().observe(obs).parts
 
     def _observe(self, call: rewrite.Call, text: str, session: str) -> str:
         """One observation through the engine (classify → transform → guard → archive → ledger)."""
@@ -252,22 +285,26 @@ class Proxy:
         except UnicodeEncodeError:
             return text
         try:
-            with self._engine_lock:
-                engine = self.engine()
-                out = engine.observe(Observation(raw, command=call.command, exit_code=call.exit_code,
-                                                 intent=call.intent, scope=session, path=call.path, stream="stdout"))
+            engine = self.engine()
+            out = engine.observe(Observation(raw, command=call.command, exit_code=call.exit_code,
+                                             intent=call.intent, scope=session, path=call.path, stream="stdout"))
             return out.data.decode("utf-8")
         except Exception as exc:  # noqa: BLE001 - the engine fails open; so does the door
             log.warning("proxy: engine failed on a %s result (%r); sent unchanged", call.tool or "tool", exc)
             return text
 
     def engine(self):
-        if self._engine is None:
+        """This worker thread's engine (an Engine is not shared between threads; each has its own
+        store connections, and WAL lets them write at once)."""
+        found = getattr(self._local, "engine", None)
+        if found is None:
             from capsule.engine import Engine  # noqa: PLC0415 - heavy; the first tool result pays it
 
-            self._engine = Engine(self.settings.state_dir, mode=self.settings.mode,
-                                  languages=self.settings.languages)
-        return self._engine
+            found = self._local.engine = Engine(self.settings.state_dir, mode=self.settings.mode,
+                                                languages=self.settings.languages)
+            with self._engines_lock:
+                self._engines.append(found)
+        return found
 
     # ---- response side -------------------------------------------------------------------------------
     async def _forward(self, method, url, headers, body, send, api, session, hmap=None, on_start=None) -> None:
@@ -333,7 +370,7 @@ class Proxy:
             self._client = None
 
     def close(self) -> None:
-        for closer in (self.memo.close, self.route.close, getattr(self._engine, "close", None),
+        for closer in (self.memo.close, self.route.close, *(getattr(e, "close", None) for e in self._engines),
                        getattr(self._usage_store, "close", None)):
             if closer is not None:
                 try:
@@ -342,6 +379,9 @@ class Proxy:
                     pass
 
 
+# status -> (Anthropic's error type, OpenAI's error code)
+ERRORS = {400: ("invalid_request_error", "invalid_request_target"), 413: ("request_too_large", "request_too_large"),
+          502: ("api_error", "upstream_unreachable")}
 MEDIA_CALL = "media"     # the memo's call id for image and PDF blocks (keyed by their base64 text)
 
 
@@ -360,27 +400,15 @@ def _parts(stored: str):
     return [Part(d["kind"], d["text"], base64.b64decode(d["data"]), d["media_type"]) for d in json.loads(stored)]
 
 
-async def _read_body(receive) -> bytes:
-    parts = []
-    while True:
-        msg = await receive()
-        if msg["type"] == "http.disconnect":
-            break
-        parts.append(msg.get("body", b""))
-        if not msg.get("more_body"):
-            break
-    return b"".join(parts)
-
-
 async def _error(send, api: str, message: str, status: int = 502) -> None:
-    """An error in the API's own shape: 502 upstream unreachable, 400 a request capsule refuses."""
-    refused = status == 400
+    """An error in the API's own shape: 502 upstream unreachable, 400 a target capsule refuses, 413 a
+    body over the byte cap."""
+    kind, code = ERRORS[status]
     if api == "anthropic":
-        payload = {"type": "error", "error": {"type": "invalid_request_error" if refused else "api_error",
-                                              "message": message}}
+        payload = {"type": "error", "error": {"type": kind, "message": message}}
     else:
-        payload = {"error": {"type": "invalid_request_error" if refused else "server_error", "message": message,
-                             "param": None, "code": "invalid_request_target" if refused else "upstream_unreachable"}}
+        payload = {"error": {"type": "server_error" if status >= 500 else "invalid_request_error",
+                             "message": message, "param": None, "code": code}}
     data = json.dumps(payload).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})

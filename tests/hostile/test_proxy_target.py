@@ -23,6 +23,7 @@ class Recorder:
 
     def __init__(self):
         self.seen: list[tuple[str, str, dict]] = []
+        self.last_body = b""
         rec = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -33,8 +34,7 @@ class Recorder:
 
             def _any(self):
                 n = int(self.headers.get("content-length", 0) or 0)
-                if n:
-                    self.rfile.read(n)
+                rec.last_body = self.rfile.read(n) if n else b""
                 rec.seen.append((self.command, self.path, dict(self.headers)))
                 self.send_response(200)
                 self.send_header("content-type", "application/json")

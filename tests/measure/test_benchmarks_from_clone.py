@@ -191,3 +191,23 @@ def test_bench_observe_runs_on_the_shipped_corpora_and_a_real_file(tmp_path):
     assert "benchmarks/corpus" not in done.stderr
     missing = run("bench_observe.py", "--no-corpora", "--file", str(tmp_path / "absent.log"))
     assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def test_bench_corpus_counts_the_bounce_of_a_lost_line(tmp_path):
+    """Issue 25: net tokens = emitted + a `ctx expand --lines` recovery for each lost must-keep line."""
+    import json
+    import subprocess
+
+    case = tmp_path / "bounce" / "seq_middle_line"
+    case.mkdir(parents=True)
+    (case / "cmd.txt").write_text("seq 1 3000\n")
+    (case / "output.txt").write_bytes(subprocess.run(["seq", "1", "3000"], capture_output=True, check=True).stdout)
+    (case / "exit_code.txt").write_text("0\n")
+    (case / "must_keep.txt").write_text("1517\n")           # a line no rule has a reason to keep
+    (case / "intent.txt").write_text("count the numbers\n")
+    (case / "meta.json").write_text(json.dumps({"family": "short", "tool_version": "seq", "notes": ""}))
+    done = run("bench_corpus.py", "--no-defaults", "--corpus", str(tmp_path / "bounce"), "--json")
+    assert done.returncode == 0, done.stderr
+    (row,) = [r for r in json.loads(done.stdout)["by_source"] if r["name"] == "bounce"]
+    assert row["must_keep_kept"] == 0
+    assert row["net_tokens"] > row["emitted_tokens"] + 20 and row["net_reduction_pct"] < row["reduction_pct"]

@@ -330,9 +330,9 @@ class GitFilter(StreamFilter):
                 self.emit(text)
             elif text.startswith("index "):
                 self.drop(text, "index line", no)
-            elif text.startswith(("--- ", "+++ ")) and not shown:
+            elif text.startswith(("--- ", "+++ ")) and not shown and not self.known_verbatim.get(text, False):
                 self.drop(text, "file name line of a file with no hunk shown", no)
-            else:
+            else:       # (a `+++ b/path` the policy holds stays: a big diff keeps its whole file map)
                 self.emit(text)
         if not stated:
             self.emit(note(*f.counts(), len(f.hunks), whole, any(p > 0 for p in plan)))
