@@ -72,6 +72,12 @@ def _usage_store(path: Path) -> dict:
     return info
 
 
+def _retention(state: Path) -> dict:
+    from capsule.store import retention  # noqa: PLC0415
+
+    return retention.describe(state)
+
+
 def _permissions(state: Path) -> dict:
     """The state dir and what is directly in it: anything others can read, write or enter is a
     problem (capsule creates all of it owner-only; an older capsule or a volume may not have)."""
@@ -156,7 +162,8 @@ def collect(role_arg: str | None = None) -> dict:
         "supervisor": running,
         "state": {"dir": str(state), "archive": _store(state / paths.ARCHIVE_DB),
                   "ledger": _store(state / paths.LEDGER_DB), "usage": _usage_store(state / paths.USAGE_DB),
-                  "interrupted": journal.describe(state), "permissions": _permissions(state)},
+                  "interrupted": journal.describe(state), "permissions": _permissions(state),
+                  "retention": _retention(state)},
         "shims": {"dirs": shim.dirs, "first_on_path": shim.first, "present": bool(shim.dirs)},
         "conflicts": found,
         "agent": agent,
@@ -260,6 +267,14 @@ def render(r: dict) -> str:
             lines.append(f"{key:<12} {s['bytes']:,} bytes  integrity {s.get('integrity')}  {rows}{skipped}")
         else:
             lines.append(f"{key:<12} (none yet) {s['path']}")
+    ret = r["state"].get("retention") or {}
+    if ret and "error" not in ret:
+        import time as _time  # noqa: PLC0415
+
+        lines.append("retention    " + ", ".join(
+            f"{n} {d['max_age_days']} days / {d['max_mb']} MB"
+            + (f" (pruned {(_time.time() - d['last_pruned']) / 60:.0f} min ago)" if d.get("last_pruned") else "")
+            for n, d in ret.items()))
     perms = r["state"].get("permissions") or {}
     if perms.get("problems"):
         lines.append(f"permissions  others can read or enter {len(perms['problems'])} path(s) in the state dir: "
