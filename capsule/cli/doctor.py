@@ -264,17 +264,10 @@ def render(r: dict) -> str:
         if s["exists"]:
             rows = ", ".join(f"{t}={n}" for t, n in s.get("rows", {}).items())
             skipped = f"  skipped transcript lines {s['skipped_lines']}" if s.get("skipped_lines") else ""
-            lines.append(f"{key:<12} {s['bytes']:,} bytes  integrity {s.get('integrity')}  {rows}{skipped}")
+            lines.append(f"{key:<12} {s['bytes']:,} bytes  integrity {s.get('integrity')}  {rows}{skipped}"
+                         f"{_keep(r, key)}")
         else:
             lines.append(f"{key:<12} (none yet) {s['path']}")
-    ret = r["state"].get("retention") or {}
-    if ret and "error" not in ret:
-        import time as _time  # noqa: PLC0415
-
-        lines.append("retention    " + ", ".join(
-            f"{n} {d['max_age_days']} days / {d['max_mb']} MB"
-            + (f" (pruned {(_time.time() - d['last_pruned']) / 60:.0f} min ago)" if d.get("last_pruned") else "")
-            for n, d in ret.items()))
     perms = r["state"].get("permissions") or {}
     if perms.get("problems"):
         lines.append(f"permissions  others can read or enter {len(perms['problems'])} path(s) in the state dir: "
@@ -307,7 +300,7 @@ def render(r: dict) -> str:
     else:
         lines.append(f"proxy        {px.get('state')}{': ' + px['reason'] if px.get('reason') else ''}")
     if px.get("store"):
-        lines.append("  store      " + ", ".join(f"{t}={n}" for t, n in px["store"].items()))
+        lines.append("  store      " + ", ".join(f"{t}={n}" for t, n in px["store"].items()) + _keep(r, "proxy"))
     if r.get("graduation") is not None:
         from capsule.measure import graduation  # noqa: PLC0415
 
@@ -360,6 +353,17 @@ def _render_routing(rt: dict | None) -> list[str]:
     if rt.get("decisions"):
         out.append(f"  decisions  {len(rt['decisions'])} this session; last: {rt['decisions'][-1].get('reason')}")
     return out
+
+
+def _keep(r: dict, key: str) -> str:
+    """A store's retention, on its own line: `keep 90d/512MB, pruned 3 min ago`."""
+    d = (r["state"].get("retention") or {}).get(key)
+    if not isinstance(d, dict):
+        return ""
+    import time  # noqa: PLC0415
+
+    last = f", pruned {(time.time() - d['last_pruned']) / 60:.0f} min ago" if d.get("last_pruned") else ""
+    return f"  keep {d['max_age_days']}d/{d['max_mb']}MB{last}"
 
 
 def cmd_doctor(args) -> int:
