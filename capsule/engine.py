@@ -82,6 +82,13 @@ class Engine:
         if sw.disable or whole == b"":
             return pipeline.raw_emission(obs.raw)
         mode = obs.mode or self.mode
+        if obs.media is not None:      # an image or a PDF: sized, pointed or read as text (media layer)
+            from capsule import engine_media  # noqa: PLC0415 - Pillow and poppler only where media comes
+
+            em = engine_media.emission(self, obs)
+            if em.family == "media":
+                em.emission_id = self._record(em, obs, mode)
+            return em
         try:
             from capsule.observe import salience  # noqa: PLC0415
 

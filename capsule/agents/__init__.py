@@ -51,11 +51,12 @@ def _blocked(env) -> str | None:
 
 
 def register(agent: str, scope: str | None = None, project: Path | str = ".", note: bool | str = True,
-             env=None) -> RegisterResult:
+             env=None, note_text: str | None = None) -> RegisterResult:
     """Register the read door with `agent` (claude|codex); honours the kill switches.
 
     `note`: True writes the read-door note into the project's instruction file, "user" into the
     agent's user-level one (the container's supervisor: nothing lands in the workspace), False none.
+    `note_text` (the role's standing instructions, compiled by the caller) replaces the plain note.
     A note that cannot be written is reported in the result; the registration stands."""
     from capsule.agents import claude, codex, notes
 
@@ -77,7 +78,7 @@ def register(agent: str, scope: str | None = None, project: Path | str = ".", no
     if note:
         target = notes.user_file(agent, env) if note == "user" else project / notes.FILES[agent]
         try:
-            if notes.add(target):
+            if notes.add(target, note_text):
                 result.changed.append(str(target))
         except OSError as exc:
             result.changed.append(f"note not written to {target}: {exc.strerror or exc}")

@@ -32,13 +32,14 @@ def user_file(agent: str, env=None) -> Path:
     return base / FILES[agent]
 
 
-def block() -> str:
-    return f"{BEGIN}\n{NOTE}\n{END}\n"
+def block(text: str | None = None) -> str:
+    return f"{BEGIN}\n{NOTE if text is None else text}\n{END}\n"
 
 
-def add(path: Path) -> bool:
-    """Add or refresh the note in `path`; True when the file changed."""
-    path = Path(path)
+def add(path: Path, text: str | None = None) -> bool:
+    """Add or refresh the note (or `text`, the role's standing instructions) in `path`; True when
+    the file changed."""
+    path, note = Path(path), text
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -46,12 +47,12 @@ def add(path: Path) -> bool:
     start, end = text.find(BEGIN), text.find(END)
     if start >= 0 and end > start:
         tail = text[end + len(END):]
-        new = text[:start] + block().rstrip("\n") + tail
+        new = text[:start] + block(note).rstrip("\n") + tail
     else:
         sep = "" if not text else ("\n" if text.endswith("\n") else "\n\n")
         if text and text.endswith("\n") and not text.endswith("\n\n"):
             sep = "\n"
-        new = text + sep + block()
+        new = text + sep + block(note)
     return write_atomic(path, new)
 
 

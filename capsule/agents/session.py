@@ -102,14 +102,16 @@ def _binary_at(argv: list[str], name: str) -> int | None:
 
 
 def claude_argv(argv: list[str], session_dir: Path, state_dir: Path, *, mcp: bool, intent: bool,
-                python: str, boundaries: bool = False) -> list[str]:
-    """`argv` (claude …) with the session flags right after the binary."""
+                python: str, boundaries: bool = False, instructions: str | None = None) -> list[str]:
+    """`argv` (claude …) with the session flags right after the binary; `instructions` (the role's
+    compiled standing text, prompt/pack.py; None: the read-door note alone when mcp is on) goes in
+    --append-system-prompt, after any text the user gave that flag."""
     at = _binary_at(argv, "claude")
     if at is None:
         return list(argv)
     if at:
         return argv[:at] + claude_argv(argv[at:], session_dir, state_dir, mcp=mcp, intent=intent, python=python,
-                                       boundaries=boundaries)
+                                       boundaries=boundaries, instructions=instructions)
     first = next((a for a in argv[1:] if not a.startswith("-")), None)
     if first in CLAUDE_SUBCOMMANDS:
         return list(argv)
@@ -137,13 +139,14 @@ def claude_argv(argv: list[str], session_dir: Path, state_dir: Path, *, mcp: boo
         (session_dir / "settings.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
         flags += ["--settings", str(session_dir / "settings.json")]
     rest = list(argv[1:])
-    if mcp:
-        if "--append-system-prompt" in rest:   # one flag: the user's text, then the note
+    text = (notes.NOTE if mcp else "") if instructions is None else instructions
+    if text:
+        if "--append-system-prompt" in rest:   # one flag: the user's text, then ours
             i = rest.index("--append-system-prompt")
             if i + 1 < len(rest):
-                rest[i + 1] = f"{rest[i + 1]}\n\n{notes.NOTE}"
+                rest[i + 1] = f"{rest[i + 1]}\n\n{text}"
         else:
-            flags += ["--append-system-prompt", notes.NOTE]
+            flags += ["--append-system-prompt", text]
     return [argv[0], *flags, *rest]
 
 
@@ -151,13 +154,14 @@ def _toml(value) -> str:
     return json.dumps(value)   # a JSON string or list of strings is valid TOML
 
 
-def codex_argv(argv: list[str], state_dir: Path, env=None, *, mcp: bool) -> list[str]:
-    """`argv` (codex …) with `-c` overrides right after the binary."""
+def codex_argv(argv: list[str], state_dir: Path, env=None, *, mcp: bool, instructions: str | None = None) -> list[str]:
+    """`argv` (codex …) with `-c` overrides right after the binary; `instructions` (as for Claude
+    Code) after the user's own developer_instructions."""
     at = _binary_at(argv, "codex")
     if not mcp or at is None:
         return list(argv)
     if at:
-        return argv[:at] + codex_argv(argv[at:], state_dir, env, mcp=mcp)
+        return argv[:at] + codex_argv(argv[at:], state_dir, env, mcp=mcp, instructions=instructions)
     command, args = server_command()
     key = f"mcp_servers.{SERVER_NAME}"
     flags = ["-c", f"{key}.command={_toml(command)}", "-c", f"{key}.args={_toml(args)}",
@@ -169,6 +173,8 @@ def codex_argv(argv: list[str], state_dir: Path, env=None, *, mcp: bool) -> list
         theirs = tomllib.loads(codex.config_path(env).read_text(encoding="utf-8")).get("developer_instructions") or ""
     except (OSError, tomllib.TOMLDecodeError):
         pass
-    note = f"{theirs}\n\n{notes.NOTE}" if isinstance(theirs, str) and theirs else notes.NOTE
-    flags += ["-c", f"developer_instructions={_toml(note)}"]
+    text = notes.NOTE if instructions is None else instructions
+    note = f"{theirs}\n\n{text}" if isinstance(theirs, str) and theirs and text else (text or theirs)
+    if note:
+        flags += ["-c", f"developer_instructions={_toml(note)}"]
     return [argv[0], *flags, *argv[1:]]

@@ -72,6 +72,12 @@ def _usage_store(path: Path) -> dict:
     return info
 
 
+def _retention(state: Path) -> dict:
+    from capsule.store import retention  # noqa: PLC0415
+
+    return retention.describe(state)
+
+
 def _permissions(state: Path) -> dict:
     """The state dir and what is directly in it: anything others can read, write or enter is a
     problem (capsule creates all of it owner-only; an older capsule or a volume may not have)."""
@@ -141,7 +147,7 @@ def collect(role_arg: str | None = None) -> dict:
         clients = {c: client_info(c) for c in AGENTS}
     except Exception as exc:  # noqa: BLE001 - a finding, not a crash
         agent, clients = {"kind": role.agent.kind, "error": str(exc)}, {}
-    standing = budget.standing_context(subsystems)
+    standing = budget.standing_context(subsystems, role)
     standing["budget"] = role.context.standing_budget
     standing["over"] = standing["tokens"] > role.context.standing_budget
     state = paths.state_dir()
@@ -156,7 +162,8 @@ def collect(role_arg: str | None = None) -> dict:
         "supervisor": running,
         "state": {"dir": str(state), "archive": _store(state / paths.ARCHIVE_DB),
                   "ledger": _store(state / paths.LEDGER_DB), "usage": _usage_store(state / paths.USAGE_DB),
-                  "interrupted": journal.describe(state), "permissions": _permissions(state)},
+                  "interrupted": journal.describe(state), "permissions": _permissions(state),
+                  "retention": _retention(state)},
         "shims": {"dirs": shim.dirs, "first_on_path": shim.first, "present": bool(shim.dirs)},
         "conflicts": found,
         "agent": agent,
@@ -257,7 +264,8 @@ def render(r: dict) -> str:
         if s["exists"]:
             rows = ", ".join(f"{t}={n}" for t, n in s.get("rows", {}).items())
             skipped = f"  skipped transcript lines {s['skipped_lines']}" if s.get("skipped_lines") else ""
-            lines.append(f"{key:<12} {s['bytes']:,} bytes  integrity {s.get('integrity')}  {rows}{skipped}")
+            lines.append(f"{key:<12} {s['bytes']:,} bytes  integrity {s.get('integrity')}  {rows}{skipped}"
+                         f"{_keep(r, key)}")
         else:
             lines.append(f"{key:<12} (none yet) {s['path']}")
     perms = r["state"].get("permissions") or {}
@@ -292,7 +300,7 @@ def render(r: dict) -> str:
     else:
         lines.append(f"proxy        {px.get('state')}{': ' + px['reason'] if px.get('reason') else ''}")
     if px.get("store"):
-        lines.append("  store      " + ", ".join(f"{t}={n}" for t, n in px["store"].items()))
+        lines.append("  store      " + ", ".join(f"{t}={n}" for t, n in px["store"].items()) + _keep(r, "proxy"))
     if r.get("graduation") is not None:
         from capsule.measure import graduation  # noqa: PLC0415
 
@@ -308,9 +316,13 @@ def render(r: dict) -> str:
     lines += [f"  {w}" for w in outside]
     lines += _render_routing(r.get("routing"))
     sc = r["standing_context"]
-    parts = ", ".join(f"{k} {v}" for k, v in sc["parts"].items()) or "nothing injected"
     verdict = "OVER BUDGET" if sc["over"] else "within budget"
-    lines.append(f"standing     {sc['tokens']} tokens ({sc['label']}) of {sc['budget']} budget: {verdict}  [{parts}]")
+    # one line: the role's own client in full, the other clients' totals after it (all parts: --json)
+    parts = ", ".join(f"{k} {v}" for k, v in sc["parts"].items()) or "nothing injected"
+    others = "; ".join(f"{f['client']} {f['tokens']} ({f['label']})" for fam, f in (sc.get("families") or {}).items()
+                       if fam != sc.get("family"))
+    lines.append(f"standing     {sc['tokens']} tokens a request ({sc.get('client', '?')}, {sc['label']}) of "
+                 f"{sc['budget']} budget: {verdict}  [{parts}]" + (f"  other clients: {others}" if others else ""))
     return "\n".join(lines)
 
 
@@ -343,15 +355,29 @@ def _render_routing(rt: dict | None) -> list[str]:
     return out
 
 
+def _keep(r: dict, key: str) -> str:
+    """A store's retention, on its own line: `keep 90d/512MB, pruned 3 min ago`."""
+    d = (r["state"].get("retention") or {}).get(key)
+    if not isinstance(d, dict):
+        return ""
+    import time  # noqa: PLC0415
+
+    last = f", pruned {(time.time() - d['last_pruned']) / 60:.0f} min ago" if d.get("last_pruned") else ""
+    return f"  keep {d['max_age_days']}d/{d['max_mb']}MB{last}"
+
+
 def cmd_doctor(args) -> int:
     report = collect(args.role)
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
     else:
         print(visible(render(report)))
-    if args.gate and (report["standing_context"]["over"] or report["conflicts"]):
-        print("capsule: doctor --gate failed: "
-              + ("standing context over budget" if report["standing_context"]["over"] else "conflicting tools"),
-              file=sys.stderr)
+    sc = report["standing_context"]
+    if args.gate and (sc["over"] or report["conflicts"]):
+        largest = sc.get("largest")
+        why = (f"standing context over budget: {sc['tokens']} tokens > {sc['budget']} "
+               f"(standing_budget in {report['role']['path']}); largest part: {largest} "
+               f"{sc['parts'].get(largest, 0)}" if sc["over"] else "conflicting tools")
+        print(f"capsule: doctor --gate failed: {why}", file=sys.stderr)
         return 1
     return 0

@@ -1,7 +1,8 @@
 """`capsule ctx usage [--claude-dir DIR] [--codex-dir DIR] [--since WHEN] [--json]`: what sessions cost.
 
 Ingests the agents' transcripts (incrementally) into the usage store, then prints per session:
-agent, session, model, calls, fresh input, cache read, cache writes 5m/1h, output, cost, read share.
+agent, session, model, calls, fresh input, cache read, cache writes 5m/1h, output, cost, read share;
+then output per register (prompt/record.py: which register each `capsule up` run had).
 Not responsible for parsing or pricing (capsule.measure). Invariant: with --claude-dir/--codex-dir
 only sessions read from those folders are shown; JSON totals are the sums of the sessions listed.
 """
@@ -58,9 +59,15 @@ def load(claude_dirs, codex_dirs, since: float | None) -> dict:
 def collect(claude_dirs, codex_dirs, since: float | None) -> dict:
     from capsule.measure import summary
 
+    from capsule.prompt import record
+
     data = load(claude_dirs, codex_dirs, since)
     rows = summary.sessions(data["calls"], data["meta"])
-    return {"sessions": rows, "totals": summary.totals(rows), "ingest": data["ingest"]}
+    runs = record.runs()
+    for s in rows:
+        s["register"] = record.register_of(s, runs)
+    return {"sessions": rows, "totals": summary.totals(rows), "ingest": data["ingest"],
+            "by_register": record.by_register(rows, runs)}
 
 
 def cmd_usage(args) -> int:
@@ -101,6 +108,13 @@ def render(data: dict) -> str:
     lines.append(f"{'TOTAL':<21}{str(t['sessions']) + ' sessions':<20}{t['calls']:>7}{t['input_tokens']:>13,}"
                  f"{t['cache_read_input_tokens']:>15,}{t['cache_creation_5m']:>12,}{t['cache_creation_1h']:>12,}"
                  f"{t['output_tokens']:>12,}  {_usd(t):<22}{_share(t['cache_read_share']):>7}")
+    regs = data.get("by_register") or {}
+    if len(regs) > 1 or (regs and "unrecorded" not in regs):
+        lines.append("output by register (thinking/reasoning included: neither transcript splits it out):")
+        for reg, r in regs.items():
+            per = "-" if r["output_per_call"] is None else f"{r['output_per_call']:,.1f}"
+            lines.append(f"  {reg:<11}{r['sessions']:>4} sessions{r['calls']:>7} calls{r['output_tokens']:>12,} output"
+                         f"{per:>10} per call")
     unpriced = sorted({m for s in data["sessions"] for m in s.get("unpriced_models", [])})
     if unpriced:
         lines.append(f"unpriced (no row in capsule/measure/data/prices.toml): {', '.join(unpriced)}")

@@ -34,6 +34,20 @@ class Limit:
 
 
 @dataclass(frozen=True)
+class Media:
+    """What the media layer needs beside an image's or a PDF's bytes, as the door resolved it."""
+
+    model: str | None = None             # the target model (its family's cap and formula)
+    api: str = "anthropic"               # anthropic | openai: the default family when the model is unknown
+    table: tuple[tuple[str, object], ...] = ()   # the role's [context.media] table, as items
+    context_mode: str | None = None      # the role's [context] mode (the media mode follows it)
+    workspace: str | None = None         # where a screenshot's source file may be found
+    media_type: str | None = None        # as the client labelled the bytes
+    pages: tuple[int, ...] | None = None     # a PDF read as a page range
+    sent_images: tuple[bytes, ...] | None = None   # ... and sent by the client as these page images
+
+
+@dataclass(frozen=True)
 class Observation:
     """One thing the agent is about to see. `raw` holds the bytes, or `spool` (a seekable file of
     `size` bytes whose first 24 hex of blake3 are `digest`) when a door spooled a large output.
@@ -60,3 +74,4 @@ class Observation:
     view: str | None = None          # what the door sends
     would_view: str | None = None    # what it would send when active (a passive door counts, changes nothing)
     transform: str | None = None     # with view: the door's name for what it did ("read:signatures")
+    media: Media | None = None       # an image or a PDF: capsule/engine_media.py answers it

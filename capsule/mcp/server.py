@@ -2,8 +2,9 @@
 
 Responsible for the tool surface only: names, short descriptions, argument shapes, plain-text
 answers and errors. The behaviour lives in capsule/retrieve and capsule/store.
-Invariant: every tool answers plain text (structured_output=False) and every anticipated failure is
-an isError result whose message names the fix; the whole tools/list stays under 1,500 tokens.
+Invariant: every tool answers plain text and every anticipated failure is an isError result whose
+message names the fix; the server lists exactly data/tools.toml (mcp/surface.py) and declares the
+tools capability only, so no client adds resource tools for it (standing context, INV-6).
 """
 
 from __future__ import annotations
@@ -15,10 +16,14 @@ import time
 import uuid
 from pathlib import Path
 
-from mcp.server.mcpserver import Context, MCPServer
+import anyio
+import mcp.types as types
+from mcp.server.lowlevel import Server
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 
 from capsule.agents import claude, codex
+from capsule.prompt import surface
 from capsule.ground import switches
 from capsule.ground.types import Observation
 from capsule.retrieve import modes, packer, workspace
@@ -31,8 +36,6 @@ REFRESH_EVERY_S = 30.0
 DEFAULT_BUDGET = 800
 MEDIA_EXTENSIONS = ("png", "jpg", "jpeg", "gif", "webp", "pdf")
 MAX_MEDIA_BYTES = 32 << 20     # the model APIs' own request cap
-INSTRUCTIONS = ("Token-lean reads of this workspace: ctx_read (modes), ctx_search (ranked file:line hits), "
-                "ctx_doc (markdown sections), ctx_expand (recover a <<ccr:…>> original).")
 
 
 def passive(role_mode: str | None = None) -> bool:
@@ -76,7 +79,6 @@ class ReadDoor:
         self._engine = None
         self._engine_lock = threading.Lock()
         self.role_mode = role_mode
-        self._engine = None
         self._media: dict | None = None
 
     # -- index, kept warm ------------------------------------------------------------------------
@@ -191,16 +193,18 @@ class ReadDoor:
         if kind is None:
             return None
         ctx_mode = os.environ.get(switches.MODE, "").strip().lower() or self.role_mode or "standard"
-        policy = media_policy.from_table(self._media_table(), ctx_mode)
-        if self._engine is None:
-            from capsule.engine import Engine
+        obs = engine_media.observation(data, door="ctx_read", path=rel, scope=scope or None, media_type=None,
+                                       model=os.environ.get(switches.AGENT_MODEL), api="anthropic",
+                                       table=self._media_table(), context_mode=ctx_mode, workspace=self.root)
+        with self._engine_lock:
+            if self._engine is None:
+                from capsule.engine import Engine  # noqa: PLC0415
 
-            self._engine = Engine()
-        out = engine_media.observe_media(self._engine, data, None, model=os.environ.get(switches.AGENT_MODEL),
-                                         api="anthropic", policy=policy, scope=scope or None, path=rel,
-                                         workspace=self.root, door="ctx_read")
-        if out.parts is None:
+                self._engine = Engine(languages=self.languages)
+            parts = self._engine.observe(obs).parts
+        if parts is None:
             if kind == "pdf":
+                policy = media_policy.from_table(self._media_table(), ctx_mode)
                 raise ToolError(f"{rel} is a PDF and the media layer is {policy.mode} ({policy.reason}); "
                                 "ctx_read serves its text only when [context.media] is on")
             import base64
@@ -211,7 +215,7 @@ class ReadDoor:
 
         return [TextContent(type="text", text=p.text) if p.kind == "text" else
                 ImageContent(type="image", data=base64.b64encode(p.data).decode("ascii"), mime_type=p.media_type)
-                for p in out.parts]
+                for p in parts]
 
     def _media_table(self) -> dict:
         if self._media is None:
@@ -334,45 +338,56 @@ def _wire(text):
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def _meta(ctx: Context) -> dict:
-    try:
-        meta = (ctx.request_context.params or {}).get("_meta")
-    except Exception:  # no request context (direct call): no meta
-        return {}
+def _meta(params: types.CallToolRequestParams) -> dict:
+    meta = params.meta
+    if meta is not None and not isinstance(meta, dict):
+        meta = meta.model_dump(by_alias=True, exclude_none=True)
     return meta if isinstance(meta, dict) else {}
 
 
-def build_server(door: ReadDoor) -> MCPServer:
-    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS)
+def _calls(door: ReadDoor) -> dict:
+    """Tool name -> handler(arguments, meta) -> text; the names and arguments are data/tools.toml's."""
+    return {
+        "ctx_read": lambda a, meta: door.read(a["path"], a.get("mode", "auto"), a.get("fresh", False),
+                                              a.get("task", ""), meta=meta, intent=a.get("intent", "")),
+        "ctx_search": lambda a, meta: door.search(a["query"], a.get("k", 10)),
+        "ctx_doc": lambda a, meta: door.doc(a["target"], a.get("section", ""), meta=meta),
+        "ctx_expand": lambda a, meta: door.expand(a["handle"], a.get("lines", ""), a.get("grep", "")),
+    }
 
-    @server.tool(name="ctx_read", structured_output=False, description=(
-        "Read a workspace file. mode: auto (big source files -> signatures), full, signatures, "
-        "lines:N-M or lines:5,10-20, section:<heading>, anchored (lines tagged N#hash). "
-        "A re-read of an unchanged file returns a short stub; fresh=true resends. "
-        "task: your subagent task id, if you are one. intent: your goal, to get only relevant lines."))
-    def ctx_read(path: str, ctx: Context, mode: str = "auto", fresh: bool = False, task: str = "",
-                 intent: str = "") -> str:
-        return _wire(door.read(path, mode, fresh, task, meta=_meta(ctx), intent=intent))
 
-    @server.tool(name="ctx_search", structured_output=False, description=(
-        "Ranked search of the workspace (BM25 over paths and content; snake/camelCase split). "
-        "Returns file:line:snippet lines within a token budget."))
-    def ctx_search(query: str, k: int = 10) -> str:
-        return _wire(door.search(query, k))
+def build_server(door: ReadDoor) -> Server:
+    """The SDK's low-level server with the two tool handlers only: with no resource or prompt
+    handler it declares no resources capability, and Claude Code then adds none of its three MCP
+    resource tools (~520 tokens on every call, measured on its requests)."""
+    listed = surface.load()
+    tools = [types.Tool(name=t["name"], description=t["description"], input_schema=t["input_schema"])
+             for t in listed["tools"]]
+    calls = _calls(door)
 
-    @server.tool(name="ctx_doc", structured_output=False, description=(
-        "Markdown docs by section. target: a file path or words to find one. "
-        "Without section, lists the headings."))
-    def ctx_doc(target: str, ctx: Context, section: str = "") -> str:
-        return _wire(door.doc(target, section, meta=_meta(ctx)))
+    async def list_tools(ctx, params) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
 
-    @server.tool(name="ctx_expand", structured_output=False, description=(
-        "Recover the original of a compressed output from its <<ccr:HASH>> handle; "
-        "optionally only lines (10-40) or lines containing grep."))
-    def ctx_expand(handle: str, lines: str = "", grep: str = "") -> str:
-        return _wire(door.expand(handle, lines, grep))
+    async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            args = surface.arguments(params.name, params.arguments or {})
+            text = await anyio.to_thread.run_sync(calls[params.name], args, _meta(params))
+        except (ToolError, ValueError) as exc:
+            return types.CallToolResult(content=[types.TextContent(type="text", text=_wire(str(exc)))], is_error=True)
+        except Exception as exc:  # noqa: BLE001 - an unanticipated failure is still an answer, never a hang
+            return types.CallToolResult(content=[types.TextContent(type="text", text=f"{params.name} failed: {exc!r}")],
+                                        is_error=True)
+        if isinstance(text, list):      # an image or a PDF read: MCP content blocks (engine_media.py)
+            return types.CallToolResult(content=text)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=_wire(text))])
 
-    return server
+    return Server(SERVER_NAME, instructions=listed["instructions"] or None,
+                  on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def _run_stdio(server: Server) -> None:
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
 
 
 def serve(root: Path | str | None = None, scope: str | None = None) -> int:
@@ -382,5 +397,5 @@ def serve(root: Path | str | None = None, scope: str | None = None) -> int:
         return 0
     door = ReadDoor(root or os.getcwd(), scope=scope, languages=languages, role_mode=role_mode)
     door.warm()
-    build_server(door).run("stdio")
+    anyio.run(_run_stdio, build_server(door))
     return 0

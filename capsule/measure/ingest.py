@@ -165,6 +165,8 @@ def ingest_file(store: UsageStore, agent: str, path: Path, report: Report, deadl
             checked(batch)
             state["bad_values"] = state.get("bad_values", 0) + batch.rejected
             store.write(batch, (key, identity, offset, json.dumps(state), lines))
+            if batch.route:
+                _route_facts(store, batch.route, report)
             report.lines += len(batch_lines)
             report.bytes += len(complete)
             report.calls_seen += len(batch.calls)
@@ -213,6 +215,37 @@ def ingest(store: UsageStore, claude_dirs: list[Path] = (), codex_dirs: list[Pat
                     report.errors.append(f"{path}: {exc}")
     report.skipped_total = store.skipped()
     return report
+
+
+def _route_facts(store: UsageStore, facts: list[dict], report: Report) -> None:
+    """Rate-limit windows and task boundaries a rollout recorded, into the quota store and route log
+    next to this usage store (the state dir)."""
+    from capsule.ground import paths  # noqa: PLC0415
+    from capsule.measure import quota, route_log  # noqa: PLC0415
+
+    state = Path(store.path).parent
+    try:
+        samples = [s for f in facts if f["kind"] == "rate_limits"
+                   for s in quota.from_codex_event(f["payload"], "openai:codex-rollout", f.get("session"), f["ts"])]
+        if samples:
+            qs = quota.QuotaStore(state / quota.QUOTA_DB)
+            try:
+                qs.add(samples)
+            finally:
+                qs.close()
+        bounds = [f for f in facts if f["kind"] == "boundary"]
+        if bounds:
+            log = route_log.RouteLog(state / paths.LEDGER_DB)
+            try:
+                for b in bounds:
+                    log.record("boundary", session=str(b.get("session") or "")[:80] or None,
+                               conversation=str(b.get("thread") or "")[:80] or None,
+                               task_class=b.get("task_class"), source="codex rollout", reason=b["reason"],
+                               detail=b.get("detail") or {}, ts=b["ts"])
+            finally:
+                log.close()
+    except Exception as exc:  # noqa: BLE001 - route facts are measurement; usage rows are already stored
+        report.errors.append(f"route facts: {exc}")
 
 
 def _changed(path: Path, known: tuple[str, int] | None) -> bool:

@@ -159,6 +159,9 @@ class Batch:
     calls: list[Call] = field(default_factory=list)
     tools: list[ToolEvent] = field(default_factory=list)
     sessions: list[Session] = field(default_factory=list)
+    # Route facts a transcript holds (Codex rollouts: rate_limits events, task boundaries): written
+    # to the quota store and the ledger's route log by ingest, not to this store.
+    route: list[dict] = field(default_factory=list)
     rejected: int = 0          # records (or fields) check() refused: counted as skipped, never stored
 
 

@@ -59,6 +59,7 @@ class Emission:
     ledger_reports: list[dict] | None = None
     emission_id: int | None = None   # the ledger row, once written (None while deferred or unrecorded)
     intent: str | None = None        # the goal the transform was given (an over-long one shortened)
+    parts: list | None = None        # a media observation: the blocks to send (None: the original)
 
     @property
     def lossy(self) -> bool:

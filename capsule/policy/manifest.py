@@ -24,7 +24,7 @@ SCHEMA_DIR = DATA_DIR / "role-schemas"
 SCHEMA_VERSIONS = {1: "role.v1.schema.json"}
 DEFAULT_ROLE = "default"
 DEFAULT_MODE = "measure"            # new roles count everything and change nothing
-DEFAULT_BUDGET = 2000
+DEFAULT_BUDGET = 1000          # standing-context tokens (INV-6); the shipped roles stay within it
 AGENT_COMMANDS = {"claude": ("claude",), "codex": ("codex",), "shell": ("bash",)}
 
 

@@ -253,14 +253,15 @@ class Proxy:
         images = [proxy_media.decode(proxy_media.Blob("image/jpeg", b, read.path, "anthropic")) for b in read.b64]
         if any(i is None for i in images):
             return None
-        out = engine_media.observe_media(self.engine(), data, "application/pdf",
-                                         model=model if isinstance(model, str) else None, api="anthropic",
-                                         policy=policy, scope=session, path=read.path, workspace=root,
-                                         pages=read.pages, sent_images=images)
-        return out.parts
+        obs = engine_media.observation(data, door="proxy", path=read.path, scope=session,
+                                       media_type="application/pdf",
+                                       model=model if isinstance(model, str) else None, api="anthropic",
+                                       table=self.settings.media, context_mode=self.settings.mode,
+                                       workspace=root, pages=read.pages, sent_images=images)
+        return None if obs is None else self.engine().observe(obs).parts
 
     def _media(self, blob: proxy_media.Blob, model, session: str):
-        """One image or PDF through the engine's media entry, at its first sight in the conversation."""
+        """One image or PDF through Engine.observe (a media Observation), at its first sight in the conversation."""
         from capsule import engine_media  # noqa: PLC0415 - Pillow and poppler only for requests with media
         from capsule.policy import media as media_policy  # noqa: PLC0415
 
@@ -270,11 +271,12 @@ class Proxy:
         data = proxy_media.decode(blob)
         if data is None:
             return None
-        out = engine_media.observe_media(self.engine(), data, blob.media_type,
-                                         model=model if isinstance(model, str) else None, api=blob.api,
-                                         policy=policy, scope=session, path=blob.path,
-                                         workspace=self.settings.workspace)
-        return out.parts
+        obs = engine_media.observation(data, door="proxy", path=blob.path, scope=session,
+                                       media_type=blob.media_type,
+                                       model=model if isinstance(model, str) else None, api=blob.api,
+                                       table=self.settings.media, context_mode=self.settings.mode,
+                                       workspace=self.settings.workspace)
+        return None if obs is None else self.engine().observe(obs).parts
 
     def _observe(self, call: rewrite.Call, text: str, session: str) -> str:
         """One observation through the engine (classify → transform → guard → archive → ledger)."""

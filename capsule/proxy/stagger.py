@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import anyio
 
-NO_STAGGER = "JACKIN_CTX_NO_STAGGER"
+from capsule.ground.switches import NO_STAGGER
+
 DEFAULT_MAX_WAIT_MS = 8000
 DEFAULT_MIN_PREFIX_CHARS = 4096        # ~1,024 tokens: below this, nothing is cached anyway
 

@@ -103,6 +103,29 @@ def router_for(role, switches: Switches | None = None, enabled: bool | None = No
     return Router(kind, decision if enabled else Decision(reason="routing off"), enabled=enabled, table=table)
 
 
+def degrade_at_start(router: Router, utilization: float, window: str | None) -> list:
+    """Session start is a task boundary: lanes past the threshold launch degraded. Returns the
+    governor's choices (one per class that has something to decide) for the route log."""
+    from capsule.route import governor  # noqa: PLC0415
+
+    if not router.enabled or router.table is None:
+        return []
+    choices, lanes = [], dict(router.table.lanes)
+    for cls, lane in router.table.lanes.items():
+        if not (lane.model or lane.effort or lane.degraded_model or lane.degraded_effort):
+            continue
+        choice = governor.choose(router.table, cls, utilization, window)
+        choices.append((cls, choice))
+        if choice.degraded:
+            c = choice.lane
+            lanes[cls] = replace(c, model_from=("role (degraded)" if c.model != lane.model else c.model_from),
+                                 effort_from=("role (degraded)" if c.effort != lane.effort else c.effort_from))
+    if any(ch.degraded for _, ch in choices):
+        router.table = replace(router.table, lanes=lanes)
+        router.current = decision_for(router.table, router.agent_kind, router.current.reason + ", degraded at start")
+    return choices
+
+
 def launch_args(agent_kind: str, decision: Decision, argv: list[str], env: dict[str, str]):
     """Agent argv and env with the decision applied; flags the user already gave win."""
     flags = client_knobs().get(agent_kind, {})

@@ -23,7 +23,9 @@ from capsule import __version__
 from capsule.ground import paths
 from capsule.ground import switches
 from capsule.policy.manifest import Role
+from capsule.prompt import pack, record
 from capsule.route import policy as route
+from capsule.route import subagents
 from capsule.policy import plan as planning
 from capsule.supervisor import server
 from capsule.supervisor.pid1 import DEFAULT_GRACE_S, FORWARDED, Pid1
@@ -33,6 +35,7 @@ log = logging.getLogger("capsule.supervisor")
 
 USAGE_INTERVAL_S = 30.0   # transcript ingestion while the agent runs ($JACKIN_CTX_USAGE_INTERVAL)
 USAGE_BUDGET_S = 20.0     # one such pass, at most
+PRUNE_INTERVAL_S = 600.0  # the stores' retention passes (capsule.store.retention), at most this often
 FINAL_INGEST_S = 5.0      # the pass after the agent exits: its status is returned by then, whatever is left
 
 
@@ -54,6 +57,13 @@ def agent_kind(role: Role, command: list[str] | None) -> str:
     return base if base in ("claude", "codex") else "shell"
 
 
+def _contract_in_subagents() -> None:
+    """The subagent definitions capsule generates (route/subagents.py) carry the prompt layer's
+    report contract (prompt/pack.py): wired here, above both layers. Idempotent."""
+    if pack.extend_definition not in subagents.EXTENSIONS:
+        subagents.EXTENSIONS.append(pack.extend_definition)
+
+
 class Supervisor:
     def __init__(self, opts: Options):
         self.opts = opts
@@ -62,16 +72,21 @@ class Supervisor:
         self.plan = planning.plan(self.role, self.switches)
         self.mode = planning.effective_mode(self.role, self.switches)
         kind = agent_kind(self.role, opts.command)
+        self.prompt_run: str | None = None
+        self._standing: str | bool | None = None
+        if self.plan["register"].on:
+            _contract_in_subagents()
         # A command for another client than the role's (a codex command under a claude role) gets
         # no lanes: the role's models are another API's.
         self.router = route.router_for(self.role, enabled=self.plan["routing"].on and kind == self.role.agent.kind,
                                        kind=kind,
                                        env={**os.environ, **self.role.agent.env, **opts.env},
                                        argv=list(opts.command or self.role.agent.command))
+        self.state_dir = paths.state_dir()
+        self._degrade_at_start()
         self.conflicts = _probe_conflicts() if self.plan["shims"].on else []
         if self.conflicts:  # INV-8: one shell-rewrite path; capsule steps back and says why
             self.plan["shims"] = planning.Decision("shims", False, f"conflict (INV-8): {self.conflicts[0]}")
-        self.state_dir = paths.state_dir()
         self.socket_path = paths.socket_path()
         if self.socket_path.exists() and server.ping(self.socket_path, 0.3):
             # Another live supervisor owns this state dir's socket (two `up --local` sessions): keep
@@ -126,6 +141,11 @@ class Supervisor:
             self.server.close()
         if self.proxy is not None:
             self.proxy.stop()
+        if self.prompt_run is not None:
+            try:
+                record.end(self.state_dir, self.prompt_run)
+            except Exception:  # noqa: BLE001 - a missing record is "unrecorded" in ctx usage, never a failure
+                pass
         if self.session_dir is not None:
             from capsule.agents import session  # noqa: PLC0415
 
@@ -241,6 +261,9 @@ class Supervisor:
             from capsule.measure import ingest  # noqa: PLC0415
 
             report = ingest.ingest_default(env=self.agent_env(), budget_s=budget_s)
+            from capsule.store import retention  # noqa: PLC0415
+
+            retention.prune_all(self.state_dir, min_interval_s=PRUNE_INTERVAL_S)   # a batch per store, skipped when busy
             if report.errors:
                 log.warning("usage ingestion: %s", "; ".join(report.errors[:3]))
         except Exception as exc:  # noqa: BLE001 - measuring must never disturb the agent
@@ -268,7 +291,8 @@ class Supervisor:
             from capsule import agents  # noqa: PLC0415
 
             # the note goes to the agent's user-level file (its home in the container), not the workspace
-            result = agents.register(kind, project=self.opts.workdir or Path.cwd(), env=self.agent_env(), note="user")
+            result = agents.register(kind, project=self.opts.workdir or Path.cwd(), env=self.agent_env(), note="user",
+                                     note_text=self._standing_text())
             self.registration = {kind: "; ".join(result.lines())}
         except Exception as exc:  # noqa: BLE001 - registration failing must not stop the agent
             log.warning("MCP registration for %s failed: %r", kind, exc)
@@ -290,6 +314,38 @@ class Supervisor:
             self.registration = {kind: f"failed: {exc}"}
             self.session_dir = None
 
+    def _record_run(self) -> None:
+        """Which register this agent run has, for `ctx usage` by register (prompt/record.py)."""
+        kind = agent_kind(self.role, self.opts.command)
+        if kind not in ("claude", "codex") or not self.plan["register"].on:
+            return
+        try:
+            self.prompt_run = record.start(self.state_dir, agent=kind, cwd=os.getcwd(), role=self.role.name,
+                                           output=dict(self.role.context.output), text=self._standing_text() or "")
+        except Exception as exc:  # noqa: BLE001
+            log.warning("prompt run record failed: %r", exc)
+
+    def _standing_text(self) -> str | None:
+        """The role's standing instructions (register pack, prompt/pack.py), made once per run (a
+        session start is a task boundary: the codebook is pinned here, never inside it); None on
+        failure, when the agent gets the plain read-door note (fail open)."""
+        if self._standing is not None:      # False: it failed once; "" is a legitimately empty text
+            return None if self._standing is False else self._standing
+        try:
+            from capsule.prompt import codebook  # noqa: PLC0415 - reads the ledger, only with codebook = true
+
+            legend = ""
+            if pack.settings(self.role.context.output)[2]:
+                codebook.pin_from_ledger(self.role, self.state_dir)
+                legend = codebook.legend(self.role, self.state_dir)
+            self._standing = pack.standing_text(self.role.context.output, read_door=self.plan["mcp"].on,
+                                                legend=legend)
+            return self._standing
+        except Exception as exc:  # noqa: BLE001
+            log.warning("standing instructions failed: %r; the read-door note alone is sent", exc)
+            self._standing = False
+            return None
+
     def _session_argv(self, cmd: list[str]) -> list[str]:
         if self.session_dir is None:
             return cmd
@@ -298,12 +354,15 @@ class Supervisor:
 
         kind = agent_kind(self.role, self.opts.command)
         try:
+            text = self._standing_text()
             if kind == "claude":
                 return session.claude_argv(cmd, self.session_dir, self.state_dir, mcp=self.plan["register"].on,
                                            intent=self.plan["engine"].on and self.plan["shims"].on,
-                                           python=shims.shim_python(), boundaries=self.plan["engine"].on)
+                                           python=shims.shim_python(), boundaries=self.plan["engine"].on,
+                                           instructions=text)
             if kind == "codex":
-                return session.codex_argv(cmd, self.state_dir, self.agent_env(), mcp=self.plan["register"].on)
+                return session.codex_argv(cmd, self.state_dir, self.agent_env(), mcp=self.plan["register"].on,
+                                          instructions=text)
         except Exception as exc:  # noqa: BLE001
             log.warning("session flags for %s failed: %r; the agent runs without them", kind, exc)
         return cmd
@@ -368,6 +427,7 @@ class Supervisor:
         env = self.agent_env()
         if self.opts.workdir:
             os.chdir(self.opts.workdir)
+        self._record_run()
         path = _which(cmd[0], env["PATH"])
         if path is None:
             log.error("agent command not found: %s", cmd[0])
@@ -400,6 +460,39 @@ class Supervisor:
             "state_dir": str(self.state_dir),
             "routing": self.routing_status(),
         }
+
+    def _degrade_at_start(self) -> None:
+        """The session's start is a boundary: the quota the proxy saw before decides the launch lanes
+        (route/governor.py); every choice goes to the ledger's route log with its reason."""
+        if not self.router.enabled or self.router.table is None:
+            return
+        try:
+            from capsule.measure import quota, route_log  # noqa: PLC0415
+
+            db = self.state_dir / quota.QUOTA_DB
+            q = {"windows": []}         # no rate-limit headers seen yet: 0%
+            if db.exists():
+                store = quota.QuotaStore(db)
+                try:
+                    q = quota.model(store.samples(time.time() - 8 * 86400))
+                finally:
+                    store.close()
+            now = time.time()
+            q["windows"] = [w for w in q["windows"] if not w.get("resets_at") or w["resets_at"] > now]
+            u, window = quota.peak(q)
+            choices = route.degrade_at_start(self.router, u, (window or {}).get("name"))
+            log = route_log.RouteLog(self.state_dir / paths.LEDGER_DB)
+            try:
+                for cls, ch in choices:
+                    log.record("decision", session=f"supervisor:{os.getpid()}", task_class=cls, source="supervisor",
+                               reason="session start: " + ch.reason,
+                               detail={"degraded": ch.degraded, "utilization": u, "window": (window or {}).get("name"),
+                                       "sent": {"model": ch.lane.model, "effort": ch.lane.effort}})
+            finally:
+                log.close()
+        except Exception as exc:  # noqa: BLE001 - no quota known: the role's lanes as written
+            log_ = logging.getLogger("capsule.supervisor")
+            log_.warning("quota at session start unknown (%r); the role's lanes apply", exc)
 
     def routing_status(self) -> dict:
         table = self.router.table

@@ -46,9 +46,15 @@ def test_gate_fails_over_the_roles_budget(tmp_path):
     small.write_text('schema = 1\nname = "small"\n[agent]\nkind = "claude"\n[context]\nstanding_budget = 10\n')
     over = doctor(tmp_path, "--gate", "--role", str(small))
     assert over.returncode == 1 and "over budget" in over.stderr
+    assert "largest part: mcp tools" in over.stderr and str(small) in over.stderr
     ok = doctor(tmp_path, "--gate", "--role", "python-dev")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "within budget" in ok.stdout
+    report = json.loads(doctor(tmp_path, "--json", "--role", "python-dev").stdout)["standing_context"]
+    assert set(report["families"]) == {"anthropic", "openai"}
+    assert report["families"]["openai"]["label"] == "o200k_base (exact)"
+    assert report["label"].startswith("approx (cl100k_base +")      # Claude: no exact tokenizer, margin stated
+    assert report["tokens"] == sum(report["parts"].values()) <= 1000
 
 
 def test_shims_first_on_path_and_a_shadowing_tool_is_a_conflict(tmp_path):

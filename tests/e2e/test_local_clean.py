@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tests.e2e import harness
 
-from capsule.agents import notes
+from capsule.prompt import pack
 
 ONE_CALL = (harness.Call("git log", "git log --oneline -3", "Show the last three commits", (harness.HEAD_SUBJECT,)),)
 # What the clients write for themselves in any session (plain mode too): not capsule's doing.
@@ -74,7 +74,7 @@ def test_claude_code_session_is_configured_by_flags_and_leaves_no_trace(tmp_path
     before = _snapshot(home), _snapshot(ws)
     s = harness.run_claude(ws, home, "capsule", head, ONE_CALL)
     assert harness.HEAD_SUBJECT in s.results[0]
-    assert s.saw(notes.NOTE) and "mcp__capsule__ctx_read" in s.tool_names()   # the session had capsule
+    assert s.saw(pack.data()["read_door"]["text"]) and "mcp__capsule__ctx_read" in s.tool_names()   # the session had capsule
     assert (_snapshot(home), _snapshot(ws)) == before
     assert _doctor_outside(home, ws) == []
     assert not list((home / ".local/state/capsule/sessions").glob("[0-9]*"))   # the session dir went too
@@ -85,7 +85,7 @@ def test_codex_session_is_configured_by_overrides_and_leaves_no_trace(tmp_path):
     before = _snapshot(home), _snapshot(ws)
     s = harness.run_codex(ws, home, "capsule", head, ONE_CALL)   # writes the same provider config again
     assert harness.HEAD_SUBJECT in s.results[0]
-    assert s.saw(notes.NOTE) and s.saw("Deferred tool namespaces:\\n- mcp__capsule")
+    assert s.saw(pack.data()["read_door"]["text"]) and s.saw("Deferred tool namespaces:\\n- mcp__capsule")
     after = _snapshot(home)
     before[0].pop(".codex/config.toml"), after.pop(".codex/config.toml")  # the fake's port differs per run
     assert (after, _snapshot(ws)) == before

@@ -20,6 +20,41 @@ def test_tools_list_names_plain_text_and_budget(session):
     assert count(wire) <= 1500
 
 
+def test_the_server_lists_exactly_the_data_file_and_declares_tools_only(workspace, state_dir):
+    """doctor counts prompt/data/tools.toml; the live server must list exactly that, and declare no
+    resources capability (else Claude Code adds its three MCP resource tools to every request)."""
+    import asyncio
+
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    from capsule.prompt import surface
+
+    async def go():
+        async with stdio_client(Session(workspace, state_dir).params) as (read, write):
+            async with ClientSession(read, write) as client:
+                init = await client.initialize()
+                return init, await client.list_tools()
+
+    init, listing = asyncio.run(go())
+    assert init.capabilities.resources is None and init.capabilities.prompts is None
+    assert init.capabilities.tools is not None
+    assert init.instructions == surface.load()["instructions"]
+    got = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listing.tools]
+    want = [{"name": t["name"], "description": t["description"], "inputSchema": t["input_schema"]}
+            for t in surface.load()["tools"]]
+    assert got == want
+
+
+def test_bad_arguments_are_is_error_naming_the_argument(session):
+    unknown, wrong, missing = session.run([("ctx_read", {"path": "README.md", "turbo": True}),
+                                           ("ctx_search", {"query": "x", "k": "many"}),
+                                           ("ctx_doc", {})])
+    assert unknown.is_error and "'turbo'" in text_of(unknown) and "path" in text_of(unknown)
+    assert wrong.is_error and "'k' must be of type integer" in text_of(wrong)
+    assert missing.is_error and "missing argument 'target'" in text_of(missing)
+
+
 def test_read_full_is_verbatim_and_not_structured(session, workspace):
     (res,) = session.run([("ctx_read", {"path": "pkg/small.py", "mode": "full"})])
     assert not res.is_error

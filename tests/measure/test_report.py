@@ -48,7 +48,7 @@ def test_report_joins_ledger_savings_cache_and_discovery(reported, capsule, clau
     assert s["removed_tokens"] == sum(x["raw_tokens"] - x["emitted_tokens"] for x in applied) > 0
     assert s["would_remove_tokens"] == sum(x["raw_tokens"] - x["would_emit_tokens"] for x in measured) > 0
     assert s["net_tokens"] == s["removed_tokens"] - s["added_tokens"] - s["bounce_tokens"]
-    assert s["added_tokens"] > 0 and "mcp tool schemas" in s["added_parts"]
+    assert s["added_tokens"] > 0 and "mcp tools" in s["added_parts"]   # the part as Claude Code sends it (issue 19)
     assert s["received_tokens"] > 0
     assert r["ledger"]["by_family"][0]["saved_tokens"] == s["removed_tokens"]
     # The resumed run re-ran `echo alpha` with no edit in between: a repeated command.

@@ -1,28 +1,63 @@
-"""The standing-context count behind `doctor --gate` (INV-6) follows what the plan turns on."""
+"""The standing-context count behind `doctor --gate` (INV-6): per part, per model family, following the plan."""
 
 from __future__ import annotations
 
-from capsule.policy.manifest import load_role
+import pytest
+
+from capsule.policy.manifest import load_role, role_names
 from capsule.ground.switches import Switches
+from capsule.prompt import budget, pack
 from capsule.prompt.budget import standing_context
 from capsule.policy import plan as planning
 
 
 def test_counts_follow_the_plan():
     role = load_role("python-dev")
-    on = standing_context(planning.plan(role, Switches.read({})))
-    assert on["parts"]["mcp tool schemas"] > 100
-    assert on["parts"]["agent instruction note"] > 10
+    on = standing_context(planning.plan(role, Switches.read({})), role)
+    assert on["parts"]["mcp tools"] > 100
+    assert on["parts"]["read-door note"] > 10 and on["parts"]["register"] > 5
     assert on["tokens"] == sum(on["parts"].values())
-    assert on["tokens"] <= role.context.standing_budget
-    off = standing_context(planning.plan(role, Switches.read({"JACKIN_CTX_NO_MCP": "1"})))
+    assert on["largest"] == "mcp tools"
+    off = standing_context(planning.plan(role, Switches.read({"JACKIN_CTX_NO_MCP": "1"})), role)
     assert off["tokens"] == 0 and off["parts"] == {}
 
 
-def test_the_counted_tool_surface_is_what_the_server_lists():
-    """doctor counts a data file instead of importing the SDK; it must not drift from the server.
-    After changing a tool: python -m capsule.mcp.surface --write"""
-    from capsule.mcp import surface as live_surface
-    from capsule.prompt import surface
+def test_no_register_switch_drops_the_standing_text_but_not_the_tools():
+    role = load_role("python-dev")
+    got = standing_context(planning.plan(role, Switches.read({"JACKIN_CTX_NO_REGISTER": "1"})), role)
+    assert "register" not in got["parts"] and "read-door note" not in got["parts"]
 
-    assert surface.load() == live_surface.live()
+
+@pytest.mark.parametrize("name", role_names())
+@pytest.mark.parametrize("register", ["terse", "compact"])
+def test_shipped_roles_fit_1000_tokens_with_every_part_on(name, register):
+    """Every part on: register, guards, guard lines, note, subagent contract and a full codebook."""
+    role = load_role(name)
+    every = {k: planning.Decision(k, True, "test") for k in planning.SUBSYSTEMS}
+    legend = pack.data()["codebook"]["head"] + "".join(
+        f"\n@{i} = capsule/observe/content/some_long_module_name_{i}.py" for i in range(8))
+    for client, family in budget.CLIENT_FAMILY.items():
+        parts = budget.texts(client, role, every)
+        parts.update(pack.parts({"register": register}, legend=legend))
+        counted = budget.count_parts(family, parts)
+        assert counted["tokens"] <= 1000, (name, client, counted)
+        assert counted["tokens"] <= role.context.standing_budget
+
+
+def test_claude_is_labelled_approximate_with_its_margin_and_openai_exact():
+    count, label = budget.counter("anthropic")
+    assert label == "approx (cl100k_base +35%)"
+    from capsule.ground.tokens import count as cl100k
+    text = "Keep exact: code, identifiers, paths, numbers."
+    assert count(text) == -(-cl100k(text) * 135 // 100)
+    o_count, o_label = budget.counter("openai")
+    assert o_label == "o200k_base (exact)" and o_count("hello world") == 2
+
+
+def test_the_standing_text_is_a_pure_function_of_the_role():
+    """Byte-stable (INV-6): nothing in it depends on time, paths, pids or counts."""
+    a = pack.standing_text({"register": "terse"})
+    b = pack.standing_text({"register": "terse"})
+    assert a == b and a
+    for needle in ("/tmp", "/state", str(__import__("os").getpid())):
+        assert needle not in a

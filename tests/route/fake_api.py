@@ -161,3 +161,102 @@ class TimedCacheAPI:
             self.log.append({"id": msg["id"], "model": body.get("model"), "effort": effort, "usage": usage,
                              "wrote_prefix": wrote_prefix, "headers": self.ratelimit(n)})
             return n, msg, pending, wrote_prefix
+
+
+def openai_ramp(steps: list[float], limit: int = 1_000_000):
+    """OpenAI rate-limit headers (tokens window) whose utilization follows `steps`, plus the
+    x-codex-primary-* headers Codex itself reads into its rollout's rate_limits."""
+    def headers(n: int) -> dict[str, str]:
+        u = steps[min(n, len(steps)) - 1]
+        return {"x-ratelimit-limit-tokens": str(limit), "x-ratelimit-remaining-tokens": str(int(limit * (1 - u))),
+                "x-ratelimit-reset-tokens": "6m0s", "x-ratelimit-limit-requests": "10000",
+                "x-ratelimit-remaining-requests": str(10000 - n), "x-ratelimit-reset-requests": "1s",
+                "x-codex-primary-used-percent": f"{100 * u:.1f}", "x-codex-primary-window-minutes": "300",
+                "x-codex-primary-reset-at": "2000000000"}
+    return headers
+
+
+class ResponsesCacheAPI:
+    """A fake Responses API: the prompt cache reads the longest earlier prefix of (model, effort,
+    instructions, tools, input items), ~4 bytes a token; every answer carries `ratelimit(n)`."""
+
+    def __init__(self, script, ratelimit=None):
+        self.script, self.ratelimit = script, ratelimit or (lambda n: {})
+        self.run = uuid.uuid4().hex[:8]
+        self.cached: set[str] = set()
+        self.requests: list[dict] = []
+        self.log: list[dict] = []
+        self.lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                self.send_response(404)
+                self.end_headers()
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+                n, rid, items, usage = fake.respond(body)
+                self.send_response(200)
+                for k, v in fake.ratelimit(n).items():
+                    self.send_header(k, v)
+                self.send_header("content-type", "text/event-stream")
+                self.end_headers()
+
+                def ev(data):
+                    self.wfile.write(f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode())
+
+                ev({"type": "response.created", "response": {"id": rid}})
+                for i, item in enumerate(items):
+                    ev({"type": "response.output_item.added", "output_index": i, "item": item})
+                    ev({"type": "response.output_item.done", "output_index": i, "item": item})
+                ev({"type": "response.completed", "response": {"id": rid, "model": body.get("model"), "usage": usage}})
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def respond(self, body: dict):
+        effort = (body.get("reasoning") or {}).get("effort")
+        h = hashlib.sha256(f"{body.get('model')}|{effort}".encode())
+        segs = [json.dumps(body.get("instructions"), sort_keys=True), json.dumps(body.get("tools"), sort_keys=True)]
+        segs += [json.dumps(i, sort_keys=True) for i in body.get("input") or []]
+        with self.lock:
+            read, total, digests = 0, 0, []
+            for s in segs:
+                h.update(s.encode())
+                total += len(s.encode())
+                d = h.hexdigest()
+                digests.append(d)
+                if d in self.cached:
+                    read = total
+            self.cached.update(digests)
+            n = len(self.log) + 1
+            done = sum(1 for i in body.get("input", []) if i.get("type") == "function_call_output")
+            items = self.script(body, done)
+            inp, cached = (total + 3) // 4, (read + 3) // 4
+            usage = {"input_tokens": inp, "input_tokens_details": {"cached_tokens": cached},
+                     "output_tokens": 20 + n, "output_tokens_details": {"reasoning_tokens": 5},
+                     "total_tokens": inp + 20 + n}
+            rid = f"resp_{self.run}{n:04d}"
+            self.requests.append(body)
+            self.log.append({"id": rid, "model": body.get("model"), "effort": effort, "usage": usage,
+                             "headers": self.ratelimit(n)})
+            return n, rid, items, usage
+
+    def provider_config(self) -> str:
+        return "\n".join([
+            'model_provider = "fake"', "check_for_update_on_startup = false", "",
+            "[model_providers.fake]", 'name = "fake"', f'base_url = "{self.base_url}"',
+            'env_key = "OPENAI_API_KEY"', 'wire_api = "responses"', "supports_websockets = false",
+            "request_max_retries = 0", "stream_max_retries = 0", ""])

@@ -182,3 +182,94 @@ def _events(state):
     from capsule.measure.route_log import read
 
     return read(state / "ledger.db")
+
+
+# ---- Codex -------------------------------------------------------------------------------------------
+CODEX_ROLE = """\
+schema = 1
+name = "route-e2e-codex"
+
+[agent]
+kind = "codex"
+model = "gpt-5.5"
+
+[context]
+mode = "standard"
+
+[context.routing]
+effort_default = "medium"
+degrade_at = 0.8
+degrade_main = true
+
+[context.routing.lanes.main]
+degraded_effort = "low"
+"""
+# answer n carries CODEX_STEPS[n-1]; two answers a session: the 3rd session starts past 80%
+CODEX_STEPS = [0.10, 0.40, 0.70, 0.85, 0.90, 0.95]
+
+
+def codex_script(body, done):
+    if done == 0:
+        return [{"type": "function_call", "id": "fc_0", "call_id": "call_0", "name": "exec_command",
+                 "arguments": json.dumps({"cmd": "echo alpha"}), "status": "completed"}]
+    return [{"type": "message", "role": "assistant", "id": "msg_x",
+             "content": [{"type": "output_text", "text": "done", "annotations": []}]}]
+
+
+@pytest.fixture(scope="module")
+def codex_run(tmp_path_factory, workspace):
+    from fake_api import ResponsesCacheAPI, openai_ramp
+
+    tmp = tmp_path_factory.mktemp("route-codex")
+    state = tmp / "state"
+    state.mkdir(mode=0o700)
+    role = tmp / "role.toml"
+    role.write_text(CODEX_ROLE)
+    fake = ResponsesCacheAPI(codex_script, ratelimit=openai_ramp(CODEX_STEPS))
+    home = tmp / "codex-home"
+    home.mkdir()
+    (home / "config.toml").write_text(fake.provider_config())
+    env = {**os.environ, "CODEX_HOME": str(home), "OPENAI_API_KEY": "test", "JACKIN_CTX_STATE_DIR": str(state),
+           "HOME": str(tmp)}
+    env.pop("JACKIN_CTX_ROLE", None)
+    try:
+        for i in range(3):
+            cmd = [sys.executable, "-m", "capsule", "up", "--role", str(role), "--local", "--",
+                   clients.client("codex"), "exec", "--skip-git-repo-check",
+                   "--dangerously-bypass-approvals-and-sandbox", f"task {i}"]
+            proc = subprocess.run(cmd, cwd=workspace, env=env, capture_output=True, text=True, timeout=300,
+                                  stdin=subprocess.DEVNULL)
+            assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    finally:
+        fake.close()
+    yield {"fake": fake, "state": state, "env": env, "home": home}
+
+
+def test_codex_degrades_at_the_next_session_start_and_never_inside(codex_run):
+    fake = codex_run["fake"]
+    assert len(fake.log) == 6, [(e["model"], e["effort"]) for e in fake.log]
+    convs: dict[str, list[int]] = {}
+    for i, body in enumerate(fake.requests):
+        convs.setdefault(body.get("prompt_cache_key") or json.dumps(body["input"][:1]), []).append(i)
+    assert len(convs) == 3
+    per = [sorted({(fake.requests[i]["model"], (fake.requests[i].get("reasoning") or {}).get("effort")) for i in idx})
+           for idx in convs.values()]
+    # one model and effort per conversation; sessions 1-2 at the role's effort, session 3 degraded at launch
+    assert per == [[("gpt-5.5", "medium")], [("gpt-5.5", "medium")], [("gpt-5.5", "low")]]
+    for idx in convs.values():
+        for i in idx[1:]:
+            u = fake.log[i]["usage"]
+            assert u["input_tokens_details"]["cached_tokens"] / u["input_tokens"] >= 0.85, u
+    quota = ctx(codex_run, "quota", "--json")
+    tokens = next(w for w in quota["windows"] if w["name"] == "tokens" and w["api"] == "openai")
+    assert tokens["utilization"] == pytest.approx(0.95) and tokens["regime"] == "api_key"
+    # Codex 0.171 writes the x-codex-primary-* headers into its rollout's rate_limits: ingested too
+    rollout = next(w for w in quota["windows"] if w["account"] == "openai:codex-rollout")
+    assert rollout["name"] == "5h" and rollout["utilization"] == pytest.approx(0.95)
+    assert rollout["resets_at"] == 2_000_000_000
+    r = ctx(codex_run, "report", "--json", "--codex-dir", str(codex_run["home"]))["route"]
+    assert r["audit"]["capsule_changes"] == 0 and r["audit"]["in_conversation"] == []
+    starts = [d for d in r["decisions"] if d["reason"].startswith("session start")]
+    assert [d["degraded"] for d in starts] == [False, False, True]
+    assert starts[-1]["utilization"] == pytest.approx(0.85)
+    assert r["boundaries"].get("session start") == 3        # from the rollouts

@@ -52,20 +52,39 @@ def _line(raw: bytes, origin: str, state: dict, batch: Batch) -> None:
         state["last_ts"] = ts
         state.setdefault("first_ts", ts)
     if kind == "session_meta":
+        fresh = not state.get("thread")
         _meta(p, state)
+        if fresh and ts is not None:
+            sub = p.get("thread_source") == "subagent" or bool(p.get("parent_thread_id"))
+            batch.route.append({"kind": "boundary", "ts": ts, "session": state.get("session"),
+                                "thread": state.get("thread"), "task_class": "subagent" if sub else "main",
+                                "reason": "subagent start" if sub else (
+                                    "session fork" if p.get("forked_from_id") else "session start"),
+                                "detail": {"cli_version": text(p.get("cli_version"))}})
     elif kind == "turn_context" and isinstance(p.get("model"), str):
+        if ts is not None and state.get("thread"):
+            # a turn: the user's prompt after a finished turn; its model and effort as Codex ran them
+            batch.route.append({"kind": "boundary", "ts": ts, "session": state.get("session"),
+                                "thread": state.get("thread"), "task_class": "main", "reason": "turn",
+                                "detail": {"model": text(p["model"]), "effort": text(p.get("effort"))}})
         state["model"] = p["model"]
         state.setdefault("cwd", text(p.get("cwd")))
     elif kind == "token_usage_record" and isinstance(p.get("usage"), dict):
         state["pending"] = [p.get("response_id"), [p["usage"].get(k) for k in TOTAL_KEYS]]
     elif kind == "event_msg" and p.get("type") == "token_count":
         _token_count(p, ts, origin, state, batch)
+        if isinstance(p.get("rate_limits"), dict) and ts is not None:
+            batch.route.append({"kind": "rate_limits", "ts": ts, "session": state.get("session"),
+                                "payload": {"rate_limits": p["rate_limits"]}})
     elif kind == "event_msg" and p.get("type") == "item_completed":
         _read_item(p.get("item"), ts, state, batch)
     elif kind == "response_item":
         _response_item(p, ts, state, batch)
     elif kind == "compacted" and state.get("session"):
         session, thread = _ids(state)
+        if ts is not None:
+            batch.route.append({"kind": "boundary", "ts": ts, "session": session, "thread": state.get("thread"),
+                                "task_class": "main", "reason": "compaction", "detail": {}})
         batch.tools.append(ToolEvent(AGENT, f"{state.get('thread')}:compacted:{line.get('timestamp')}",
                                      session, thread, ts, "compact", "compact"))
 
