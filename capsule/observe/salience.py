@@ -18,6 +18,7 @@ from pathlib import Path
 MAX_NAMES = 16
 MAX_AGE_S = 3600.0
 SCAN_BYTES = 1 << 20            # a failure's names are read from its first MiB
+MAX_LINE = 2000                 # ... from its lines up to this long
 _TEST_ID = re.compile(r"(?:^|\s)(?:FAILED|ERROR)\s+(\S+?::\S+?)(?:\s|$)|(\S+?::\S+?) (?:FAILED|ERROR)\b|^--- FAIL: (\w+)"
                       r"|^FAIL: (\w+) \(|^\s*✕ (.+?)(?: \(\d+ ?m?s\))?$")
 _FRAME = re.compile(r'^\s*File "([^"]+)", line \d+, in (\S+)|^\s+at (?:async )?([\w$.]+) \(([^():]+):\d+:\d+\)')
@@ -29,6 +30,8 @@ def names_in(text: str) -> list[str]:
     """The names a failure's output points at, most specific first, each once."""
     out: list[str] = []
     for line in text[:SCAN_BYTES].split("\n"):
+        if len(line) > MAX_LINE:
+            continue        # a serialised blob, not a report; and the patterns would crawl over it
         m = _TEST_ID.search(line)
         if m:
             tid = next(g for g in m.groups() if g)
