@@ -8,6 +8,9 @@ each driven by a scripted fake model on 127.0.0.1, once plain and once under
 Target (issue 9): capsule <= 0.60 of plain, every fact kept.
 
     python benchmarks/bench_agents.py [--client claude|codex] [--json FILE]
+    python benchmarks/bench_agents.py --container    # also inside the capsule image (`capsule up`,
+        # the fake on a docker network's gateway), next to plain and --local; the image has no
+        # pytest, so this table leaves out the pytest call in all three columns
 """
 
 from __future__ import annotations
@@ -29,7 +32,10 @@ def main() -> int:
     ap.add_argument("--client", choices=sorted(harness.RUNNERS), action="append",
                     help="run only this client (repeatable; default: both)")
     ap.add_argument("--json", type=Path, help="also write the raw numbers here")
+    ap.add_argument("--container", action="store_true", help="also run each session inside the capsule image")
     args = ap.parse_args()
+    if args.container:
+        return container_table(args.client or sorted(harness.RUNNERS))
     pairs = []
     with tempfile.TemporaryDirectory(prefix="capsule-bench-agents-") as tmp:
         for client in args.client or sorted(harness.RUNNERS):
@@ -40,6 +46,31 @@ def main() -> int:
             "client": p.client, "call": c.name, "plain_tokens": p.tokens()[i], "capsule_tokens": k.tokens()[i],
             "facts": len(p.facts[i]), "missing_plain": p.missing(i), "missing_capsule": k.missing(i)}
             for p, k in pairs for i, c in enumerate(harness.CALLS)], indent=2))
+    return 0
+
+
+def container_table(clients: list[str]) -> int:
+    calls = tuple(c for c in harness.CALLS if c.name != "pytest")
+    rows = [f"{'client':7} {'call':9} {'plain':>7} {'--local':>8} {'image':>7}  facts plain  --local  image"]
+    with tempfile.TemporaryDirectory(prefix="capsule-bench-agents-") as tmp:
+        Path(tmp).chmod(0o755)
+        for client in clients:
+            plain, local = harness.run_pair(client, Path(tmp) / "pair", calls)
+            inside = harness.run_in_container(client, Path(tmp), calls)
+            totals = [0, 0, 0]
+            kept = [0, 0, 0]
+            for i, call in enumerate(calls):
+                toks = [s.tokens()[i] for s in (plain, local, inside)]
+                got = [len(s.facts[i]) - len(s.missing(i)) for s in (plain, local, inside)]
+                n = len(plain.facts[i])
+                totals = [a + b for a, b in zip(totals, toks)]
+                kept = [a + b for a, b in zip(kept, got)]
+                rows.append(f"{client:7} {call.name:9} {toks[0]:>7} {toks[1]:>8} {toks[2]:>7}  "
+                            f"{got[0]}/{n}{'':9} {got[1]}/{n}{'':5} {got[2]}/{n}")
+            n = sum(len(f) for f in plain.facts)
+            rows.append(f"{client:7} {'TOTAL':9} {totals[0]:>7} {totals[1]:>8} {totals[2]:>7}  "
+                        f"{kept[0]}/{n}{'':9} {kept[1]}/{n}{'':5} {kept[2]}/{n}")
+    print("\n".join(rows))
     return 0
 
 

@@ -66,8 +66,8 @@ def main() -> int:
     for r in rows:
         print(f"{r[0]:<{w[0]}}  {r[1]:>{w[1]}}  {r[2]:<{w[2]}}  {r[3]:>{w[3]}}")
     delta = inspect(with_tag)["Size"] - inspect(without_tag)["Size"]
-    print(f"\nthe agent CLIs (and Node.js's share of them) add {mb(delta)}; build times include the wheelhouse "
-          "and, on a fresh machine, debootstrap")
+    print(f"\nthe agent CLIs add {mb(delta)} (Node.js, poppler and tesseract are in the base of both); build times "
+          "include the wheelhouse, not debootstrap or the CLI layer when those are current")
     if not args.keep:
         subprocess.run(["docker", "image", "rm", with_tag, without_tag], capture_output=True)
     return 0

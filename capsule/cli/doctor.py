@@ -72,6 +72,12 @@ def _usage_store(path: Path) -> dict:
     return info
 
 
+def _retention(state: Path) -> dict:
+    from capsule.store import retention  # noqa: PLC0415
+
+    return retention.describe(state)
+
+
 def _permissions(state: Path) -> dict:
     """The state dir and what is directly in it: anything others can read, write or enter is a
     problem (capsule creates all of it owner-only; an older capsule or a volume may not have)."""
@@ -156,7 +162,8 @@ def collect(role_arg: str | None = None) -> dict:
         "supervisor": running,
         "state": {"dir": str(state), "archive": _store(state / paths.ARCHIVE_DB),
                   "ledger": _store(state / paths.LEDGER_DB), "usage": _usage_store(state / paths.USAGE_DB),
-                  "interrupted": journal.describe(state), "permissions": _permissions(state)},
+                  "interrupted": journal.describe(state), "permissions": _permissions(state),
+                  "retention": _retention(state)},
         "shims": {"dirs": shim.dirs, "first_on_path": shim.first, "present": bool(shim.dirs)},
         "conflicts": found,
         "agent": agent,
@@ -257,7 +264,8 @@ def render(r: dict) -> str:
         if s["exists"]:
             rows = ", ".join(f"{t}={n}" for t, n in s.get("rows", {}).items())
             skipped = f"  skipped transcript lines {s['skipped_lines']}" if s.get("skipped_lines") else ""
-            lines.append(f"{key:<12} {s['bytes']:,} bytes  integrity {s.get('integrity')}  {rows}{skipped}")
+            lines.append(f"{key:<12} {s['bytes']:,} bytes  integrity {s.get('integrity')}  {rows}{skipped}"
+                         f"{_keep(r, key)}")
         else:
             lines.append(f"{key:<12} (none yet) {s['path']}")
     perms = r["state"].get("permissions") or {}
@@ -292,7 +300,7 @@ def render(r: dict) -> str:
     else:
         lines.append(f"proxy        {px.get('state')}{': ' + px['reason'] if px.get('reason') else ''}")
     if px.get("store"):
-        lines.append("  store      " + ", ".join(f"{t}={n}" for t, n in px["store"].items()))
+        lines.append("  store      " + ", ".join(f"{t}={n}" for t, n in px["store"].items()) + _keep(r, "proxy"))
     if r.get("graduation") is not None:
         from capsule.measure import graduation  # noqa: PLC0415
 
@@ -345,6 +353,17 @@ def _render_routing(rt: dict | None) -> list[str]:
     if rt.get("decisions"):
         out.append(f"  decisions  {len(rt['decisions'])} this session; last: {rt['decisions'][-1].get('reason')}")
     return out
+
+
+def _keep(r: dict, key: str) -> str:
+    """A store's retention, on its own line: `keep 90d/512MB, pruned 3 min ago`."""
+    d = (r["state"].get("retention") or {}).get(key)
+    if not isinstance(d, dict):
+        return ""
+    import time  # noqa: PLC0415
+
+    last = f", pruned {(time.time() - d['last_pruned']) / 60:.0f} min ago" if d.get("last_pruned") else ""
+    return f"  keep {d['max_age_days']}d/{d['max_mb']}MB{last}"
 
 
 def cmd_doctor(args) -> int:

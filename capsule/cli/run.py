@@ -276,15 +276,19 @@ def _drain() -> None:
     sys.stderr.flush()
     unindexed = engine.close_stores()      # no SQLite connection may cross the finisher's fork
 
-    def finish() -> None:
+    def finish(detached: bool = True) -> None:
         engine.reopen_stores(unindexed)    # the full-text rows the parent deferred
         engine.drain()
         from capsule.ground import tokens
 
         tokens.save_learned()              # the next run need not search this output's words again
+        if detached:                       # nobody waits on a detached finisher: the stores' retention
+            from capsule.store import retention
+
+            retention.prune_all(engine.state_dir, min_interval_s=retention.settings()["interval_s"])
 
     if not finisher.detach(engine.state_dir, finish):
-        finish()
+        finish(detached=False)
 
 
 def _has_terminal() -> bool:

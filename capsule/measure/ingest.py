@@ -226,7 +226,7 @@ def _route_facts(store: UsageStore, facts: list[dict], report: Report) -> None:
     state = Path(store.path).parent
     try:
         samples = [s for f in facts if f["kind"] == "rate_limits"
-                   for s in quota.from_codex_event(f["payload"], "openai:codex-login", f.get("session"), f["ts"])]
+                   for s in quota.from_codex_event(f["payload"], "openai:codex-rollout", f.get("session"), f["ts"])]
         if samples:
             qs = quota.QuotaStore(state / quota.QUOTA_DB)
             try:

@@ -145,7 +145,9 @@ def from_codex_event(payload: dict, account: str, session: str | None, ts: float
             f"{int(minutes) // 1440}d" if isinstance(minutes, int) else name)
         reset = w.get("resets_at") if isinstance(w.get("resets_at"), (int, float)) else (
             ts + w["resets_in_seconds"] if isinstance(w.get("resets_in_seconds"), (int, float)) else None)
-        out.append(Sample(ts, account, "subscription", "openai", label, float(w["used_percent"]) / 100.0,
+        # plan_type names a ChatGPT plan (a subscription login); with an API key Codex leaves it null
+        regime = "subscription" if limits.get("plan_type") else "unknown"
+        out.append(Sample(ts, account, regime, "openai", label, float(w["used_percent"]) / 100.0,
                           None, reset, session, "rollout"))
     return out
 

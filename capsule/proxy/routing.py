@@ -163,12 +163,24 @@ class RouteSide:
             self._quota = QuotaStore(self.state_dir / QUOTA_DB)
         return self._quota
 
-    def utilization(self, account: str | None) -> tuple[float, str | None]:
+    def utilization(self, account: str | None, regime: str = "unknown",
+                    session: str | None = None) -> tuple[float, str | None]:
+        """The fullest window of this account; with an API key and a role budget, the cost
+        engine's spend windows (today, this session) count as windows too."""
         try:
             from capsule.measure.quota import model, peak  # noqa: PLC0415
 
             q = model(self.quota_store().samples(time.time() - 8 * 86400))
             u, w = peak(q, account)
+            t = self.table
+            if t is not None and regime != "subscription" and (t.budget_usd_day or t.budget_usd_session):
+                from capsule.ground import paths  # noqa: PLC0415
+                from capsule.route.governor import spend_windows  # noqa: PLC0415
+
+                for sw in spend_windows(t.budget_usd_day, t.budget_usd_session, regime=regime, session=session,
+                                        usage_db=self.state_dir / paths.USAGE_DB):
+                    if sw["utilization"] >= u:
+                        u, w = sw["utilization"], sw
             return u, (w or {}).get("name")
         except Exception as exc:  # noqa: BLE001 - no quota known: no degrade
             log.debug("quota read failed: %r", exc)
@@ -181,7 +193,7 @@ class RouteSide:
 
         key = thread_key(api, session, body)
         model, effort = body.get("model"), effort_of(api, body)
-        account, _ = account_of(api, headers)
+        account, regime = account_of(api, headers)
         with self._lock:
             conv = self.conversations.get(key)
             first = conv is None
@@ -193,7 +205,7 @@ class RouteSide:
                 self.stats["conversations"] += 1
             conv.requests += 1
         if first:
-            self._boundary(conv, api, body, account, "conversation start")
+            self._boundary(conv, api, body, account, "conversation start", regime)
         elif _is_new_prompt(api, body):
             self._event("boundary", conv, "user prompt after a finished turn", {"request": conv.requests})
         client_changed = not first and (model != conv.client_model or effort != conv.client_effort)
@@ -225,13 +237,14 @@ class RouteSide:
         conv.sent = sent
         return changed
 
-    def _boundary(self, conv: Conversation, api: str, body: dict, account: str, what: str) -> None:
+    def _boundary(self, conv: Conversation, api: str, body: dict, account: str, what: str,
+                  regime: str = "unknown") -> None:
         self._event("boundary", conv, what, {"model": body.get("model"), "effort": effort_of(api, body)})
         if self.table is None:
             return
         from capsule.route import governor  # noqa: PLC0415
 
-        u, window = self.utilization(account)
+        u, window = self.utilization(account, regime, conv.session)
         choice = governor.choose(self.table, conv.task_class, u, window)
         lane = choice.lane
         role_model = lane.model if (choice.degraded or lane.model_from.startswith("role")) else None

@@ -45,14 +45,20 @@ def budget_windows(role_arg, now: float | None = None, regime: str = "api_key", 
 
     role = role_arg if isinstance(role_arg, Role) else load_role(role_arg)
     routing = role.context.routing or {}
-    day_budget, session_budget = routing.get("budget_usd_day"), routing.get("budget_usd_session")
+    return spend_windows(routing.get("budget_usd_day"), routing.get("budget_usd_session"), now, regime, calls)
+
+
+def spend_windows(day_budget: float | None, session_budget: float | None, now: float | None = None,
+                  regime: str = "api_key", calls: list[dict] | None = None, session: str | None = None,
+                  usage_db=None) -> list[dict]:
+    """The spend windows themselves; `session` given: that session's spend, else the most spent one."""
     if regime == "subscription" or not (day_budget or session_budget):
         return []
     now = time.time() if now is None else now
     if calls is None:
         from capsule.measure.usage import UsageStore  # noqa: PLC0415
 
-        store = UsageStore()
+        store = UsageStore(usage_db)
         try:
             calls = store.calls()
         finally:
@@ -70,8 +76,8 @@ def budget_windows(role_arg, now: float | None = None, regime: str = "api_key", 
         per_session[c["session_id"]] = per_session.get(c["session_id"], 0.0) + usd
     if day_budget:
         out.append(_spend("spend-day", spent_day, day_budget, reset, now))
-    if session_budget and per_session:
-        sid, usd = max(per_session.items(), key=lambda kv: kv[1])
+    if session_budget and (per_session or session):
+        sid, usd = (session, per_session.get(session, 0.0)) if session else max(per_session.items(), key=lambda kv: kv[1])
         out.append({**_spend("spend-session", usd, session_budget, None, now), "session": sid})
     return out
 

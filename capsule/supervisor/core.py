@@ -35,6 +35,7 @@ log = logging.getLogger("capsule.supervisor")
 
 USAGE_INTERVAL_S = 30.0   # transcript ingestion while the agent runs ($JACKIN_CTX_USAGE_INTERVAL)
 USAGE_BUDGET_S = 20.0     # one such pass, at most
+PRUNE_INTERVAL_S = 600.0  # the stores' retention passes (capsule.store.retention), at most this often
 FINAL_INGEST_S = 5.0      # the pass after the agent exits: its status is returned by then, whatever is left
 
 
@@ -260,6 +261,9 @@ class Supervisor:
             from capsule.measure import ingest  # noqa: PLC0415
 
             report = ingest.ingest_default(env=self.agent_env(), budget_s=budget_s)
+            from capsule.store import retention  # noqa: PLC0415
+
+            retention.prune_all(self.state_dir, min_interval_s=PRUNE_INTERVAL_S)   # a batch per store, skipped when busy
             if report.errors:
                 log.warning("usage ingestion: %s", "; ".join(report.errors[:3]))
         except Exception as exc:  # noqa: BLE001 - measuring must never disturb the agent

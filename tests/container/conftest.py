@@ -81,6 +81,10 @@ class Capsule:
         return out.decode()
 
     def ledger(self) -> list[list]:
+        # Rows are written after the shim's reply (deferred; measure-only rows also count what
+        # would have been emitted): a STATUS answers only once they are in (supervisor/server.py).
+        if self.has_socket():
+            self.status()
         return json.loads(self.py(
             "import apsw, json, os\n"
             "p = '/state/context/ledger.db'\n"

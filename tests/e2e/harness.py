@@ -448,6 +448,43 @@ def run_codex(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_env
 RUNNERS = {"claude": run_claude, "codex": run_codex}
 
 
+def run_in_container(client: str, root: Path, calls=CALLS, role: str = "python-dev") -> Session:
+    """The same session with the client inside the capsule image (`capsule up`, no --local): the
+    fake listens on the gateway of a docker network made for this run, the container joins it."""
+    net = f"capsule-bench-{client}-{os.getpid()}"
+    subprocess.run(["docker", "network", "create", net], check=True, capture_output=True)
+    name = f"capsule-bench-{client}-{os.getpid()}"
+    try:
+        gateway = subprocess.run(["docker", "network", "inspect", "-f", "{{(index .IPAM.Config 0).Gateway}}", net],
+                                 check=True, capture_output=True, text=True).stdout.strip()
+        ws = root / f"{client}-container" / "shop"
+        ws.mkdir(parents=True)
+        head = build_workspace(ws)
+        cls = FakeClaudeModel if client == "claude" else FakeCodexModel
+        fake = type("GatewayFake", (cls,), {"host": gateway})(calls)
+        env = ["-e", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "-e", "DISABLE_AUTOUPDATER=1"]
+        if client == "claude":
+            env += ["-e", f"ANTHROPIC_BASE_URL=http://{gateway}:{fake.port}", "-e", "ANTHROPIC_API_KEY=test"]
+            argv = ["claude", "-p", PROMPT, "--allowedTools", "Bash", "--output-format", "json"]
+        else:
+            (ws / ".codex-home").mkdir()
+            (ws / ".codex-home" / "config.toml").write_text(fake.provider_config().replace("127.0.0.1", gateway))
+            env += ["-e", "OPENAI_API_KEY=test", "-e", "CODEX_HOME=/workspace/.codex-home"]
+            argv = ["codex", "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", PROMPT]
+        try:
+            proc = subprocess.run([sys.executable, "-m", "capsule", "up", "--role", role, "--workspace", str(ws),
+                                   "--network", net, "--name", name, *env, "--", *argv],
+                                  capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+            assert proc.returncode == 0, f"{client} (container) exited {proc.returncode}:\n{proc.stderr[-3000:]}"
+            return Session(client, "container", fake.tool_results(), ws, proc.stdout, proc.stderr,
+                           [facts_for(c, head) for c in calls], fake.requests)
+        finally:
+            fake.close()
+    finally:
+        subprocess.run([sys.executable, "-m", "capsule", "down", name, role, "--volumes"], capture_output=True)
+        subprocess.run(["docker", "network", "rm", net], capture_output=True)
+
+
 def run_pair(client: str, root: Path, calls=CALLS) -> tuple[Session, Session]:
     """Plain then capsule mode on two identical fresh workspaces (same commits, same hash)."""
     sessions = []

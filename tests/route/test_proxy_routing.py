@@ -154,3 +154,29 @@ def test_a_429_gets_one_line_with_the_reset_and_no_retry(run, tmp_path, caplog):
         assert len(notices) == 1 and notices[0]["detail"]["resets_at"] == reset
     finally:
         fake.close()
+
+
+def test_an_api_key_session_over_its_spend_budget_degrades_its_next_subagent(tmp_path):
+    """No rate-limit headers at all: the role's budget_usd_session against the cost engine's figures."""
+    from dataclasses import replace
+
+    from capsule.measure.usage import UsageStore, record_usage
+
+    role = load_role("python-dev")
+    table = replace(lanes.resolve(role, "claude", {}, ["claude"]), budget_usd_session=0.05)
+    fake = TimedCacheAPI()
+    server = ProxyServer(Settings(state_dir=tmp_path, anthropic_upstream=fake.url, routing=table,
+                                  agent_kind="claude")).start()
+    try:
+        c = Client(server.url)
+        c.call("subA", session="S4", system=SUB_SYS, tools=TOOLS, model="claude-sonnet-4-5")
+        us = UsageStore(tmp_path / "usage.db")          # the session has spent $0.045 of 0.05 (90%)
+        record_usage("S4", "claude", "claude-sonnet-4-5", "msg_spent", output_tokens=3000, store=us)
+        us.close()
+        c.call("subB", session="S4", system=SUB_SYS, tools=TOOLS, model="claude-sonnet-4-5", prompt="next")
+        assert [e["model"] for e in fake.log] == ["claude-sonnet-4-5", "claude-haiku-4-5"]
+        d = [e for e in read(tmp_path / "ledger.db") if e["kind"] == "decision"][-1]
+        assert d["detail"]["window"] == "spend-session" and d["detail"]["degraded"]
+    finally:
+        server.stop()
+        fake.close()

@@ -263,6 +263,10 @@ def test_codex_degrades_at_the_next_session_start_and_never_inside(codex_run):
     quota = ctx(codex_run, "quota", "--json")
     tokens = next(w for w in quota["windows"] if w["name"] == "tokens" and w["api"] == "openai")
     assert tokens["utilization"] == pytest.approx(0.95) and tokens["regime"] == "api_key"
+    # Codex 0.171 writes the x-codex-primary-* headers into its rollout's rate_limits: ingested too
+    rollout = next(w for w in quota["windows"] if w["account"] == "openai:codex-rollout")
+    assert rollout["name"] == "5h" and rollout["utilization"] == pytest.approx(0.95)
+    assert rollout["resets_at"] == 2_000_000_000
     r = ctx(codex_run, "report", "--json", "--codex-dir", str(codex_run["home"]))["route"]
     assert r["audit"]["capsule_changes"] == 0 and r["audit"]["in_conversation"] == []
     starts = [d for d in r["decisions"] if d["reason"].startswith("session start")]

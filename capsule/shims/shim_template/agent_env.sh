@@ -4,7 +4,11 @@
 # system still sees the original. Invariant: it records the identity of the open files this tool
 # call's output goes to; a shim compresses only output written to exactly those, so a capture, a
 # pipe, `$( )` or a redirection inside the call always gets the command's own bytes.
-if [ -n "${@ENV_CHAIN@-}" ] && [ -r "$@ENV_CHAIN@" ]; then . "$@ENV_CHAIN@"; fi
+# The user's own file first. Emptied while it runs: if it is another capsule-env.sh (a session
+# inside a session) or this one, it must not chain again, forever.
+if [ -n "${@ENV_CHAIN@-}" ] && [ -r "$@ENV_CHAIN@" ]; then
+  __capsule_chain=$@ENV_CHAIN@; @ENV_CHAIN@=; . "$__capsule_chain"; @ENV_CHAIN@=$__capsule_chain; unset __capsule_chain
+fi
 # Shims first on PATH: Codex builds the tool shell's PATH from a login-shell snapshot (/etc/profile
 # resets it), so the PATH capsule launched the agent with is gone by now.
 case ":${PATH-}:" in

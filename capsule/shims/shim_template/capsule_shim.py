@@ -142,6 +142,70 @@ def pump(src, dst, pos):
     return pos
 
 
+def held_elsewhere(fds, since_pid):
+    """Does a process started after our command (its background job) still have one of our
+    captures as its stdout or stderr? Only pids above the command's are looked at (a scan of all
+    of /proc costs ~10 ms; this, a listing and a few stats)."""
+    try:
+        keys = set()
+        for fd in fds:
+            st = os.fstat(fd)
+            keys.add((st.st_dev, st.st_ino))
+        names = os.listdir("/proc")
+    except OSError:
+        return False
+    me = os.getpid()
+    for name in names:
+        if not name.isdigit() or int(name) < since_pid or int(name) == me:
+            continue
+        for n in ("1", "2"):
+            try:
+                st = os.stat("/proc/%s/fd/%s" % (name, n))
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) in keys:
+                return True
+    return False
+
+
+def hand_over(fds, pos, since_pid):
+    """Fork a child that copies what the background job writes to our captures on to the agent's
+    stdout/stderr, punching out what it copied (the memfd does not grow), until nobody else holds
+    them; the shim itself returns the command's status at once, as the shell expects."""
+    try:
+        if os.fork():
+            return
+    except OSError:
+        return
+    try:
+        import ctypes
+        import time
+        libc = ctypes.CDLL(None, use_errno=True)
+        punch = 0x01 | 0x02          # FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE
+        idle = 0.0
+        while True:
+            moved = False
+            for i, fd in enumerate(fds):
+                new = pump(fd, 1 + i, pos[i])
+                if new != pos[i]:
+                    libc.fallocate(fd, punch, ctypes.c_long(0), ctypes.c_long(new))
+                    pos[i], moved = new, True
+            if moved:
+                idle = 0.0
+                continue
+            time.sleep(0.05)
+            idle += 0.05
+            if idle >= 0.5:
+                idle = 0.0
+                if not held_elsewhere(fds, since_pid):
+                    for i, fd in enumerate(fds):
+                        pos[i] = pump(fd, 1 + i, pos[i])
+                    break
+    except BaseException:
+        pass
+    os._exit(0)
+
+
 def ask_engine(path, command, out, err, code, duration_ms, scope, meta=b""):
     s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
@@ -259,7 +323,13 @@ def main():
         code = 128 + os.WTERMSIG(status)
     else:
         code = os.waitstatus_to_exitcode(status)
-    if streaming:
+    if held_elsewhere((out_fd, err_fd), pid):
+        # A background job (`make serve`'s server) still writes to our capture: everything goes raw,
+        # and a child of ours keeps copying it to the agent, freeing what it copied, until it is done.
+        pos = [0, 0] if not streaming else pos
+        pos = [pump(out_fd, 1, pos[0]), pump(err_fd, 2, pos[1])]
+        hand_over((out_fd, err_fd), pos, pid)
+    elif streaming:
         pass             # already written raw, as it came
     elif os.fstat(out_fd).st_size + os.fstat(err_fd).st_size > MAX_BYTES:
         copy_raw(out_fd, 1)  # too big to hand over whole: raw, streamed in chunks (bounded memory)
