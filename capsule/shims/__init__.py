@@ -7,8 +7,11 @@ Invariant: installing twice gives the same files; the shim never imports capsule
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +21,9 @@ from capsule.ground import switches
 
 PROGRAM = "capsule-shim"
 TEMPLATE = Path(__file__).with_name("shim_template") / "capsule_shim.py"
+C_TEMPLATE = TEMPLATE.with_name("capsule_shim.c")
+PY_PROGRAM = PROGRAM + ".py"        # beside a compiled capsule-shim: the Python shim it hands the agent's view to
+PY_DIR = ".py"                      # DIR/.py/<tool> -> ../capsule-shim.py (the tool's name reaches it as argv[0])
 ENV_TEMPLATE = TEMPLATE.with_name("agent_env.sh")
 ENV_FILE = "capsule-env.sh"        # in the shim dir: CLAUDE_ENV_FILE / BASH_ENV for the agent's shells
 TOOLS_FILE = Path(__file__).with_name("tools.txt")
@@ -89,31 +95,105 @@ def render_env(shim_dir: Path) -> str:
     return text
 
 
+def render_c(shim_dir: Path, socket: str | None = None) -> str:
+    def c(value: str) -> str:
+        return json.dumps(value)    # a JSON string of these (paths, names) is a C string literal
+
+    values = {
+        "@GENERATED@": "Generated from capsule/shims/shim_template/capsule_shim.c; do not edit.",
+        "@SHIM_DIR@": c(str(shim_dir)), "@PROGRAM@": c(PROGRAM),
+        "@SOCKET@": c(socket if socket is not None else str(paths.socket_path())),
+        "@PY_DIR@": c(str(shim_dir / PY_DIR)), "@SW_DISABLE@": c(switches.DISABLE),
+        "@SW_NO_SHIMS@": c(switches.NO_SHIMS), "@ENV_SOCKET@": c(switches.SOCKET),
+        "@ENV_MARKER@": c(switches.AGENT_MARKER), "@ENV_NESTED@": c(NESTED), "@ENV_OUT@": c(switches.AGENT_OUT),
+    }
+    text = C_TEMPLATE.read_text(encoding="utf-8")
+    for key, value in values.items():
+        text = text.replace(key, value)
+    return text
+
+
+def compiler() -> str | None:
+    """The system C compiler ($CC, cc, gcc), or None: then the Python shim is installed alone."""
+    for cand in (os.environ.get("CC"), "cc", "gcc"):
+        if cand and shutil.which(cand):
+            return shutil.which(cand)
+    return None
+
+
+def _build(shim_dir: Path, cc: str, socket: str | None) -> bool:
+    """DIR/capsule-shim compiled from the rendered C source; rebuilt only when that source changed."""
+    source = render_c(shim_dir, socket)
+    src, program = shim_dir / (PROGRAM + ".c"), shim_dir / PROGRAM
+    if src.is_file() and src.read_text(encoding="utf-8") == source and _is_elf(program):
+        return True
+    tmp = shim_dir / (PROGRAM + ".build")
+    try:
+        done = subprocess.run([cc, "-O2", "-o", str(tmp), "-x", "c", "-"], input=source.encode(),
+                              capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    if done.returncode != 0 or not _is_elf(tmp):
+        tmp.unlink(missing_ok=True)
+        return False
+    tmp.chmod(0o755)
+    tmp.replace(program)
+    write_atomic(src, source, 0o644)
+    return True
+
+
+def _is_elf(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
 def install(shim_dir: Path | str, names: list[str] | None = None, python: str | None = None,
-            socket: str | None = None) -> list[Path]:
-    """Write DIR/capsule-shim and DIR/<tool> -> capsule-shim for each tool; returns the tool paths."""
+            socket: str | None = None, compiled: bool = True) -> list[Path]:
+    """Write DIR/capsule-shim and DIR/<tool> -> capsule-shim for each tool; returns the tool paths.
+
+    With a C compiler (and `compiled`), DIR/capsule-shim is the compiled shim and the Python shim is
+    DIR/capsule-shim.py behind DIR/.py/<tool>; without one, DIR/capsule-shim is the Python shim."""
     shim_dir = Path(shim_dir).absolute()
     shim_dir.mkdir(parents=True, exist_ok=True)
     program = shim_dir / PROGRAM
     text = render(shim_dir, python, socket)
-    write_atomic(program, text, 0o755)
+    cc = compiler() if compiled else None
+    tools_ = names or tools()
+    if cc and _build(shim_dir, cc, socket):
+        write_atomic(shim_dir / PY_PROGRAM, text, 0o755)
+        # every tool of the directory, not only these: an earlier install's links now run the compiled shim
+        earlier = [p.name for p in shim_dir.iterdir() if p.is_symlink() and os.readlink(p) == PROGRAM]
+        _links(shim_dir / PY_DIR, list(dict.fromkeys([*tools_, *earlier])), "../" + PY_PROGRAM)
+    else:
+        write_atomic(program, text, 0o755)
     write_atomic(shim_dir / ENV_FILE, render_env(shim_dir), 0o644)
+    return _links(shim_dir, tools_, PROGRAM)
+
+
+def _links(where: Path, names: list[str], target: str) -> list[Path]:
+    where.mkdir(parents=True, exist_ok=True)
     written = []
-    for name in names or tools():
-        link = shim_dir / name
-        if link.is_symlink() and os.readlink(link) == PROGRAM:
+    for name in names:
+        link = where / name
+        if link.is_symlink() and os.readlink(link) == target:
             written.append(link)
             continue
         if link.exists() or link.is_symlink():
             link.unlink()
-        link.symlink_to(PROGRAM)
+        link.symlink_to(target)
         written.append(link)
     return written
 
 
 def write_atomic(path: Path, text: str, mode: int) -> None:
-    if path.is_file() and path.read_text(encoding="utf-8") == text:
-        return
+    try:
+        if path.is_file() and path.read_bytes() == text.encode("utf-8"):
+            return
+    except OSError:
+        pass
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.chmod(mode)
@@ -125,6 +205,8 @@ def is_capsule_shim(path: Path) -> bool:
         real = Path(path).resolve()
         with open(real, "rb") as f:
             head = f.read(256)
+            if head.startswith(b"\x7fELF"):     # the compiled shim holds the marker as a string
+                head += f.read(1 << 20)
     except OSError:
         return False
     return MARKER.encode() in head

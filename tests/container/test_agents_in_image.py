@@ -26,7 +26,8 @@ import pytest
 from tests.container.clients import HANDLE, LOG, PY, text, workspace
 from tests.e2e import harness as h
 
-from capsule.agents import notes
+from capsule.policy.manifest import load_role
+from capsule.prompt import pack
 
 CLI = [sys.executable, "-m", "capsule"]
 # A program capturing git inside the agent's call gets git's own bytes (written to the workspace),
@@ -170,12 +171,15 @@ def _files(ws: Path) -> set[str]:
     return out
 
 
-def _check_common(fake, results: list[str], ws: Path, before: set[str], extra: set[str]) -> None:
+def _check_common(fake, results: list[str], ws: Path, before: set[str], extra: set[str], role: Path) -> None:
     raw = _raw_log(ws)
     # the workspace changed only by the agent's own calls: capsule wrote nothing there (no note,
     # no config); the note reached the model from the agent's user-level file in the container
     assert _files(ws) == (before - {"data/orders.json"}) | {"captured.log", "notes.txt"} | extra
-    assert any(notes.NOTE in json.dumps(b, ensure_ascii=False) for b in fake.requests), "the read-door note never reached the model"
+    standing = pack.standing_text(load_role(role).context.output, read_door=True, legend="")
+    line = max(standing.splitlines(), key=len)       # the role's standing text, as the supervisor wrote it
+    assert any(line in json.dumps(b, ensure_ascii=False) for b in fake.requests), \
+        f"capsule's note never reached the model: {line!r}"
     shown, expanded, ops = results[0], results[1], results[2]
     assert HANDLE.search(shown) and len(shown.encode()) < len(raw), f"no compressed shim view:\n{shown[-800:]}"
     assert raw.decode().strip() in expanded, f"ctx_expand did not return the original:\n{expanded[-800:]}"
@@ -193,7 +197,8 @@ def _claude_session(net: tuple[str, str], tmp: Path) -> dict:
     role = _role(tmp, "claude")
     cname = f"capsule-e2e-claude-{os.getpid()}"
     fake = ClaudeScript(gateway)
-    out: dict = {"ws": ws, "fake": fake, "name": cname, "volume": f"capsule-state-{role.stem}", "before": _files(ws)}
+    out: dict = {"ws": ws, "fake": fake, "name": cname, "volume": f"capsule-state-{role.stem}", "before": _files(ws),
+                 "role": role}
     try:
         up = subprocess.run([*CLI, "up", "--role", str(role), "--workspace", str(ws), "--detach", "--name", cname,
                              "--network", name,
@@ -241,7 +246,7 @@ def _codex_session(net: tuple[str, str], tmp: Path) -> dict:
     codex_home = ws / ".codex-home"       # the user's Codex config, inside the workspace for this test
     codex_home.mkdir()
     (codex_home / "config.toml").write_text(fake.provider_config().replace("127.0.0.1", gateway))
-    out: dict = {"ws": ws, "fake": fake, "volume": f"capsule-state-{role.stem}", "before": _files(ws)}
+    out: dict = {"ws": ws, "fake": fake, "volume": f"capsule-state-{role.stem}", "before": _files(ws), "role": role}
     try:
         proc = subprocess.run([*CLI, "up", "--role", str(role), "--workspace", str(ws), "--name",
                                f"capsule-e2e-codex-{os.getpid()}", "--network", name,
@@ -282,7 +287,7 @@ def sessions(image, network, tmp_path_factory):
 # ---- what they show ----------------------------------------------------------------------------
 def test_claude_in_the_image_sees_the_shim_view_expands_it_and_writes_as_the_workspace_owner(sessions):
     s = sessions["claude"]
-    _check_common(s["fake"], s["results"], s["ws"], s["before"], {"child-started.txt", "term-child.txt"})
+    _check_common(s["fake"], s["results"], s["ws"], s["before"], {"child-started.txt", "term-child.txt"}, s["role"])
     assert "ids 501:20" in s["results"][2]
     # every file the agent made belongs to the host user who owns the workspace
     assert set(_owners(s["ws"], ["captured.log", "notes.txt", "child-started.txt", "term-child.txt"]).values()) \
@@ -320,7 +325,7 @@ def test_codex_in_the_image_on_a_root_owned_workspace_and_its_exit_status(sessio
     proc = s["proc"]
     assert proc.returncode == 1, f"{proc.stdout[-1500:]}\n{proc.stderr[-2500:]}"   # Codex's own status
     assert "scripted failure" in proc.stdout + proc.stderr
-    _check_common(s["fake"], s["results"], s["ws"], s["before"], set())
+    _check_common(s["fake"], s["results"], s["ws"], s["before"], set(), s["role"])
     assert "ids 0:0" in s["results"][2]             # root-owned workspace: the agent is root there
     assert set(_owners(s["ws"], ["captured.log", "notes.txt"]).values()) == {(0, 0)}
     assert int(s["usage_rows"]) > 0                 # Codex's rollout, ingested from its CODEX_HOME

@@ -52,8 +52,10 @@ class Env:
         return server.status(self.socket)["served"]
 
 
-@pytest.fixture(scope="module")
-def shimenv(tmp_path_factory):
+@pytest.fixture(scope="module", params=["compiled", "python-only"])
+def shimenv(tmp_path_factory, request):
+    """Every shim test runs against the compiled shim (the default where a C compiler exists) and
+    against the Python shim alone (the fallback without one): the same rules, exit codes, signals."""
     root = tmp_path_factory.mktemp("shims")
     real = root / "real"
     real.mkdir()
@@ -61,7 +63,7 @@ def shimenv(tmp_path_factory):
         (real / name).write_text(body)
         (real / name).chmod(0o755)
     shim_dir = root / "shims"
-    shims.install(shim_dir, names=TOOLS)
+    shims.install(shim_dir, names=TOOLS, compiled=request.param == "compiled")
     state = root / "state"
     env = {k: v for k, v in os.environ.items() if not k.startswith("JACKIN_CTX_")}
     env["JACKIN_CTX_STATE_DIR"] = str(state)

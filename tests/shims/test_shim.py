@@ -129,12 +129,18 @@ def test_loop_guard_skips_shim_dirs_and_reports_missing(shimenv, tmp_path):
     assert got.returncode == 127 and b"command not found" in got.stderr
 
 
-def test_install_is_idempotent_and_uses_the_tool_list(tmp_path):
-    first = shims.install(tmp_path / "s")
-    program = (tmp_path / "s" / shims.PROGRAM).read_text()
-    second = shims.install(tmp_path / "s")
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python-only"])
+def test_install_is_idempotent_and_uses_the_tool_list(tmp_path, compiled):
+    # With a C compiler the Python shim sits beside the compiled one (capsule-shim.py); without
+    # one (or compiled=False) it is capsule-shim itself, as before.
+    first = shims.install(tmp_path / "s", compiled=compiled)
+    script = tmp_path / "s" / (shims.PY_PROGRAM if compiled else shims.PROGRAM)
+    binary = (tmp_path / "s" / shims.PROGRAM).read_bytes()
+    program = script.read_text()
+    second = shims.install(tmp_path / "s", compiled=compiled)
     assert first == second and "git" in [p.name for p in first]
-    assert (tmp_path / "s" / shims.PROGRAM).read_text() == program
+    assert script.read_text() == program and (tmp_path / "s" / shims.PROGRAM).read_bytes() == binary
+    assert binary.startswith(b"\x7fELF") == compiled
     assert program.startswith("#!") and " -IS\n" in program.splitlines()[0] + "\n"
     assert shims.is_capsule_shim(tmp_path / "s" / "git")
     imports = [line for line in program.splitlines() if line.strip().startswith(("import ", "from "))]
