@@ -2,7 +2,8 @@
 
 Runs the real Claude Code and the real Codex against a local fake model API, once plain and once
 under `capsule up --role ROLE --local`, and prints per client: each added tool (capsule's own, and
-the ones the client adds because a server is registered) and the added standing text, in tokens of
+the ones the client adds because a server is registered) and the added standing text (net of the lines it
+replaced: the identity line --append-system-prompt swaps, built-in agent descriptions), in tokens of
 the client's model family (prompt/data/families.toml), next to what `capsule ctx doctor` counts.
 With --write it also records the client-added tools in capsule/prompt/data/client_tools.json
 (captured from a probe server that declares resources, so Claude Code shows its resource tools).
@@ -22,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from capsule.policy.manifest import load_role  # noqa: E402
 from capsule.prompt import budget  # noqa: E402
 from tests.prompt import capture  # noqa: E402
 
@@ -62,7 +64,10 @@ def measured(role: str, root: Path) -> dict:
     for name, family in budget.CLIENT_FAMILY.items():
         run = getattr(capture, name)
         ws = _workspace(root / name)
-        plain = run(ws, root / f"{name}-home").requests[0]          # one home: the same paths in both
+        role_obj = load_role(role)
+        model = role_obj.agent.model if role_obj.agent.kind == name else None
+        same_model = ({"extra": ["--model", model]} if name == "claude" else {"model": model}) if model else {}
+        plain = run(ws, root / f"{name}-home", **same_model).requests[0]   # one home and model: same paths, same prompt
         ours = run(ws, root / f"{name}-home", role=role).requests[0]
         count, label = budget.counter(family)
         added = capture.added_tools(plain, ours)
@@ -71,9 +76,11 @@ def measured(role: str, root: Path) -> dict:
         text_of = capture.claude_system_text if name == "claude" else capture.codex_developer_text
         base, text = text_of(plain), text_of(ours)
         extra = "\n".join(line for line in text.splitlines() if line not in set(base.splitlines()))
+        gone = "\n".join(line for line in base.splitlines() if line not in set(text.splitlines()))
         parts = {"mcp tools": count(budget.compact(mine)) if mine else 0,
                  "client's MCP resource tools": count(budget.compact(theirs)) if theirs else 0,
-                 "added text": count(extra) if extra else 0}
+                 "added text": count(extra) if extra else 0,
+                 "text it replaced": -count(gone) if gone else 0}
         out[name] = {"label": label, "parts": parts, "total": sum(parts.values())}
     return out
 

@@ -47,6 +47,9 @@ def build(args) -> dict:
     out = report.build(data["calls"], data["events"], data["meta"], rows, budget.everything_on())
     out["ingest"] = data["ingest"]
     out["route"] = _route(data["calls"], since)
+    from capsule.prompt import record
+
+    out["by_register"] = record.by_register(out["sessions"], record.runs())
     return out
 
 

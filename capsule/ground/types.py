@@ -8,7 +8,9 @@ Not responsible for finding these facts (the doors and capsule/agents do) or for
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import BinaryIO
+TYPE_CHECKING = False     # typing.TYPE_CHECKING without importing typing: a cold `ctx run` imports none
+if TYPE_CHECKING:         # (tests/cli/test_cold_run.py holds it to that)
+    from typing import BinaryIO
 
 
 @dataclass(frozen=True)

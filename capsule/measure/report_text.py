@@ -27,6 +27,12 @@ def render(r: dict) -> str:
         when = datetime.fromtimestamp(s["first_ts"]).strftime("%m-%d %H:%M") if s["first_ts"] else "?"
         out.append(f"  {when}  {s['agent']:<6} {s['session_id'][:12]:<13} {s['model'][:20]:<21} "
                    f"{s['calls']:>5} calls  {_usd(s['cost_usd']):>10}  read {_share(s['cache_read_share']):>6}")
+    regs = r.get("by_register") or {}
+    if regs and set(regs) != {"unrecorded"}:
+        out.append("  output by register (thinking included): " + "; ".join(
+            f"{reg} {x['output_tokens']:,} in {x['calls']} calls"
+            + (f" ({x['output_per_call']:,.1f}/call)" if x["output_per_call"] is not None else "")
+            for reg, x in regs.items()))
     out.append("")
     out.append("CACHE HEALTH (INV-1 reads from the 2nd call; INV-2 read share >= 85%)")
     bad = [c for c in r["cache"] if c["alert"] or c["busts"] or c["inv1_misses"]]

@@ -119,6 +119,10 @@ def test_register_off_sends_no_register_and_guard_lines_off_sends_none(ws, tmp_p
     assert usage.returncode == 0, usage.stderr
     by = json.loads(usage.stdout)["by_register"]
     assert set(by) == {"off"} and by["off"]["sessions"] == 1 and by["off"]["output_tokens"] > 0
+    report = subprocess.run([sys.executable, "-m", "capsule", "ctx", "report", "--claude-dir", str(home / "claude")],
+                            capture_output=True, text=True, timeout=120, env=capture.base_env(home))
+    assert report.returncode == 0, report.stderr
+    assert f"output by register (thinking included): off {by['off']['output_tokens']:,} in" in report.stdout
 
 
 class _SpawnsExplore(capture.FakeMessages):

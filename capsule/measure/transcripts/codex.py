@@ -21,7 +21,7 @@ TOTAL_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning
 
 
 def _int(v) -> int:
-    return v if isinstance(v, int) and v > 0 else 0
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
 
 
 def usage_buckets(u: dict) -> dict:
@@ -70,7 +70,7 @@ def _line(raw: bytes, origin: str, state: dict, batch: Batch) -> None:
         state["model"] = p["model"]
         state.setdefault("cwd", text(p.get("cwd")))
     elif kind == "token_usage_record" and isinstance(p.get("usage"), dict):
-        state["pending"] = [p.get("response_id"), [p["usage"].get(k) for k in TOTAL_KEYS]]
+        state["pending"] = [text(p.get("response_id")), [_int(p["usage"].get(k)) for k in TOTAL_KEYS]]
     elif kind == "event_msg" and p.get("type") == "token_count":
         _token_count(p, ts, origin, state, batch)
         if isinstance(p.get("rate_limits"), dict) and ts is not None:
@@ -112,7 +112,7 @@ def _token_count(p: dict, ts, origin: str, state: dict, batch: Batch) -> None:
     total, last = info.get("total_token_usage"), info.get("last_token_usage")
     if not isinstance(total, dict) or not isinstance(last, dict):
         return
-    key = [total.get(k) for k in TOTAL_KEYS]
+    key = [_int(total.get(k)) for k in TOTAL_KEYS]     # kept in the file's state (JSON): counts only
     if key == state.get("last_total"):
         return  # a repeated snapshot (trap 2), not a call
     state["last_total"] = key
@@ -120,7 +120,7 @@ def _token_count(p: dict, ts, origin: str, state: dict, batch: Batch) -> None:
     if session is None:
         return
     pending = state.pop("pending", None)
-    last_key = [last.get(k) for k in TOTAL_KEYS]
+    last_key = [_int(last.get(k)) for k in TOTAL_KEYS]
     rid = pending[0] if pending and pending[1] == last_key and isinstance(pending[0], str) else None
     call_id = rid or f"{state.get('thread')}:{total.get('total_tokens')}"
     batch.calls.append(Call(agent=AGENT, call_id=call_id, session_id=session, model=state.get("model"), ts=ts,
