@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-DEFAULT_CORPUS = Path("/work/shared/corpus")
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from capsule.observe.content import reflex  # noqa: E402
+from corpora import shared_corpus  # noqa: E402
 
 DATA_FILE = REPO / "capsule" / "observe" / "content" / "data" / "reflex.json"
 HELD_BACK = 4            # one case in HELD_BACK (by hash of its id) is held back
@@ -204,7 +205,7 @@ def calibrate(corpus: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("corpus", nargs="?", default=str(DEFAULT_CORPUS))
+    ap.add_argument("corpus", nargs="?", default=str(shared_corpus() or ""))
     ap.add_argument("--write", action="store_true", help=f"write {DATA_FILE}")
     args = ap.parse_args(argv)
     result = calibrate(Path(args.corpus))

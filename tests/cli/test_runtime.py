@@ -67,7 +67,8 @@ def test_shims_install_cli(tmp_path):
     got = cli(tmp_path, "shims", "install", str(tmp_path / "s"), "--socket", "/x/engine.sock")
     assert got.returncode == 0, got.stderr
     assert (tmp_path / "s" / "git").is_symlink()
-    assert "DEFAULT_SOCKET = '/x/engine.sock'" in (tmp_path / "s" / "capsule-shim").read_text()
+    # the compiled shim hands the agent's own view to the Python shim, which holds the socket path
+    assert "DEFAULT_SOCKET = '/x/engine.sock'" in (tmp_path / "s" / "capsule-shim.py").read_text()
 
 
 def test_bad_env_pair_is_a_usage_error(tmp_path):
