@@ -9,7 +9,7 @@ marker counts every removed line, and the footer names the archived original.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from capsule.observe import guard
 from capsule.observe.verbatim import is_verbatim

@@ -13,7 +13,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from capsule.observe import tomlcache
+from capsule.ground import tomlcache
 
 SMALL_LINES = 5
 SMALL_TOKENS = 64

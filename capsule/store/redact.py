@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import bisect
 import json
-import os
 import re
 import threading
-import tomllib
 from pathlib import Path
 
-from capsule.ground import switches
+from capsule.ground import switches, tomlcache
 
 MARKER = "[capsule redacted: {kind}]"
 MARKER_RE = re.compile(r"\[capsule redacted: [a-z0-9-]+\]")
@@ -173,7 +171,7 @@ def patterns() -> tuple[list, list, _Pattern]:
 
 
 def _load() -> tuple[list, list, _Pattern]:
-    doc = tomllib.loads(DATA.read_text(encoding="utf-8"))
+    doc = tomlcache.loads(DATA.read_bytes())     # tomllib (and typing) stay off a cold run
     rows = [(p["kind"], p["regex"], 0) for p in doc.get("pattern", [])]
     rows += _detect_secrets(set(doc.get("detect_secrets", {}).get("skip", [])))
     line_kinds = set(doc["lines"]["kinds"])
@@ -187,49 +185,36 @@ def _load() -> tuple[list, list, _Pattern]:
     return whole, by_line, _Pattern("words", doc["lines"]["words"], 0)
 
 
+PATTERNS_FROM_LIBRARY = Path(__file__).parent / "data" / "detect_secrets_patterns.json"
+
+
 def _detect_secrets(skip: set[str]) -> list[tuple[str, str, int]]:
-    """detect-secrets' regex plugins as (kind, pattern, flags). Importing the package costs ~110 ms
-    (it pulls in requests), so its patterns are cached in the state dir, keyed by its files."""
-    cache = _cache_path()
-    if cache is not None:
-        try:
-            return [tuple(x) for x in json.loads(cache.read_text())]
-        except (OSError, ValueError):
-            pass
+    """detect-secrets' regex plugins as (kind, pattern, flags), read from the data file made from the
+    library. Importing the library on the agent's path would cost ~110 ms and open a socket
+    (requests -> urllib3 probes IPv6); tests/store/test_secret_patterns.py fails when the installed
+    detect-secrets yields other patterns than the file, and says how to regenerate it."""
     try:
-        from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-        from detect_secrets.plugins.base import RegexBasedDetector
-    except Exception:  # noqa: BLE001 - not installed: capsule's own patterns still apply
-        return []
+        rows = json.loads(PATTERNS_FROM_LIBRARY.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []                       # capsule's own patterns still apply
+    return [(kind, source, flags) for cls, kind, source, flags in rows if cls not in skip]
+
+
+def patterns_from_library() -> list[list]:
+    """[class, kind, pattern, flags] for every regex plugin of the installed detect-secrets (dev tool:
+    writes nothing; `python -m capsule.store.redact > capsule/store/data/detect_secrets_patterns.json`)."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.plugins.base import RegexBasedDetector
+
     rows = []
     for secret_type, cls in sorted(get_mapping_from_secret_type_to_class().items()):
-        if cls.__name__ in skip or not issubclass(cls, RegexBasedDetector):
+        if not issubclass(cls, RegexBasedDetector):
             continue
         kind = re.sub(r"[^a-z0-9]+", "-", secret_type.lower()).strip("-")
-        rows += [(kind, rx.pattern, rx.flags & ~re.UNICODE) for rx in cls.denylist if isinstance(rx.pattern, str)]
-    if cache is not None:
-        try:
-            from capsule.ground import paths
-
-            paths.private_dir(cache.parent)
-            paths.write_private(cache, json.dumps(rows))
-        except OSError:
-            pass
+        rows += [[cls.__name__, kind, rx.pattern, rx.flags & ~re.UNICODE]
+                 for rx in cls.denylist if isinstance(rx.pattern, str)]
     return rows
 
 
-def _cache_path() -> Path | None:
-    try:
-        import importlib.util
-
-        from capsule.ground import paths
-
-        spec = importlib.util.find_spec("detect_secrets")
-        if spec is None or not spec.origin:
-            return None
-        st = os.stat(spec.origin)
-        me = os.stat(DATA)
-        key = f"{st.st_size}-{st.st_mtime_ns}-{me.st_size}-{me.st_mtime_ns}"
-        return paths.state_dir() / "cache" / f"secret-patterns-{key}.json"
-    except Exception:  # noqa: BLE001 - no cache: load from the package each time
-        return None
+if __name__ == "__main__":
+    print(json.dumps(patterns_from_library(), indent=0))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from pathlib import Path
 
-from capsule.observe import tomlcache
+from capsule.ground import tomlcache
 
 _TOKEN = re.compile(r"\d+|[^\W\d_]+|_+|\s+|[^\w\s]")
 

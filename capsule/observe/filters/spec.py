@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from capsule.observe import tomlcache
+from capsule.ground import tomlcache
 
 ALLOWED_KEYS = {
     "description", "match", "strip_ansi", "replace", "strip_lines", "keep_lines", "protect",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from capsule.observe import tomlcache
+from capsule.ground import tomlcache
 
 _GIT_GLOBAL_WITH_VALUE = {"-C", "-c", "--git-dir", "--work-tree", "--namespace"}
 _GIT_GLOBAL_FLAGS = {"--no-pager", "--paginate", "-p", "--no-replace-objects", "--bare", "--literal-pathspecs"}

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import capsule
-from capsule.observe import tomlcache
+from capsule.ground import tomlcache
 
 FILES = sorted(Path(capsule.__file__).parent.rglob("*.toml"))
 

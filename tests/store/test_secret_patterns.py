@@ -1,0 +1,24 @@
+"""The secret patterns capsule ships from detect-secrets are the installed library's own: the engine
+reads them from a data file (importing the library costs ~110 ms and opens a socket), and this test
+fails when a detect-secrets release changes them."""
+
+import json
+import sys
+
+from capsule.store import redact
+
+
+def test_the_shipped_patterns_are_the_installed_detect_secrets_patterns():
+    shipped = json.loads(redact.PATTERNS_FROM_LIBRARY.read_text())
+    live = redact.patterns_from_library()
+    assert len(live) > 20
+    assert shipped == live, ("detect-secrets changed its patterns: regenerate with "
+                             "`python -m capsule.store.redact > capsule/store/data/detect_secrets_patterns.json`")
+
+
+def test_the_engine_redacts_with_them_without_importing_the_library():
+    sys.modules.pop("detect_secrets", None)
+    redact._patterns = None
+    text, n = redact.redact_text("token ghp_" + "a1B2c3D4e5" * 4 + "\n")   # a GitHub token: detect-secrets' plugin
+    assert n == 1 and "ghp_" not in text
+    assert "detect_secrets" not in sys.modules
