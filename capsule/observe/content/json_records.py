@@ -90,8 +90,9 @@ def compact(values: list[str]) -> str:
 
     for v in values:
         m = _NUMBERED.match(v)
+        # the next number written as its predecessor was: same zero padding (ord-00009, ord-00010)
         if m and run and m.group(1) == run[-1][0] and int(m.group(2)) == run[-1][1] + 1 \
-                and len(m.group(2)) == len(str(run[-1][1] + 1)):
+                and m.group(2) == str(run[-1][1] + 1).zfill(len(run[-1][2]) - len(run[-1][0])):
             run.append((m.group(1), int(m.group(2)), v))
             continue
         close()
