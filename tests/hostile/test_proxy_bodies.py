@@ -30,6 +30,17 @@ def _body(result: str, session: str, tool_id: str = "toolu_1") -> bytes:
                                                                   "content": result}]}]}).encode()
 
 
+def _many(results: list[str], session: str) -> bytes:
+    messages = [{"role": "user", "content": "read them"}]
+    for k, result in enumerate(results):
+        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"toolu_{k}", "name": "Read",
+                                                        "input": {"file_path": f"/w/a{k}"}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{k}",
+                                                   "content": result}]}]
+    return json.dumps({"model": "claude-x", "metadata": {"user_id": json.dumps({"session_id": session})},
+                       "messages": messages}).encode()
+
+
 @pytest.fixture
 def up():
     rec = Recorder()
@@ -127,8 +138,8 @@ def test_one_conversations_long_engine_work_does_not_hold_anothers_request(state
     try:
         assert _post(proxy, _body(LOG, "s-warm", "toolu_w")).status_code == 200    # the engine's imports
 
-        def a():
-            _post(proxy, _body(slow, "conv-A", "toolu_a"))
+        def a():   # four results of its own: seconds of engine work in one request, whatever one costs
+            _post(proxy, _many([slow.replace("svc-", f"svc{k}-") for k in range(4)], "conv-A"))
             done["A"] = time.monotonic()
 
         th = threading.Thread(target=a)
