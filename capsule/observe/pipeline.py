@@ -139,6 +139,7 @@ def run(obs: Observation, archive, *, mode: str, languages: tuple[str, ...], mea
     if intent and cls.transform_id == "default" and not cls.passthrough:
         # No tool-specific filter knows this output, but the step's goal is known.
         cls = replace(cls, transform_id="reflex", reason=cls.reason + "; intent known: reflex")
+    stated = intent  # what the ledger keeps: the client's own goal, not what the session added to it
     if salient:      # (after the reflex choice: a session's failures do not make every output a reflex read)
         from capsule.observe.salience import with_intent
 
@@ -147,7 +148,7 @@ def run(obs: Observation, archive, *, mode: str, languages: tuple[str, ...], mea
                   mode="standard" if mode == "measure" else mode, path=obs.path, languages=languages,
                   filter_id=cls.filter_id)
     em = process(raw, ctx, archive, cls, measure_only=measure_only)
-    em.raw_bytes, em.intent = len(raw), intent
+    em.raw_bytes, em.intent = len(raw), stated
     if obs.limit is not None and obs.budget is not None and not measure_only:
         em = _fit(em, raw, obs.command, obs.limit, obs.budget, archive)
     return em
