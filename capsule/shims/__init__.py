@@ -1,8 +1,8 @@
 """Shim installation: write the one thin shim program and a name for each tool it covers.
 
-Not responsible for what the shim does at run time (shim_template/capsule_shim.py, which must
-stay import-free) nor for the engine behind the socket (supervisor/server.py).
-Invariant: installing twice gives the same files; the shim never imports capsule.
+Not responsible for what the shims do at run time (shim_template/: capsule_shim.c decides,
+capsule_capture.c captures, capsule_shim.py the import-free fallback) nor for the engine behind the
+socket (supervisor/server.py). Invariant: installing twice gives the same files; no shim imports capsule.
 """
 
 from __future__ import annotations
