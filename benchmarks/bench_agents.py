@@ -1,11 +1,12 @@
 """What the model sees through the real agent clients, plain vs capsule, in one run.
 
-Runs the four-call session of issue 9 (failing pytest, `git log --stat -15`, `cat` of a 400-row JSON
-export with one failed row, `grep -rn TODO src`) through the real Claude Code and the real Codex,
+Runs the session of issues 9 and 25 (a failing pytest naming `refund_half`, `git log --stat -15`,
+`cat` of 400 records with one failed as a JSON array written one record a line and as JSON Lines,
+`grep -rn TODO src` with one decisive hit among 300 routine ones) through the real Claude Code and the real Codex,
 each driven by a scripted fake model on 127.0.0.1, once plain and once under
 `capsule up --role python-dev --local`, and prints per call and per client: tool-result tokens
 (cl100k) plain and capsule, their ratio, and how many of the needed facts the model saw.
-Target (issue 9): capsule <= 0.60 of plain, every fact kept.
+Target (issue 25): capsule <= 0.55 of plain for each client, every fact kept.
 
     python benchmarks/bench_agents.py [--client claude|codex] [--json FILE]
     python benchmarks/bench_agents.py --container    # also inside the capsule image (`capsule up`,

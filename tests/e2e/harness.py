@@ -1,8 +1,11 @@
-"""The four-call agent session of issue 9, run through the real Claude Code and the real Codex.
+"""The agent session of issues 9 and 25, run through the real Claude Code and the real Codex.
 
-A scripted fake model (local Messages / Responses API on 127.0.0.1) asks for the same four shell
-calls in plain mode (`claude …` / `codex …`) and in capsule mode (`capsule up --role python-dev
---local -- claude|codex …`); the tool results the fake receives are what the model would see.
+A scripted fake model (local Messages / Responses API on 127.0.0.1) asks for the same shell calls
+in plain mode (`claude …` / `codex …`) and in capsule mode (`capsule up --role python-dev --local --
+claude|codex …`); the tool results the fake receives are what the model would see. The session is
+issue 25's: a failing test that names `refund_half`, `git log --stat`, 400 records as a JSON array
+written one record a line and the same records as JSON Lines (one failed), and a `grep -rn TODO`
+whose decisive hit differs from 300 routine ones.
 Not a model and not a judge of style: it checks named facts and counts cl100k tokens.
 Shared by tests/e2e/test_agents_e2e.py and benchmarks/bench_agents.py (one place for the session).
 """
@@ -39,10 +42,11 @@ class Call:
 # ---- the fixture workspace (made with the real git and pytest; deterministic) ----------------------
 BAD_ID = "ord-00251"
 BAD_ERROR = "card_declined: issuer timeout after 30s (gateway=adyen, attempt=3)"
-DECISIVE = "src/shop/checkout.py:39:    # TODO: retry on 502 is disabled here; this is why checkout drops orders"
+DECISIVE = "src/shop/refunds.py:5:    # TODO refund_half subtracts one cent before rounding"
 HEAD_SUBJECT = "checkout: stop retrying payment capture on gateway 502"
-FAILING_TEST = "test_bulk_discount_applies_over_ten_items"
-FAILING_ASSERT = "assert 90.0 == 81.0"
+FAILING_TEST = "test_refund_half_of_an_even_total"
+FAILING_ASSERT = "assert 4.99 == 5.0"
+ROUTINE_TODOS = 300       # `# TODO tidy imports in module D.M`, the template the decisive hit breaks
 
 CALLS = (
     Call("pytest", "python -m pytest tests", "Run the test suite",
@@ -51,12 +55,15 @@ CALLS = (
          ("HEAD_HASH", HEAD_SUBJECT)),
     Call("cat json", "cat data/orders.json", "Read the order export to find the failed order",
          (BAD_ID, BAD_ERROR)),
-    Call("grep", "grep -rn TODO src", "Find the TODO that explains why checkout drops orders",
+    Call("cat jsonl", "cat data/orders.jsonl", "Read the order event stream to find the failed order",
+         (BAD_ID, BAD_ERROR)),
+    Call("grep", "grep -rn TODO src", "Find the TODO that explains the failing refund",
          (DECISIVE.split(":", 2)[2].strip(),)),
 )
 
 _MODULES = ("cart", "catalog", "checkout", "customers", "inventory", "invoices", "payments", "shipping",
             "taxes", "reports", "search", "users")
+_STEPS = ROUTINE_TODOS // len(_MODULES)
 
 
 def _git(ws: Path, *args: str, date: str | None = None) -> str:
@@ -69,9 +76,10 @@ def _git(ws: Path, *args: str, date: str | None = None) -> str:
 
 
 def _module_text(name: str, rev: int) -> str:
+    d = _MODULES.index(name) + 1
     lines = [f'"""The {name} module of the demo shop (revision {rev})."""', ""]
-    for i in range(12):
-        lines += [f"def {name}_step_{i}(value):", f"    # TODO: {name} step {i} should validate its input",
+    for i in range(_STEPS):
+        lines += [f"def {name}_step_{i}(value):", f"    # TODO tidy imports in module {d}.{i + 1}",
                   f"    return value + {i + rev}", ""]
     return "\n".join(lines)
 
@@ -84,13 +92,11 @@ RETRIES = 0
 
 
 def capture(gateway, order):
-    # TODO: log the gateway response code
     response = gateway.capture(order["total"])
     return response
 
 
 def backoff(attempt):
-    # TODO: make the base delay configurable
     return min(2 ** attempt, 30)
 
 
@@ -109,12 +115,10 @@ def attempt_capture(gateway, order):
 
 
 def checkout(gateway, order):
-    # TODO: emit a metric per checkout
     if not order.get("items"):
         raise ValueError("empty order")
     if response_code(gateway) == 502:
         return None
-    # TODO: retry on 502 is disabled here; this is why checkout drops orders
     return attempt_capture(gateway, order)
 
 
@@ -122,27 +126,38 @@ def response_code(gateway):
     return getattr(gateway, "last_code", 200)
 '''
 
+REFUNDS = '''"""Refunds: give back part of an order's total."""
+
+
+def refund_half(total):
+    # TODO refund_half subtracts one cent before rounding
+    return round(total / 2 - 0.01, 2)
+
+
+def refund_full(total):
+    return round(total, 2)
+'''
+
 PRICES = '''def bulk_price(unit, quantity):
     total = unit * quantity
     if quantity > 10:
-        total = total * 1.0  # the bulk discount was lost in a refactor
+        total = total * 0.9
     return round(total, 2)
 '''
 
 
 def _tests_text() -> str:
-    parts = ["import pytest", "", "from shop.prices import bulk_price", ""]
+    parts = ["import pytest", "", "from shop.prices import bulk_price", "from shop.refunds import refund_half", ""]
     for i in range(40):
         parts += [f"def test_price_case_{i:02d}():", f"    assert bulk_price({i + 1}.0, 1) == {i + 1}.0", ""]
-    parts += [f"def {FAILING_TEST}():", "    assert bulk_price(9.0, 10) == 90.0",
-              "    assert bulk_price(9.0, 10) == 90.0", "    assert bulk_price(0.9, 100) == 81.0", ""]
+    parts += [f"def {FAILING_TEST}():", "    assert refund_half(10.0) == 5.0", ""]
     parts += ["@pytest.mark.parametrize('quantity', range(1, 21))",
               "def test_small_orders_have_no_discount(quantity):",
               "    assert bulk_price(2.0, quantity) == 2.0 * quantity or quantity > 10", ""]
     return "\n".join(parts)
 
 
-def _orders() -> str:
+def _orders() -> list[dict]:
     rows = []
     for i in range(1, 401):
         row = {"id": f"ord-{i:05d}", "customer": f"cust-{(i * 37) % 211:04d}", "status": "shipped",
@@ -151,7 +166,17 @@ def _orders() -> str:
         if row["id"] == BAD_ID:
             row.update(status="failed", error=BAD_ERROR)
         rows.append(row)
-    return json.dumps(rows, indent=2) + "\n"
+    return rows
+
+
+def _orders_json() -> str:
+    """A JSON array written one record a line (what `json.dump` per row, pandas `to_json(lines=False)`
+    with a line per row, and many exporters write)."""
+    return "[\n" + ",\n".join(json.dumps(r) for r in _orders()) + "\n]\n"
+
+
+def _orders_jsonl() -> str:
+    return "".join(json.dumps(r) + "\n" for r in _orders())
 
 
 def build_workspace(ws: Path) -> str:
@@ -168,16 +193,20 @@ def build_workspace(ws: Path) -> str:
         if n == 0:
             (ws / "src" / "shop" / "__init__.py").write_text("")
             (ws / "src" / "shop" / "prices.py").write_text(PRICES)
+            (ws / "src" / "shop" / "refunds.py").write_text(REFUNDS)
             (ws / "tests" / "test_prices.py").write_text(_tests_text())
             (ws / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["src"]\n')
-            (ws / "data" / "orders.json").write_text(_orders())
+            (ws / "data" / "orders.json").write_text(_orders_json())
+            (ws / "data" / "orders.jsonl").write_text(_orders_jsonl())
         _git(ws, "add", "-A")
         _git(ws, "commit", "-q", "-m", f"{touched[0]}: revision {n} of the {' and '.join(touched)} steps",
              "-m", f"Refs #{100 + n}.", date=day)
-    (ws / "src" / "shop" / "checkout.py").write_text(CHECKOUT)
+    # the head commit rewrites checkout's top and keeps its routine steps (and their TODOs)
+    (ws / "src" / "shop" / "checkout.py").write_text(CHECKOUT + "\n\n" + _module_text("checkout", 18).split("\n", 2)[2])
     _git(ws, "add", "-A")
     _git(ws, "commit", "-q", "-m", HEAD_SUBJECT, date="2026-10-20T10:00:00+00:00")
-    assert DECISIVE.split(":", 2)[2] == (ws / "src/shop/checkout.py").read_text().splitlines()[38]
+    path, line, text = DECISIVE.split(":", 2)
+    assert text == (ws / path).read_text().splitlines()[int(line) - 1]
     return _git(ws, "rev-parse", "HEAD").strip()
 
 

@@ -1,8 +1,10 @@
-"""Issue 9 "Done means": the four-call session through the real Claude Code and the real Codex,
-default settings, scripted fake models on 127.0.0.1, plain vs `capsule up --role python-dev --local`.
+"""Issues 9 and 25 "Done means": the session of tests/e2e/harness.py (a failing test naming
+`refund_half`, `git log --stat`, 400 records as a one-record-a-line JSON array and as JSON Lines, a
+grep whose decisive hit differs from 300 routine ones) through the real Claude Code and the real
+Codex, default settings, scripted fake models on 127.0.0.1, plain vs `capsule up --role python-dev --local`.
 
 In capsule mode every fact the model needs is in the tool results it receives, and the tool-result
-tokens are at most 60% of plain mode in the same run. Each client's pair of sessions runs once per
+tokens are at most 55% of plain mode in the same run. Each client's pair of sessions runs once per
 module (benchmarks/bench_agents.py prints the same table).
 """
 
@@ -12,7 +14,7 @@ import pytest
 
 from tests.e2e import harness
 
-TARGET = 0.60
+TARGET = 0.55
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +39,7 @@ def test_capsule_mode_shows_the_model_every_fact(runs, client):
 
 
 @pytest.mark.parametrize("client", ["claude", "codex"])
-def test_capsule_mode_costs_at_most_60_percent_of_plain_tool_result_tokens(runs, client):
+def test_capsule_mode_costs_at_most_55_percent_of_plain_tool_result_tokens(runs, client):
     plain, cap = runs(client)
     ratio = sum(cap.tokens()) / sum(plain.tokens())
     assert ratio <= TARGET, f"{client}: {ratio:.2f} of plain\n{harness.table([(plain, cap)])}"

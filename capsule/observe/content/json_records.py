@@ -3,9 +3,9 @@ streams get the record sampling of pretty JSON (json_anomaly.sample: head, tail,
 shown as the input's own lines; and the keys that identify a record are never sampled away.
 
 Not responsible for pretty or nested JSON (json_reduce) nor for choosing between forms (json_crusher).
-Invariant: every shown record line is byte-exact, in order; a record not shown still has its
-identifying value (id, _id, name, version, key, uuid, or a key unique across the records) named
-on the header line; deterministic.
+Invariant: every shown record line is byte-exact, in order; every record that reports an error (by
+its non-empty values) is shown; a record not shown still has its identifying value (id, _id, name,
+version, key, uuid, or a key unique across the records) named on the header line; deterministic.
 """
 
 from __future__ import annotations
@@ -113,6 +113,23 @@ def identity_line(records: list, kept: set[int], path: str = "(root)") -> str | 
     return f"{path}: {key} of the {len(hidden)} records not shown: " + compact([str(records[i][key]) for i in hidden])
 
 
+def _empty(v) -> bool:
+    return v is None or v is False or v == 0 or v == "" or v == [] or v == {}
+
+
+def error_records(records: list[dict], lines: list[str]) -> set[int]:
+    """Records whose line is verbatim-class (an error, failure, warning…) once its empty fields are
+    left out: `"error": null`, `"errors": 0`, `"failed": false` name an error that did not happen,
+    and on every record of an export they would make every line an error line."""
+    from capsule.observe.verbatim import is_verbatim, verbatim_flags
+
+    out = set()
+    for k, flagged in enumerate(verbatim_flags(lines)):
+        if flagged and is_verbatim(json_text.dumps({key: v for key, v in records[k].items() if not _empty(v)})):
+            out.add(k)
+    return out
+
+
 def sampled_lines(text: str, intent: str | None, min_rows: int) -> TransformResult | None:
     """The record-lines layout sampled like pretty JSON, each shown record its own original line."""
     found = record_lines(text)
@@ -123,10 +140,11 @@ def sampled_lines(text: str, intent: str | None, min_rows: int) -> TransformResu
 
     where, records = found
     s = sample(records, intent)
-    kept = set(s.kept)
+    lines = text.split("\n")
+    errors = error_records(records, [lines[i].strip() for i in where]) - set(s.kept)
+    kept = set(s.kept) | errors
     if len(kept) == len(records):
         return None
-    lines = text.split("\n")
     record_at = {line: k for k, line in enumerate(where)}
     out, removals = [], []
     for i, ln in enumerate(lines):
@@ -139,8 +157,9 @@ def sampled_lines(text: str, intent: str | None, min_rows: int) -> TransformResu
         else:
             removals.append(Removal("record sampled out (no anomaly)", 1, i + 1, i + 1, ln.strip()[:120]))
     anomalous = len(s.why)
+    reporting = f", reporting an error {len(errors)}" if errors else ""
     head = (f"# sampled: {len(kept)} of {len(records)} records shown, one a line as written (first "
-            f"{min(3, len(records))}, last 1, anomalous {anomalous}); schema {s.schema}")
+            f"{min(3, len(records))}, last 1, anomalous {anomalous}{reporting}); schema {s.schema}")
     ident = identity_line(records, kept)
     if ident:
         head += "\n# " + ident

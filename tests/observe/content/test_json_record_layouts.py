@@ -87,3 +87,21 @@ def test_npm_view_array_of_version_documents_keeps_every_version(tmp_path):
     head = out.splitlines()[0]
     shown = set(re.findall(r'"version": "([^"]+)"', out))
     assert {d["version"] for d in docs} <= expand(head.split("version of the", 1)[1]) | shown
+
+
+def test_an_empty_error_field_on_every_record_is_no_error(tmp_path):
+    # exports often carry `"error": null` on every row: that names no error, so the rows are sampled;
+    # the rows whose error has a value are each kept, as written (both layouts, read with the real cat)
+    recs = [{"id": f"ord-{i:05d}", "status": "shipped", "total": round(10 + i * 7.31 % 400, 2), "error": None}
+            for i in range(1, 401)]
+    for i, why in ((50, "card_declined: issuer timeout after 30s"), (251, "refund failed: gateway 502"),
+                   (333, "address not found")):
+        recs[i].update(status="failed", error=why)
+    lines = [json.dumps(r) for r in recs]
+    for name, text in (("orders.json", "[\n" + ",\n".join(lines) + "\n]\n"), ("orders.jsonl", "\n".join(lines) + "\n")):
+        raw = cat(tmp_path, name, text)
+        out = Engine(tmp_path / "st", mode="standard", scope="t").observe(
+            Observation(raw, command=f"cat {name}")).data.decode()
+        shown = {ln.rstrip(",") for ln in out.splitlines()}
+        assert {lines[50], lines[251], lines[333]} <= shown, out[:2000]
+        assert tokens.count(out) < tokens.count_bytes(raw) // 10, out[:2000]
