@@ -11,7 +11,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <locale.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -24,8 +23,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <wchar.h>
-#include <wctype.h>
 
 __attribute__((used)) static const char marker[] = "# capsule-shim: compiled capture";
 
@@ -115,10 +112,39 @@ static double stream_after(void) {
     return end == v || *end ? STREAM_AFTER_S : d;
 }
 
-/* Python's str.isalnum for one argument's characters; non-ASCII decoded as UTF-8 (invalid bytes,
- * surrogates in Python's surrogateescape, are not alnum) */
+/* the code points above ASCII for which Python's str.isalnum() holds, as ranges (install renders
+ * them from the installing Python's unicodedata) */
+static const unsigned int ALNUM[][2] = {@ALNUM@};
+
+static int alnum_cp(unsigned int cp) {
+    size_t lo = 0, hi = sizeof ALNUM / sizeof *ALNUM;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (cp < ALNUM[mid][0]) hi = mid;
+        else if (cp > ALNUM[mid][1]) lo = mid + 1;
+        else return 1;
+    }
+    return 0;
+}
+
+/* One strict UTF-8 character at c (its length), or 0 where Python's surrogateescape would escape. */
+static int utf8(const unsigned char *c, unsigned int *cp) {
+    int n = c[0] >= 0xF0 ? 4 : c[0] >= 0xE0 ? 3 : c[0] >= 0xC2 ? 2 : 0;
+    if (!n || c[0] > 0xF4) return 0;
+    unsigned int v = c[0] & (0x3F >> (n - 1));
+    for (int i = 1; i < n; i++) {
+        if ((c[i] & 0xC0) != 0x80) return 0;
+        v = (v << 6) | (c[i] & 0x3F);
+    }
+    static const unsigned int least[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (v < least[n] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
+    *cp = v;
+    return n;
+}
+
+/* capsule_shim.py's quote(): an argument passes bare when every character is str.isalnum() or one
+ * of @%+=:,./-_ (arguments are UTF-8 with surrogateescape: an invalid byte is never alnum) */
 static int plain(const char *arg) {
-    static int locale = 0;
     if (!*arg) return 0;
     for (const unsigned char *c = (const unsigned char *)arg; *c;) {
         if (*c < 0x80) {
@@ -127,13 +153,9 @@ static int plain(const char *arg) {
             c++;
             continue;
         }
-        if (!locale) locale = setlocale(LC_CTYPE, "C.UTF-8") ? 1 : -1;
-        if (locale < 0) return 0;
-        mbstate_t st;
-        memset(&st, 0, sizeof st);
-        wchar_t wc;
-        size_t n = mbrtowc(&wc, (const char *)c, strlen((const char *)c), &st);
-        if (n == (size_t)-1 || n == (size_t)-2 || n == 0 || !iswalnum((wint_t)wc)) return 0;
+        unsigned int cp;
+        int n = utf8(c, &cp);
+        if (!n || !alnum_cp(cp)) return 0;
         c += n;
     }
     return 1;
