@@ -8,9 +8,7 @@ Not responsible for finding these facts (the doors and capsule/agents do) or for
 from __future__ import annotations
 
 from dataclasses import dataclass
-TYPE_CHECKING = False     # typing.TYPE_CHECKING without importing typing: a cold `ctx run` imports none
-if TYPE_CHECKING:         # (tests/cli/test_cold_run.py holds it to that)
-    from typing import BinaryIO
+from io import BufferedIOBase
 
 
 @dataclass(frozen=True)
@@ -70,7 +68,7 @@ class Observation:
     duration_ms: float | None = None
     mode: str | None = None          # the door's mode override; else the engine's
     languages: tuple[str, ...] = ()
-    spool: BinaryIO | None = None
+    spool: BufferedIOBase | None = None
     size: int = 0
     digest: str = ""
     view: str | None = None          # what the door sends

@@ -378,21 +378,17 @@ def _field_outliers(idx: list[int], tokens: list[list[str]], width: int) -> set[
             rare = {v for v, c in values.items() if _rare(c, total)}
             keep |= {i for i, v in zip(idx, column) if v in rare}
         elif numeric:
-            med = _median(nums)
-            spread = _median([abs(x - med) for x in nums])
+            # statistics (with fractions, decimal, random: ~4 ms) is loaded only when a numeric,
+            # unordered column reaches here, not on every cold `ctx run` (tests/cli/test_cold_run.py)
+            from statistics import median  # noqa: PLC0415
+
+            med = median(nums)
+            spread = median([abs(x - med) for x in nums])
             bar = max(OUTLIER_FACTOR * abs(med), med + OUTLIER_FACTOR * spread, 1.0)
             high = [i for i, x in zip(idx, nums) if x > bar]
             if _rare(len(high), total):
                 keep |= set(high)
     return keep
-
-
-def _median(nums: list[float]) -> float:
-    """statistics.median's own arithmetic (sorted, middle or mean of the two middles): the module
-    imports fractions, decimal and random, ~3 ms of a cold `ctx run`, for these two lines."""
-    data = sorted(nums)
-    half = len(data) // 2
-    return data[half] if len(data) % 2 else (data[half - 1] + data[half]) / 2
 
 
 def _numbers(values) -> bool:
