@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "route"))
 
-from fake_api import TimedCacheAPI, ramp  # noqa: E402
+from tests.fakes.cache import TimedCacheMessages as TimedCacheAPI, ramp  # noqa: E402
 from test_route_real_clients import ROLE, SESSIONS, STEPS, script  # noqa: E402
 
 from capsule.measure import cost  # noqa: E402

@@ -2,7 +2,7 @@
 
 The real Claude Code runs the same scripted 10-call session (ls -la, git log --stat, git status, six
 echos) plain and under `capsule up --local`, against a fake Messages API that reports the usage the
-prompt cache would really report for the bytes it received (tests/measure/fake_usage.py,
+prompt cache would really report for the bytes it received (tests/fakes/cache.py,
 FakeCachingAnthropic: ~4 bytes a token, reads = longest previously written breakpoint prefix).
 `capsule ctx report --json` then reads the transcripts and the ledger. Prints one table.
 
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.measure import clients  # noqa: E402
-from tests.measure.fake_usage import FakeCachingAnthropic  # noqa: E402
+from tests.fakes.cache import CachingMessages as FakeCachingAnthropic  # noqa: E402
 from tests.measure.test_cache_real_client import script  # noqa: E402
 
 

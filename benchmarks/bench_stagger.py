@@ -1,6 +1,6 @@
 """Spawn stagger: N simultaneous same-prefix subagent requests through the proxy, stagger off vs on.
 
-A fake Messages API models the prompt cache in time (tests/route/fake_api.py, TimedCacheAPI): a
+A fake Messages API models the prompt cache in time (tests/fakes/cache.py, TimedCacheMessages): a
 prefix is readable only once the first answer that wrote it has started streaming; writing the
 shared prefix delays the first byte by --ttft-write seconds, reading it by --ttft-read. Counts the
 prefix writes the fake saw and each request's time to its last byte. Prints one table.
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "route"))
 
-from fake_api import TimedCacheAPI  # noqa: E402
+from tests.fakes.cache import TimedCacheMessages as TimedCacheAPI  # noqa: E402
 from test_stagger import fan_out  # noqa: E402
 
 from capsule.proxy.app import Settings  # noqa: E402

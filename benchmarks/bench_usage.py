@@ -1,7 +1,7 @@
 """Transcript ingestion speed: lines per second, and the time to ingest a 100 MB transcript folder.
 
 The folder is made from REAL transcript lines: one session of the real Claude Code and one of the
-real Codex, each driven by a local fake API (tests/measure/fake_usage.py) through parallel Bash
+real Codex, each driven by a local fake API (tests/fakes/usage.py) through parallel Bash
 calls, a file read and a long listing; their lines are then copied into many sessions (ids rewritten
 so every copy is a distinct session and call) until the folder holds --mb megabytes. Compared in the
 same run with the floor any Python reader pays: reading the files and json.loads of every line.
@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from capsule.measure import ingest  # noqa: E402
 from capsule.measure.usage import UsageStore  # noqa: E402
 from tests.measure import clients  # noqa: E402
-from tests.measure.fake_usage import FakeAnthropic, FakeResponses  # noqa: E402
+from tests.fakes.usage import DistinctMessages as FakeAnthropic, DistinctResponses as FakeResponses  # noqa: E402
 
 
 def claude_script(read_path: str):

@@ -13,7 +13,6 @@ in the workspace with the owners the rule in README.md says.
 from __future__ import annotations
 
 import concurrent.futures
-import io
 import json
 import os
 import subprocess
@@ -109,27 +108,7 @@ class CodexScript(h.FakeCodexModel):
             return call("ctx_expand", {"handle": _handle_in(text(outs[0].get("output")))}, namespace="mcp__capsule")
         if step == 2:
             return call("exec_command", {"cmd": FILE_OPS})
-        return {}                                      # no item: the stream fails (see _handler)
-
-    @staticmethod
-    def _handler(fake):
-        base = h.FakeCodexModel._handler(fake)
-
-        class Handler(base):
-            def do_POST(self):
-                raw = self.rfile.read(int(self.headers.get("content-length", 0)))
-                body = json.loads(raw or b"{}")
-                if fake._item(body):
-                    self.rfile = io.BytesIO(raw)        # the base handler reads the same bytes again
-                    return base.do_POST(self)
-                fake.requests.append(body)
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.end_headers()
-                failed = {"type": "response.failed", "response": {"id": "resp_failed", "status": "failed",
-                          "error": {"code": "server_error", "message": "scripted failure: the session ends here"}}}
-                self.wfile.write(h._sse(failed["type"], failed))
-        return Handler
+        return {}                                      # no item: the stream fails (response.failed)
 
 
 # ---- fixtures ---------------------------------------------------------------------------------

@@ -18,12 +18,12 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from capsule.ground.tokens import count
+from tests.fakes.anthropic import MessagesAPI, result_text, tool_results_in
+from tests.fakes.openai import ResponsesAPI, outputs_in
 
 REPO = Path(__file__).resolve().parents[2]
 CODEX_MODEL = "gpt-5.5"
@@ -215,35 +215,17 @@ def facts_for(call: Call, head: str) -> tuple[str, ...]:
 
 
 # ---- fake model APIs ------------------------------------------------------------------------------
-class _Server:
-    host = "127.0.0.1"   # a subclass may listen elsewhere: a docker network's gateway (tests/container)
+class FakeClaudeModel(MessagesAPI):
+    """Messages API (tests/fakes): the next scripted Bash call while fewer results than calls came back."""
 
-    def __init__(self, handler_for):
-        self.requests: list[dict] = []
-        self.server = ThreadingHTTPServer((self.host, 0), handler_for(self))
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def _sse(name: str, data: dict) -> bytes:
-    return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
-
-
-class FakeClaudeModel(_Server):
-    """Messages API: the next scripted Bash call while fewer results than calls came back."""
+    results_in = staticmethod(tool_results_in)
 
     def __init__(self, calls=CALLS):
         self.calls = calls
-        super().__init__(self._handler)
+        super().__init__()
 
-    @staticmethod
-    def results_in(body: dict) -> list[dict]:
-        return [c for m in body.get("messages", []) if isinstance(m.get("content"), list)
-                for c in m["content"] if c.get("type") == "tool_result"]
+    def answer(self, body: dict) -> list[dict]:
+        return self._blocks(body)
 
     def _blocks(self, body: dict) -> list[dict]:
         offered = any(t.get("name") == "Bash" for t in body.get("tools") or [])
@@ -254,79 +236,23 @@ class FakeClaudeModel(_Server):
                      "input": {"command": call.command, "description": call.description}}]
         return [{"type": "text", "text": "done"}]
 
-    @staticmethod
-    def _handler(fake):
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def do_HEAD(self):
-                self.send_response(200)
-                self.end_headers()
-
-            def do_GET(self):
-                self._json({})
-
-            def _json(self, obj):
-                data = json.dumps(obj).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-                if not self.path.startswith("/v1/messages") or "count_tokens" in self.path:
-                    return self._json({"input_tokens": 10})
-                fake.requests.append(body)
-                blocks = fake._blocks(body)
-                stop = "tool_use" if blocks[0]["type"] == "tool_use" else "end_turn"
-                msg = {"id": f"msg_{len(fake.requests)}", "type": "message", "role": "assistant",
-                       "model": "claude-sonnet-4-5", "content": [], "stop_reason": None, "stop_sequence": None,
-                       "usage": {"input_tokens": 10, "output_tokens": 5}}
-                if not body.get("stream"):
-                    return self._json({**msg, "content": blocks, "stop_reason": stop})
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.end_headers()
-                out = [_sse("message_start", {"type": "message_start", "message": msg})]
-                for i, b in enumerate(blocks):
-                    if b["type"] == "tool_use":
-                        start, delta = {**b, "input": {}}, {"type": "input_json_delta",
-                                                            "partial_json": json.dumps(b["input"])}
-                    else:
-                        start, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": b["text"]}
-                    out += [_sse("content_block_start", {"type": "content_block_start", "index": i,
-                                                         "content_block": start}),
-                            _sse("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}),
-                            _sse("content_block_stop", {"type": "content_block_stop", "index": i})]
-                out += [_sse("message_delta", {"type": "message_delta", "usage": {"output_tokens": 5},
-                                               "delta": {"stop_reason": stop, "stop_sequence": None}}),
-                        _sse("message_stop", {"type": "message_stop"})]
-                self.wfile.write(b"".join(out))
-        return Handler
-
     def tool_results(self) -> list[str]:
-        longest = max((self.results_in(b) for b in self.requests), key=len, default=[])
-        out = []
-        for r in longest:
-            content = r.get("content")
-            out.append(content if isinstance(content, str)
-                       else "\n".join(c.get("text", "") for c in content or [] if c.get("type") == "text"))
-        return out
+        return [result_text(r) for r in super().tool_results()]
 
 
-class FakeCodexModel(_Server):
-    """Responses API: the next scripted `exec_command` while fewer outputs than calls came back."""
+class FakeCodexModel(ResponsesAPI):
+    """Responses API (tests/fakes): the next scripted `exec_command` while fewer outputs than calls came
+    back; an empty item from `_item` fails the stream."""
+
+    outputs_in = staticmethod(outputs_in)
 
     def __init__(self, calls=CALLS):
         self.calls = calls
-        super().__init__(self._handler)
+        super().__init__(model=CODEX_MODEL)
 
-    @staticmethod
-    def outputs_in(body: dict) -> list[dict]:
-        return [i for i in body.get("input", []) if i.get("type") == "function_call_output"]
+    def answer(self, body: dict) -> list[dict] | None:
+        item = self._item(body)
+        return [item] if item else None
 
     def _item(self, body: dict) -> dict:
         done = len(self.outputs_in(body))
@@ -335,48 +261,6 @@ class FakeCodexModel(_Server):
                     "arguments": json.dumps({"cmd": self.calls[done].command}), "status": "completed"}
         return {"type": "message", "role": "assistant", "id": "msg_done",
                 "content": [{"type": "output_text", "text": "done", "annotations": []}]}
-
-    @staticmethod
-    def _handler(fake):
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def do_GET(self):
-                self.send_response(404)
-                self.end_headers()
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-                fake.requests.append(body)
-                item = fake._item(body)
-                rid = f"resp_{len(fake.requests)}"
-                usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
-                         "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.end_headers()
-                for data in ({"type": "response.created", "response": {"id": rid}},
-                             {"type": "response.output_item.added", "output_index": 0, "item": item},
-                             {"type": "response.output_item.done", "output_index": 0, "item": item},
-                             {"type": "response.completed", "response": {"id": rid, "usage": usage}}):
-                    self.wfile.write(_sse(data["type"], data))
-        return Handler
-
-    def tool_results(self) -> list[str]:
-        longest = max((self.outputs_in(b) for b in self.requests), key=len, default=[])
-        out = []
-        for item in longest:
-            o = item.get("output")
-            out.append(o if isinstance(o, str) else "\n".join(p.get("text", "") for p in o or []))
-        return out
-
-    def provider_config(self, model: str = CODEX_MODEL) -> str:
-        return "\n".join([
-            f'model = "{model}"', 'model_provider = "fake"', "check_for_update_on_startup = false", "",
-            "[model_providers.fake]", 'name = "fake"', f'base_url = "http://127.0.0.1:{self.port}/v1"',
-            'env_key = "OPENAI_API_KEY"', 'wire_api = "responses"', "supports_websockets = false",
-            "request_max_retries = 0", "stream_max_retries = 0", ""])
 
 
 _RUN_NOISE = re.compile(r"(?m)^(?:Chunk ID|Wall time): .*\n")

@@ -44,7 +44,6 @@ def _many(results: list[str], session: str) -> bytes:
 @pytest.fixture
 def up():
     rec = Recorder()
-    rec.bodies = []
     yield rec
     rec.close()
 

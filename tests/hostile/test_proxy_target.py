@@ -7,51 +7,19 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from capsule.proxy.app import Settings
 from capsule.proxy.server import ProxyServer
+from tests.fakes.http import Canned
 
 KEY = "sk-ant-test-SECRET-0123456789"
 
 
-class Recorder:
+def Recorder() -> Canned:  # noqa: N802
     """A local HTTP server that records every request it gets and answers 200 {}."""
-
-    def __init__(self):
-        self.seen: list[tuple[str, str, dict]] = []
-        self.last_body = b""
-        rec = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *a):
-                pass
-
-            def _any(self):
-                n = int(self.headers.get("content-length", 0) or 0)
-                rec.last_body = self.rfile.read(n) if n else b""
-                rec.seen.append((self.command, self.path, dict(self.headers)))
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", "2")
-                self.end_headers()
-                self.wfile.write(b"{}")
-
-            do_GET = do_POST = do_PUT = _any
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+    return Canned(200, [("content-type", "application/json")], [b"{}"])
 
 
 @pytest.fixture
@@ -106,7 +74,7 @@ def test_no_request_target_reaches_a_server_other_than_the_upstream(servers):
                 if "/openai" not in target:
                     assert err["type"] == "error" and err["error"]["type"] == "invalid_request_error"
     assert victim.seen == [], (victim.seen, statuses)
-    for _, path, headers in upstream.seen:      # whatever did go upstream went there as a path
+    for _, path, headers, _ in upstream.seen:      # whatever did go upstream went there as a path
         assert path.startswith("/"), path
     # The non-path forms are refused by the proxy itself, in the API's shape (not a 502 upstream error).
     for (port, target), status in statuses.items():
@@ -120,5 +88,5 @@ def test_an_origin_form_path_still_goes_upstream_with_its_query(servers):
     assert status == 200
     status, _ = _raw(proxy.port, "/openai/responses")
     assert status == 200
-    assert [p for _, p, _ in upstream.seen] == ["/v1/messages?beta=true", "/v1/responses"]
+    assert [p for _, p, _, _ in upstream.seen] == ["/v1/messages?beta=true", "/v1/responses"]
     assert victim.seen == []

@@ -9,13 +9,12 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx2
 
 from capsule.proxy.app import Settings
 from capsule.proxy.server import ProxyServer
+from tests.fakes.http import Canned
 from capsule.store.archive import Archive
 
 AWS = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -101,35 +100,13 @@ def test_a_token_on_a_command_line_is_not_kept_in_the_ledger_or_journal(tmp_path
     assert _holding(state, [GHP.encode()]) == []
 
 
-class _Upstream:
-    def __init__(self):
-        self.bodies: list[bytes] = []
-        up = self
+_ANSWER = json.dumps({"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+                      "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
+                      "usage": {"input_tokens": 1, "output_tokens": 1}}).encode()
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
 
-            def log_message(self, *a):
-                pass
-
-            def do_POST(self):
-                up.bodies.append(self.rfile.read(int(self.headers["content-length"])))
-                body = json.dumps({"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
-                                   "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
-                                   "usage": {"input_tokens": 1, "output_tokens": 1}}).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+def _Upstream() -> Canned:  # noqa: N802
+    return Canned(200, [("content-type", "application/json")], [_ANSWER])
 
 
 def test_the_proxy_memo_keeps_no_secret_and_sends_the_same_bytes_after_a_restart(state_dir):

@@ -11,9 +11,12 @@ import shutil
 import subprocess
 import sys
 
-
 from capsule import agents
 from capsule.ground.tokens import count
+from tests.fakes.anthropic import MessagesAPI, ToolCalls, result_text, tool_results_in
+from tests.fakes.openai import FunctionCalls
+
+READ = "mcp__capsule__ctx_read"
 
 
 def _client(name: str) -> str:
@@ -104,11 +107,8 @@ def _result_text(result: dict) -> str:
 
 def test_claude_code_end_to_end_model_sees_plain_text_then_a_stub(workspace, state_dir, tmp_path):
     """Claude Code, driven by a local fake of the Messages API, calls ctx_read twice in one conversation."""
-    from tests.mcp.fake_anthropic import FakeMessages
-
-    fake = FakeMessages("mcp__capsule__ctx_read", [{"path": "README.md", "mode": "full"},
-                                                  {"path": "README.md", "mode": "full"},
-                                                  {"path": "pkg/big.py"}])
+    fake = ToolCalls([(READ, {"path": "README.md", "mode": "full"}), (READ, {"path": "README.md", "mode": "full"}),
+                      (READ, {"path": "pkg/big.py"})])
     try:
         _run_claude(workspace, tmp_path, state_dir, fake, "read the readme twice", "mcp__capsule")
         results = fake.tool_results()
@@ -145,10 +145,8 @@ def _output_text(item: dict) -> str:
 
 def test_codex_end_to_end_calls_the_registered_server(workspace, state_dir, tmp_path):
     """Codex exec, driven by a local fake of the Responses API, calls ctx_read twice through our table."""
-    from tests.mcp.fake_openai import FakeResponses
-
-    fake = FakeResponses("mcp__capsule", [("ctx_read", {"path": "README.md", "mode": "full"}),
-                                          ("ctx_read", {"path": "README.md", "mode": "full"})])
+    fake = FunctionCalls([("ctx_read", {"path": "README.md", "mode": "full"}),
+                          ("ctx_read", {"path": "README.md", "mode": "full"})], namespace="mcp__capsule")
     try:
         home = tmp_path / "codex-home"
         home.mkdir()
@@ -172,9 +170,8 @@ def test_codex_end_to_end_calls_the_registered_server(workspace, state_dir, tmp_
 def test_claude_code_compaction_purges_the_read_stubs(workspace, state_dir, tmp_path):
     """The PreCompact hook written at registration runs `capsule mcp forget` in the real client."""
     from capsule.store.stubs import StubStore
-    from tests.mcp.fake_anthropic import FakeMessages
 
-    fake = FakeMessages("mcp__capsule__ctx_read", [{"path": "README.md", "mode": "full"}])
+    fake = ToolCalls([(READ, {"path": "README.md", "mode": "full"})])
     try:
         env = {**_claude_env(tmp_path, state_dir), "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "test",
                "MCP_CONNECTION_NONBLOCKING": "0"}
@@ -196,9 +193,7 @@ def test_claude_code_compaction_purges_the_read_stubs(workspace, state_dir, tmp_
 
 def test_claude_code_subagent_gets_full_text_not_the_parents_stub(workspace, state_dir, tmp_path):
     """Peer failure: a subagent shares the parent's MCP connection but never saw the parent's read."""
-    from tests.mcp.fake_anthropic import FakeWithSubagent
-
-    fake = FakeWithSubagent({"path": "README.md", "mode": "full"})
+    fake = WithSubagent({"path": "README.md", "mode": "full"})
     try:
         _run_claude(workspace, tmp_path, state_dir, fake, "go", "mcp__capsule,Agent")
         got = fake.results_by_id()
@@ -209,3 +204,37 @@ def test_claude_code_subagent_gets_full_text_not_the_parents_stub(workspace, sta
         assert "unchanged since you read it" in got.get("toolu_main_2", ""), got
     finally:
         fake.close()
+
+
+class WithSubagent(MessagesAPI):
+    """Main conversation: read, spawn a subagent (Agent tool), read again. Subagent: read twice."""
+
+    MARK = "SUBAGENT-MARK"
+
+    def __init__(self, read_input: dict):
+        super().__init__()
+        self.read_input = read_input
+
+    def answer(self, body: dict) -> list[dict]:
+        msgs = body.get("messages", [])
+        first = json.dumps(msgs[0]) if msgs else ""
+        done = len(tool_results_in(body))
+        if not any(t.get("name") == READ for t in body.get("tools") or []):
+            return [{"type": "text", "text": "ok"}]
+        read = {"type": "tool_use", "name": READ, "input": self.read_input}
+        if self.MARK in first:
+            if done < 2:
+                return [{**read, "id": f"toolu_sub_{done}"}]
+            return [{"type": "text", "text": "subagent done"}]
+        if done == 0:
+            return [{**read, "id": "toolu_main_0"}]
+        if done == 1:
+            return [{"type": "tool_use", "id": "toolu_main_1", "name": "Agent",
+                     "input": {"description": "read the readme", "prompt": f"{self.MARK}: read the readme",
+                               "subagent_type": "general-purpose"}}]
+        if done == 2:
+            return [{**read, "id": "toolu_main_2"}]
+        return [{"type": "text", "text": "done"}]
+
+    def results_by_id(self) -> dict[str, str]:
+        return {r["tool_use_id"]: result_text(r) for body in self.requests for r in tool_results_in(body)}

@@ -1,4 +1,4 @@
-"""Drive the real Claude Code and Codex against the usage fakes (tests/measure/fake_usage.py).
+"""Drive the real Claude Code and Codex against the usage fakes (tests/fakes/usage.py).
 
 scripts/setup-clients.sh installs both clients; a missing client is a failure, never a skip.
 """

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.measure import clients
-from tests.measure.fake_usage import FakeAnthropic, FakeResponses
+from tests.fakes.usage import DistinctMessages as FakeAnthropic, DistinctResponses as FakeResponses
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """INV-1/INV-2 on real client traffic: the real Claude Code, plain and under `capsule up --local`,
 against a fake that reports the usage the prompt cache would really report for the bytes it received
-(tests/measure/fake_usage.py FakeCachingAnthropic). The transcripts, ingested and judged by
+(tests/fakes/cache.py CachingMessages). The transcripts, ingested and judged by
 `capsule ctx report`, show cache reads from the 2nd call on, no bust, and a read share >= 85%.
 """
 
@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from tests.measure import clients
-from tests.measure.fake_usage import FakeCachingAnthropic
+from tests.fakes.cache import CachingMessages as FakeCachingAnthropic
 
 COMMANDS = ["ls -la", "git log --stat", "git status", "echo one", "echo two", "echo three", "echo four",
             "echo five", "echo six"]

@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from tests.measure import clients
-from tests.measure.fake_usage import FakeAnthropic
+from tests.fakes.usage import DistinctMessages as FakeAnthropic
 
 CACHE_MARK = re.compile(r',"cache_control":\{"type":"ephemeral"(?:,"ttl":"[0-9a-z]+")?\}')
 

@@ -1,7 +1,7 @@
 """Done means (issue 12): `ctx usage --json` totals equal the fake API's own log exactly, for every
 call the real client writes down; re-ingesting changes nothing; appended messages add exactly theirs.
 
-Real Claude Code 2.1.197 and Codex 0.171 against tests/measure/fake_usage.py (distinct usage per
+Real Claude Code 2.1.197 and Codex 0.171 against tests/fakes/usage.py (distinct usage per
 call, multi-block responses, parallel tool calls, a subagent, resume, fork, /compact, auto-compaction).
 """
 
@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 
-from tests.measure.fake_usage import FakeAnthropic, FakeResponses
+from tests.fakes.usage import DistinctMessages as FakeAnthropic, DistinctResponses as FakeResponses
 
 KEYS = ("calls", "input_tokens", "cache_read_input_tokens", "cache_creation_5m", "cache_creation_1h", "output_tokens")
 

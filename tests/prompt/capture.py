@@ -16,8 +16,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.mcp.fake_anthropic import FakeMessages
-from tests.mcp.fake_openai import FakeResponses
+from tests.fakes.anthropic import ToolCalls, tool_results_in  # noqa: F401 - test_standing_real_clients reads it here
+from tests.fakes.openai import FunctionCalls
 
 TIMEOUT_S = 240
 CODEX_MODEL = "gpt-5"          # not deferring MCP tools: the namespace is sent whole (the upper bound)
@@ -52,11 +52,11 @@ class Capture:
 
 
 def claude(ws: Path, home: Path, *, role: str | Path | None = None, extra: list[str] = (),
-           calls: list[dict] | None = None, env: dict | None = None, fake: FakeMessages | None = None,
+           calls: list[dict] | None = None, env: dict | None = None, fake: ToolCalls | None = None,
            tools: str = "mcp__capsule") -> Capture:
     """One `claude -p` session (inside `capsule up --role ROLE --local` when role is given)."""
     home.mkdir(parents=True, exist_ok=True)
-    fake = fake or FakeMessages("mcp__capsule__ctx_read", [READ] if calls is None else calls)
+    fake = fake or ToolCalls([("mcp__capsule__ctx_read", c) for c in ([READ] if calls is None else calls)])
     try:
         run_env = {**base_env(home), "CLAUDE_CONFIG_DIR": str(home / "claude"), "ANTHROPIC_BASE_URL": fake.url,
                    "ANTHROPIC_API_KEY": "test", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -78,11 +78,11 @@ def codex(ws: Path, home: Path, *, role: str | Path | None = None, extra_config:
           calls: list | None = None, model: str = CODEX_MODEL, env: dict | None = None) -> Capture:
     """One `codex exec` session (inside `capsule up --role ROLE --local` when role is given)."""
     home.mkdir(parents=True, exist_ok=True)
-    fake = FakeResponses("mcp__capsule", [("ctx_read", READ)] if calls is None else calls)
+    fake = FunctionCalls([("ctx_read", READ)] if calls is None else calls, namespace="mcp__capsule")
     try:
         codex_home = home / ".codex"
         codex_home.mkdir(exist_ok=True)
-        (codex_home / "config.toml").write_text(fake.provider_config().replace('model = "gpt-5"', f'model = "{model}"')
+        (codex_home / "config.toml").write_text(fake.provider_config(model)
                                                 + extra_config)
         run_env = {**base_env(home), "CODEX_HOME": str(codex_home), "OPENAI_API_KEY": "test", **(env or {})}
         argv = [client("codex"), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",

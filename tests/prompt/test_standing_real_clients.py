@@ -125,19 +125,19 @@ def test_register_off_sends_no_register_and_guard_lines_off_sends_none(ws, tmp_p
     assert f"output by register (thinking included): off {by['off']['output_tokens']:,} in" in report.stdout
 
 
-class _SpawnsExplore(capture.FakeMessages):
+class _SpawnsExplore(capture.ToolCalls):
     """Main: one Agent call (Explore) with a task; the subagent answers at once; then done."""
 
     TASK = "SUBAGENT-TASK: find every caller of parse_header() in src/ and list them ALL, with file:line."
 
     def __init__(self):
-        super().__init__("Agent", [])
+        super().__init__([])
 
     def answer(self, body):
         first = capture.json.dumps(body.get("messages", [])[:1])
         if "SUBAGENT-TASK" in first:
             return [{"type": "text", "text": "found: src/a.py:3\nanomalies: none"}]
-        if not self._results_in(body):
+        if not capture.tool_results_in(body):
             return [{"type": "tool_use", "id": "toolu_agent", "name": "Agent",
                      "input": {"description": "find callers", "prompt": self.TASK, "subagent_type": "Explore"}}]
         return [{"type": "text", "text": "done"}]

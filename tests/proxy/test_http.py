@@ -109,10 +109,9 @@ def test_streaming_usage_and_bytes_pass_through(proxy_for, state_dir):
 
 
 def test_openai_usage_buckets(proxy_for, state_dir):
-    from recording import FakeResponses
+    from tests.fakes.openai import ResponsesAPI
 
-    fake = FakeResponses("mcp__x", [])
-    fake.usage = OPENAI_USAGE
+    fake = ResponsesAPI(usage=OPENAI_USAGE)
     try:
         proxy = proxy_for(openai=fake.base_url)
         r = _post(proxy.openai_url, {"model": "gpt", "prompt_cache_key": "th-9", "input": []}, path="/responses")

@@ -14,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fake_api import TimedCacheAPI, ramp  # noqa: E402
+from tests.fakes.cache import TimedCacheMessages as TimedCacheAPI, ramp  # noqa: E402
 
 from capsule.measure.route_log import read  # noqa: E402
 from capsule.policy.manifest import load_role  # noqa: E402

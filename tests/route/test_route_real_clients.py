@@ -18,7 +18,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fake_api import TimedCacheAPI, ramp  # noqa: E402
+from tests.fakes.cache import TimedCacheMessages as TimedCacheAPI, ramp  # noqa: E402
 
 from tests.measure import clients  # noqa: E402
 
@@ -218,7 +218,7 @@ def codex_script(body, done):
 
 @pytest.fixture(scope="module")
 def codex_run(tmp_path_factory, workspace):
-    from fake_api import ResponsesCacheAPI, openai_ramp
+    from tests.fakes.cache import CachingResponses as ResponsesCacheAPI, openai_ramp
 
     tmp = tmp_path_factory.mktemp("route-codex")
     state = tmp / "state"

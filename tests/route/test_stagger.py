@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fake_api import TimedCacheAPI  # noqa: E402
+from tests.fakes.cache import TimedCacheMessages as TimedCacheAPI  # noqa: E402
 
 from capsule.proxy.app import Settings  # noqa: E402
 from capsule.proxy.server import ProxyServer  # noqa: E402
