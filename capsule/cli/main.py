@@ -7,10 +7,10 @@ Invariant: bad usage exits 2 with a message naming the problem; no traceback for
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import os
 import sys
-from types import SimpleNamespace
 
 from capsule import __version__
 from capsule.ground.errors import UserError
@@ -34,8 +34,6 @@ FAST_COMMANDS = {("ctx", "run"): "capsule.cli.run", ("ctx", "pipe"): "capsule.cl
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The whole parser; with argv naming a FAST_COMMANDS entry, only what parses that command."""
-    import argparse     # here: the usual `ctx run -- CMD` is read without it (run_args)
-
     fast = FAST_COMMANDS.get(tuple(argv[:2])) if argv else None
     parser = argparse.ArgumentParser(
         prog="capsule",
@@ -52,34 +50,13 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def run_args(argv: list[str]) -> SimpleNamespace | None:
-    """`ctx run [--intent X] -- CMD…`, the form the shims and agents send on every tool call, read
-    without argparse (it, and the shutil/locale modules its help formatter loads, are ~5 ms of a cold
-    call): the same attributes argparse gives (tests/cli/test_run_args.py). Any other form, help and
-    errors included, is None and goes to argparse."""
-    if argv[:2] != ["ctx", "run"]:
-        return None
-    rest, intent = argv[2:], None
-    if rest[:1] == ["--intent"] and len(rest) > 1 and not rest[1].startswith("-"):
-        intent, rest = rest[1], rest[2:]
-    elif rest and rest[0].startswith("--intent="):
-        intent, rest = rest[0][len("--intent="):], rest[1:]
-    if len(rest) < 2 or rest[0] != "--":
-        return None
-    from capsule.cli.run import cmd_run
-
-    return SimpleNamespace(command="ctx", ctx_command="run", func=cmd_run, intent=intent, argv=rest)
-
-
 def main(argv: list[str] | None = None) -> int:
     argv_list = sys.argv[1:] if argv is None else argv
-    args = run_args(argv_list)
-    if args is None:
-        parser = build_parser(argv_list)
-        args = parser.parse_args(argv)
-        if getattr(args, "func", None) is None:
-            parser.print_help(sys.stderr)
-            return 2
+    parser = build_parser(argv_list)
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        parser.print_help(sys.stderr)
+        return 2
     func = args.func
     try:
         return int(func(args) or 0)
