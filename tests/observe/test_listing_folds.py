@@ -23,7 +23,10 @@ def run(cmd: list[str], cwd) -> str:
 
 
 def names(item: str) -> list[str]:
-    """What one written name stands for: `a_001.json…a_300.json`, or the name."""
+    """What one written name stands for: `{a,b}.py`, `a_001.json…a_300.json`, or the name."""
+    m = re.fullmatch(r"\{([^{}]*)\}(\..*)", item)
+    if m:
+        return [stem + m.group(2) for stem in m.group(1).split(",")]
     if "…" not in item:
         return [item]
     first, last = item.split("…")
@@ -79,7 +82,8 @@ def test_find_keeps_every_name_and_folds_only_what_repeats(project, tmp_path):
     lines = out.splitlines()
     assert "./snapshots/: snap_0001.json…snap_0300.json snap_0147.json.corrupt" in lines \
         or "./snapshots/: snap_0147.json.corrupt snap_0001.json…snap_0300.json" in lines, out
-    assert any("secrets_backup.py" in ln and ln.startswith("./pkgs/pkg_17/") for ln in lines), out
+    odd = next(ln for ln in lines if ln.startswith("./pkgs/pkg_17/: "))     # the directory that differs, alone
+    assert "./pkgs/pkg_17/secrets_backup.py" in paths(odd), out
     assert tokens.count(out) < tokens.count(raw) // 8, out
 
 

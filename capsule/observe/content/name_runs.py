@@ -1,6 +1,7 @@
 """Names written so that only their repeated parts fold (listings: find, tree): a family of names
 that differ only in one number (`snap_0001.json` … `snap_0300.json`) is written as its consecutive
-runs, `snap_0001.json…snap_0300.json`; directories holding the same names are written once.
+runs, `snap_0001.json…snap_0300.json`; names sharing an extension write it once, brace-expansion
+style (`{core,utils}.cpython-311.pyc`); directories holding the same names are written once.
 
 Not responsible for grouping paths by directory (filters/listing_stream.py) nor for choosing lines.
 Invariant: lossless — `expand(fold(names))` is the set of `names`; a name that breaks a family's
@@ -30,7 +31,38 @@ def _keys(name: str) -> list[tuple[str, str, int, int]]:
 
 def fold(names: list[str]) -> list[str]:
     """The names in order of first appearance, each family's consecutive runs of MIN_RUN or more
-    written `first…last` where the run's first name stood."""
+    written `first…last` where the run's first name stood, then MIN_RUN or more names sharing an
+    extension written `{a,b,c}.ext` where the first of them stood."""
+    return _by_extension(_runs(names))
+
+
+def _extension(name: str) -> str | None:
+    """From the first dot after the stem (`.cpython-311.pyc`, `.tar.gz`); None for a directory,
+    a run, a dot-file or a name that a brace list could not hold."""
+    if name.endswith("/") or RANGE in name or any(c in name for c in "{},"):
+        return None
+    dot = name.find(".", 1)
+    return name[dot:] if dot > 0 else None
+
+
+def _by_extension(items: list[str]) -> list[str]:
+    groups: dict[str, list[str]] = {}
+    for it in items:
+        ext = _extension(it)
+        if ext is not None:
+            groups.setdefault(ext, []).append(it)
+    out = []
+    for it in items:
+        ext = _extension(it)
+        members = groups.get(ext) if ext is not None else None
+        if not members or len(members) < MIN_RUN:
+            out.append(it)
+        elif members[0] == it:
+            out.append("{" + ",".join(m[:-len(ext)] for m in members) + "}" + ext)
+    return out
+
+
+def _runs(names: list[str]) -> list[str]:
     keys = {n: _keys(n) for n in names}
     at = {n: i for i, n in reversed(list(enumerate(names)))}
     # a name joins the family (prefix, suffix, width) that most names share: `mod_12.cpython-311.pyc`
@@ -70,7 +102,10 @@ def fold(names: list[str]) -> list[str]:
 
 
 def expand(item: str) -> list[str]:
-    """The names one written item stands for (a `first…last` run, or the name itself)."""
+    """The names one written item stands for (a `{a,b}.ext` list, a `first…last` run, or the name)."""
+    if item.startswith("{") and "}" in item:
+        stems, ext = item[1:].split("}", 1)
+        return [s + ext for s in stems.split(",")]
     if RANGE not in item:
         return [item]
     first, last = item.split(RANGE, 1)
