@@ -6,6 +6,14 @@ Rows (medians; wall ms):
                    compiled shim; the ratio to no shims (target <= 1.10)
   program consumer one `sed` whose stdout a program reads (a pipe), per call, over the real command
   agent's call     one `cat README.md` that is the agent's own view (captured, engine round trip)
+  agent's call, instant engine
+                   the same call against a socket of this benchmark that answers at once with the
+                   bytes it was sent (a thread reading the request, no engine): what the shim itself
+                   adds (start, capture, the socket's round trip, emission), i.e. the agent's call
+                   minus the engine's work (target: <= 3 ms over no shims)
+
+"python" is the Python shim alone (installed where there is no C compiler); "compiled" is the
+freestanding capsule-shim with capsule-capture behind it (the default with a compiler).
 
     python benchmarks/bench_shim_loop.py [-n 7]
 """
@@ -16,10 +24,12 @@ import argparse
 import os
 import resource
 import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -45,6 +55,28 @@ def start_supervisor(state: Path) -> subprocess.Popen:
         time.sleep(0.01)
     server.wait_ready(sock, 60)
     return proc
+
+
+def instant_engine(path: Path) -> socket.socket:
+    """A socket answering each OBS1 request at once with the stdout and stderr it carries."""
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(str(path))
+    srv.listen(16)
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            with conn:
+                data = b"".join(iter(lambda: conn.recv(1 << 20), b""))
+                head, _, body = data.partition(b"\n")
+                _code, _us, n_cmd, n_out, n_err, *_ = (int(f) for f in head.split()[1:])
+                conn.sendall(b"OK %d %d\n" % (n_out, n_err) + body[n_cmd:n_cmd + n_out + n_err])
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv
 
 
 CPU: dict[tuple[str, str], list[float]] = {}   # (row, variant) -> CPU ms (user+sys) of the run's processes
@@ -89,9 +121,12 @@ def main() -> int:
         envs = {"none": dict(agent, PATH=SYSTEM_PATH)}
         envs.update({k: dict(agent, PATH=f"{d}:{SYSTEM_PATH}") for k, d in dirs.items()})
         own_envs = {k: dict(env, **{switches.AGENT_OUT: f"bench {view} {view}"}) for k, env in envs.items()}
+        instant = instant_engine(tmp / "instant.sock")
+        bare_envs = {k: dict(env, JACKIN_CTX_SOCKET=str(tmp / "instant.sock")) for k, env in own_envs.items()}
         loop = {k: [] for k in envs}
         one = {k: [] for k in envs}
         own = {k: [] for k in envs}
+        bare = {k: [] for k in envs}
         for k, env in envs.items():        # warm the page cache
             wall(["bash", "-c", LOOP], env)
             wall(["cat", "README.md"], own_envs[k])
@@ -102,9 +137,11 @@ def main() -> int:
             for k, env in envs.items():
                 one[k].append(wall(["sed", "s/h/j/", "README.md"], env, stdout=subprocess.PIPE, key=("one", k)))
                 own[k].append(wall(["cat", "README.md"], own_envs[k], key=("own", k)))   # stdout /dev/null = the agent's view
+                bare[k].append(wall(["cat", "README.md"], bare_envs[k], key=("bare", k)))
+        instant.close()
         walls = {name: {k: statistics.median(v) for k, v in rows.items()} for name, rows in
-                 (("loop", loop), ("one", one), ("own", own))}
-        cpus = {name: {k: statistics.median(CPU[(name, k)]) for k in envs} for name in ("loop", "one", "own")}
+                 (("loop", loop), ("one", one), ("own", own), ("bare", bare))}
+        cpus = {name: {k: statistics.median(CPU[(name, k)]) for k in envs} for name in ("loop", "one", "own", "bare")}
         for title, med in (("wall ms", walls), ("CPU ms (user+sys)", cpus)):
             table(title, med)
     finally:
@@ -119,7 +156,8 @@ def table(title: str, med: dict) -> None:
     m = med["loop"]
     print(f"{'script loop (200x echo|sed|cat)':<34}{m['none']:>10.1f}{m['python']:>10.1f}{m['compiled']:>10.1f}"
           f"{m['python'] / m['none']:>8.2f}x{m['compiled'] / m['none']:>8.2f}x")
-    for key, label in (("one", "program consumer (sed | ...)"), ("own", "agent's own call (cat)")):
+    for key, label in (("one", "program consumer (sed | ...)"), ("own", "agent's own call (cat)"),
+                       ("bare", "  same, instant engine (shim only)")):
         m = med[key]
         print(f"{label:<34}{m['none']:>10.2f}{m['python']:>10.2f}{m['compiled']:>10.2f}"
               f"{'+%.2f' % (m['python'] - m['none']):>9}{'+%.2f' % (m['compiled'] - m['none']):>9}")

@@ -1,12 +1,13 @@
 """Shim installation: write the one thin shim program and a name for each tool it covers.
 
-Not responsible for what the shim does at run time (shim_template/capsule_shim.py, which must
-stay import-free) nor for the engine behind the socket (supervisor/server.py).
-Invariant: installing twice gives the same files; the shim never imports capsule.
+Not responsible for what the shims do at run time (shim_template/: capsule_shim.c decides,
+capsule_capture.c captures, capsule_shim.py the import-free fallback) nor for the engine behind the
+socket (supervisor/server.py). Invariant: installing twice gives the same files; no shim imports capsule.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shlex
@@ -95,19 +96,68 @@ def render_env(shim_dir: Path) -> str:
     return text
 
 
-def render_c(shim_dir: Path, socket: str | None = None) -> str:
-    def c(value: str) -> str:
-        return json.dumps(value)    # a JSON string of these (paths, names) is a C string literal
+CAPTURE = "capsule-capture"          # compiled: the agent's own view (capture, engine, emission)
+CAPTURE_TEMPLATE = TEMPLATE.with_name("capsule_capture.c")
+# The shim first freestanding (no libc to load: each shimmed exec of a script costs ~nothing over the
+# real command), else with libc; the capture statically linked, else dynamically. First that builds wins.
+SHIM_FLAGS = (("-O2", "-static", "-nostdlib", "-ffreestanding", "-fno-stack-protector", "-fno-pie", "-no-pie",
+               "-fno-asynchronous-unwind-tables", "-fno-tree-loop-distribute-patterns", "-DCAPSULE_FREESTANDING"),
+              ("-O2", "-static"), ("-O2",))
+CAPTURE_FLAGS = (("-O2", "-static"), ("-O2",))
 
+
+def _c(value: str) -> str:
+    return json.dumps(value)        # a JSON string of these (paths, names) is a C string literal
+
+
+def _c_list(values) -> str:
+    return "".join(_c(v) + ", " for v in values)
+
+
+def render_c(shim_dir: Path, socket: str | None = None) -> str:
+    raw = [item for name, tokens in tool_table().items() if tokens for item in (name, " ".join(tokens))]
     values = {
         "@GENERATED@": "Generated from capsule/shims/shim_template/capsule_shim.c; do not edit.",
-        "@SHIM_DIR@": c(str(shim_dir)), "@PROGRAM@": c(PROGRAM),
-        "@SOCKET@": c(socket if socket is not None else str(paths.socket_path())),
-        "@PY_DIR@": c(str(shim_dir / PY_DIR)), "@SW_DISABLE@": c(switches.DISABLE),
-        "@SW_NO_SHIMS@": c(switches.NO_SHIMS), "@ENV_SOCKET@": c(switches.SOCKET),
-        "@ENV_MARKER@": c(switches.AGENT_MARKER), "@ENV_NESTED@": c(NESTED), "@ENV_OUT@": c(switches.AGENT_OUT),
+        "@SHIM_DIR@": _c(str(shim_dir)), "@PROGRAM@": _c(PROGRAM),
+        "@SOCKET@": _c(socket if socket is not None else str(paths.socket_path())),
+        "@PY_DIR@": _c(str(shim_dir / PY_DIR)), "@CAPTURE@": _c(str(shim_dir / CAPTURE)),
+        "@SW_DISABLE@": _c(switches.DISABLE), "@SW_NO_SHIMS@": _c(switches.NO_SHIMS),
+        "@ENV_SOCKET@": _c(switches.SOCKET), "@ENV_MARKER@": _c(switches.AGENT_MARKER), "@ENV_NESTED@": _c(NESTED),
+        "@ENV_OUT@": _c(switches.AGENT_OUT), "@RAW_ARGS@": _c_list(raw),
     }
-    text = C_TEMPLATE.read_text(encoding="utf-8")
+    return _fill(C_TEMPLATE, values)
+
+
+def render_capture(socket: str | None = None) -> str:
+    values = {
+        "@GENERATED@": "Generated from capsule/shims/shim_template/capsule_capture.c; do not edit.",
+        "@SOCKET@": _c(socket if socket is not None else str(paths.socket_path())),
+        "@TIMEOUT_S@": repr(TIMEOUT_S), "@MAX_BYTES@": f"{MAX_BYTES}LL", "@STREAM_AFTER_S@": repr(float(STREAM_AFTER_S)),
+        "@ENV_SOCKET@": _c(switches.SOCKET), "@ENV_SCOPE@": _c(switches.SCOPE), "@ENV_NESTED@": _c(NESTED),
+        "@ENV_OUT@": _c(switches.AGENT_OUT), "@ENV_STREAM_AFTER@": _c(switches.STREAM_AFTER),
+        "@ENV_FORWARD@": _c_list(limits.env_names()), "@ALNUM@": _alnum_ranges(),
+    }
+    return _fill(CAPTURE_TEMPLATE, values)
+
+
+@functools.lru_cache(maxsize=1)
+def _alnum_ranges() -> str:
+    """Code points above ASCII where str.isalnum() holds, as C {lo, hi} pairs (~730, 0.2 s once):
+    the compiled capture quotes a command line exactly as the Python shim does."""
+    ranges, start = [], None
+    for cp in range(0x80, 0x110000):
+        if chr(cp).isalnum():
+            start = cp if start is None else start
+        elif start is not None:
+            ranges.append(f"{{{start:#x}, {cp - 1:#x}}}")
+            start = None
+    if start is not None:
+        ranges.append(f"{{{start:#x}, 0x10ffff}}")
+    return ", ".join(ranges)
+
+
+def _fill(template: Path, values: dict[str, str]) -> str:
+    text = template.read_text(encoding="utf-8")
     for key, value in values.items():
         text = text.replace(key, value)
     return text
@@ -122,24 +172,44 @@ def compiler() -> str | None:
 
 
 def _build(shim_dir: Path, cc: str, socket: str | None) -> bool:
-    """DIR/capsule-shim compiled from the rendered C source; rebuilt only when that source changed."""
-    source = render_c(shim_dir, socket)
-    src, program = shim_dir / (PROGRAM + ".c"), shim_dir / PROGRAM
+    """DIR/capsule-shim and DIR/capsule-capture compiled; False (nothing replaced) when the shim
+    will not build. Without the capture the shim hands the agent's view to the Python shim."""
+    if not _compile(shim_dir, cc, PROGRAM, render_c(shim_dir, socket), SHIM_FLAGS):
+        return False
+    if not _compile(shim_dir, cc, CAPTURE, render_capture(socket), CAPTURE_FLAGS):
+        (shim_dir / CAPTURE).unlink(missing_ok=True)
+    return True
+
+
+def _compile(shim_dir: Path, cc: str, name: str, source: str, flag_sets) -> bool:
+    """DIR/NAME from source with the first flag set that builds; rebuilt only when the source changed."""
+    src, program = shim_dir / (name + ".c"), shim_dir / name
     if src.is_file() and src.read_text(encoding="utf-8") == source and _is_elf(program):
         return True
-    tmp = shim_dir / (PROGRAM + ".build")
+    tmp = shim_dir / (name + ".build")
+    for flags in flag_sets:
+        try:
+            done = subprocess.run([cc, *flags, "-o", str(tmp), "-x", "c", "-"], input=source.encode(),
+                                  capture_output=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            return False
+        if done.returncode == 0 and _is_elf(tmp) and _runs(tmp):
+            tmp.chmod(0o755)
+            tmp.replace(program)
+            write_atomic(src, source, 0o644)
+            return True
+        tmp.unlink(missing_ok=True)
+    return False
+
+
+def _runs(program: Path) -> bool:
+    """A build that links may still not run here (a freestanding start on an odd kernel): run it
+    once with no PATH, where either program answers at once (127: not found; 2: usage)."""
     try:
-        done = subprocess.run([cc, "-O2", "-o", str(tmp), "-x", "c", "-"], input=source.encode(),
-                              capture_output=True, timeout=60)
+        done = subprocess.run([str(program)], env={}, capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
         return False
-    if done.returncode != 0 or not _is_elf(tmp):
-        tmp.unlink(missing_ok=True)
-        return False
-    tmp.chmod(0o755)
-    tmp.replace(program)
-    write_atomic(src, source, 0o644)
-    return True
+    return done.returncode in (2, 127)
 
 
 def _is_elf(path: Path) -> bool:

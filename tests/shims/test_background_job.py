@@ -18,11 +18,15 @@ echo "make: started the server"
 
 
 def _memfd_holders(socket) -> list[str]:
-    """Processes of this test's shims (their environment names its socket) holding a shim capture."""
+    """Processes of this test's shims (their environment names its socket) holding a shim capture:
+    the Python shim's memfd, or capsule-capture itself (its copier holds the job's pipes)."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             if str(socket).encode() not in open(f"/proc/{pid}/environ", "rb").read():
+                continue
+            if os.readlink(f"/proc/{pid}/exe").endswith("/" + shims.CAPTURE):
+                found.append(pid + " capsule-capture")
                 continue
             for fd in os.listdir(f"/proc/{pid}/fd"):
                 if "memfd:capsule-out" in os.readlink(f"/proc/{pid}/fd/{fd}"):

@@ -1,0 +1,461 @@
+/* capsule-capture (compiled): the agent's own view of one shimmed command, as capsule_shim.py does
+ * it, without an interpreter's start. capsule-shim execs it as `capsule-capture REAL NAME ARGS...`
+ * once it has decided the call's stdout is the agent's view. It runs the real command with its
+ * stdout/stderr to pipes, hands both to the warm engine over the supervisor's socket (the OBS1
+ * protocol of capsule/supervisor/server.py) and writes the emission.
+ * Invariant: fail open. Any error shows the command's own bytes; the exit status is the command's
+ * (a signal that killed it kills this process too); a call still running after the stream wait,
+ * or larger than MAX_BYTES, streams raw from then on; a background job still holding the output
+ * when the command exits gets it copied on raw by a child, and this process returns at once.
+ * @GENERATED@ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+__attribute__((used)) static const char marker[] = "# capsule-shim: compiled capture";
+
+static const char *DEFAULT_SOCKET = @SOCKET@;
+static const double TIMEOUT_S = @TIMEOUT_S@;         /* each step of the engine round trip */
+static const long long MAX_BYTES = @MAX_BYTES@;      /* larger outputs stream raw */
+static const double STREAM_AFTER_S = @STREAM_AFTER_S@;
+static const char *ENV_SOCKET = @ENV_SOCKET@;
+static const char *ENV_SCOPE = @ENV_SCOPE@;
+static const char *ENV_NESTED = @ENV_NESTED@;
+static const char *ENV_OUT = @ENV_OUT@;
+static const char *ENV_STREAM_AFTER = @ENV_STREAM_AFTER@;
+static const char *const ENV_FORWARD[] = {@ENV_FORWARD@ 0};   /* capsule.agents.limits.env_names() */
+static const int SIGNALS[] = {SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM, SIGWINCH};
+#define NSIG_FWD (int)(sizeof SIGNALS / sizeof *SIGNALS)
+
+extern char **environ;
+static volatile pid_t child = 0;
+static volatile sig_atomic_t child_exited = 0;
+
+typedef struct { char *data; size_t len, cap; } buf;
+
+static int put(buf *b, const void *p, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1 << 16;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *d = realloc(b->data, cap);
+        if (!d) return 0;
+        b->data = d, b->cap = cap;
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = 0;
+    return 1;
+}
+
+static void write_all(int fd, const char *p, size_t n) {
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return;            /* the reader went away (EPIPE): nothing more to do */
+        p += w, n -= (size_t)w;
+    }
+}
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void forward(int sig) {
+    int saved = errno;
+    if (child > 0) kill(child, sig);
+    errno = saved;
+}
+
+static void on_child(int sig) { (void)sig; child_exited = 1; }
+
+/* "DEV:INO" of fd, as the agent's shell recorded it (stat -c %d:%i) */
+static int ident(int fd, char *out, size_t n) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) return 0;
+    snprintf(out, n, "%llu:%llu", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+    return 1;
+}
+
+/* Is stderr the agent's view too? (capsule-shim checked stdout.) 2>log keeps its own bytes. */
+static int view_err(void) {
+    const char *rec = getenv(ENV_OUT);
+    if (!rec) return 0;
+    char copy[512], *save = NULL, *tok[3] = {0}, id[64];
+    snprintf(copy, sizeof copy, "%s", rec);
+    int n = 0;
+    for (char *t = strtok_r(copy, " \t\n\r\f\v", &save); t && n < 3; t = strtok_r(NULL, " \t\n\r\f\v", &save))
+        tok[n++] = t;
+    if (n < 3 || !ident(1, id, sizeof id) || strcmp(tok[1], id) != 0) return 0;
+    return ident(2, id, sizeof id) && strcmp(tok[2], id) == 0;
+}
+
+static double stream_after(void) {
+    const char *v = getenv(ENV_STREAM_AFTER);
+    if (!v || !*v) return STREAM_AFTER_S;
+    char *end;
+    double d = strtod(v, &end);
+    while (*end == ' ' || *end == '\t' || *end == '\n') end++;
+    return end == v || *end ? STREAM_AFTER_S : d;
+}
+
+/* the code points above ASCII for which Python's str.isalnum() holds, as ranges (install renders
+ * them from the installing Python's unicodedata) */
+static const unsigned int ALNUM[][2] = {@ALNUM@};
+
+static int alnum_cp(unsigned int cp) {
+    size_t lo = 0, hi = sizeof ALNUM / sizeof *ALNUM;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (cp < ALNUM[mid][0]) hi = mid;
+        else if (cp > ALNUM[mid][1]) lo = mid + 1;
+        else return 1;
+    }
+    return 0;
+}
+
+/* One strict UTF-8 character at c (its length), or 0 where Python's surrogateescape would escape. */
+static int utf8(const unsigned char *c, unsigned int *cp) {
+    int n = c[0] >= 0xF0 ? 4 : c[0] >= 0xE0 ? 3 : c[0] >= 0xC2 ? 2 : 0;
+    if (!n || c[0] > 0xF4) return 0;
+    unsigned int v = c[0] & (0x3F >> (n - 1));
+    for (int i = 1; i < n; i++) {
+        if ((c[i] & 0xC0) != 0x80) return 0;
+        v = (v << 6) | (c[i] & 0x3F);
+    }
+    static const unsigned int least[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (v < least[n] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
+    *cp = v;
+    return n;
+}
+
+/* capsule_shim.py's quote(): an argument passes bare when every character is str.isalnum() or one
+ * of @%+=:,./-_ (arguments are UTF-8 with surrogateescape: an invalid byte is never alnum) */
+static int plain(const char *arg) {
+    if (!*arg) return 0;
+    for (const unsigned char *c = (const unsigned char *)arg; *c;) {
+        if (*c < 0x80) {
+            if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                  strchr("@%+=:,./-_", *c))) return 0;
+            c++;
+            continue;
+        }
+        unsigned int cp;
+        int n = utf8(c, &cp);
+        if (!n || !alnum_cp(cp)) return 0;
+        c += n;
+    }
+    return 1;
+}
+
+/* the command line the engine classifies: NAME and each argument shell-quoted as capsule_shim.py */
+static int command_line(buf *b, const char *name, char **args) {
+    if (!put(b, name, strlen(name))) return 0;
+    for (char **a = args; *a; a++) {
+        if (!put(b, " ", 1)) return 0;
+        if (plain(*a)) {
+            if (!put(b, *a, strlen(*a))) return 0;
+            continue;
+        }
+        if (!put(b, "'", 1)) return 0;
+        for (const char *c = *a; *c; c++)
+            if (!(*c == '\'' ? put(b, "'\"'\"'", 5) : put(b, c, 1))) return 0;
+        if (!put(b, "'", 1)) return 0;
+    }
+    return 1;
+}
+
+/* One OBS1 request; on OK the emission replaces out/err. 0 on any failure (the caller emits raw). */
+static int ask_engine(const char *path, buf *cmd, buf *out, buf *err, int code, double duration_ms,
+                      buf *reply) {
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof addr.sun_path) return 0;
+    strcpy(addr.sun_path, path);
+    buf scope = {0}, cwd = {0}, meta = {0};
+    const char *sc = getenv(ENV_SCOPE);
+    if (!sc || !*sc) sc = getenv("CLAUDE_CODE_SESSION_ID");
+    if (!sc || !*sc) sc = getenv("CODEX_THREAD_ID");
+    if (sc && *sc && !put(&scope, sc, strlen(sc))) return 0;
+    char here[8192];
+    if (getcwd(here, sizeof here) && !put(&cwd, here, strlen(here))) return 0;   /* project filters live there */
+    for (int i = 0; ENV_FORWARD[i]; i++) {
+        const char *v = getenv(ENV_FORWARD[i]);
+        if (v && !(put(&meta, ENV_FORWARD[i], strlen(ENV_FORWARD[i])) && put(&meta, "=", 1) &&
+                   put(&meta, v, strlen(v)) && put(&meta, "\n", 1))) return 0;
+    }
+    int ok = 0, s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0) return 0;
+    struct timeval tv = {(time_t)TIMEOUT_S, (suseconds_t)((TIMEOUT_S - (double)(time_t)TIMEOUT_S) * 1e6)};
+    setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);    /* also bounds connect() on a Unix socket */
+    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (connect(s, (struct sockaddr *)&addr, sizeof addr) != 0) goto done;
+    char head[256];
+    int hn = snprintf(head, sizeof head, "OBS1 %d %lld %zu %zu %zu %zu %zu %zu\n", code,
+                      (long long)(duration_ms * 1000), cmd->len, out->len, err->len, scope.len, cwd.len, meta.len);
+    buf *parts[] = {0, cmd, out, err, &scope, &cwd, &meta};
+    for (int i = 0; i < 7; i++) {
+        const char *p = i ? parts[i]->data : head;
+        size_t n = i ? parts[i]->len : (size_t)hn;
+        while (n) {
+            ssize_t w = send(s, p, n, MSG_NOSIGNAL);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) goto done;
+            p += w, n -= (size_t)w;
+        }
+    }
+    shutdown(s, SHUT_WR);
+    char chunk[1 << 16];
+    for (;;) {
+        ssize_t r = recv(s, chunk, sizeof chunk, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) goto done;
+        if (r == 0) break;
+        if (!put(reply, chunk, (size_t)r)) goto done;
+    }
+    ok = 1;
+done:
+    close(s);
+    free(scope.data), free(cwd.data), free(meta.data);
+    return ok;
+}
+
+/* "OK <n_out> <n_err>\n" + exactly that many bytes -> offsets into reply; 0 otherwise (RAW, garbage) */
+static int parse_reply(buf *reply, size_t *n_out, size_t *n_err, const char **body) {
+    if (!reply->data) return 0;
+    char *nl = memchr(reply->data, '\n', reply->len);
+    if (!nl || strncmp(reply->data, "OK ", 3) != 0) return 0;
+    char *end;
+    unsigned long long a = strtoull(reply->data + 3, &end, 10);
+    if (*end != ' ') return 0;
+    unsigned long long b = strtoull(end + 1, &end, 10);
+    if (end != nl) return 0;
+    size_t have = reply->len - (size_t)(nl + 1 - reply->data);
+    if (a + b != have) return 0;
+    *n_out = (size_t)a, *n_err = (size_t)b, *body = nl + 1;
+    return 1;
+}
+
+/* The command's environment: ours with ENV_NESTED=1 (shims inside it pass through) */
+static char **child_env(void) {
+    size_t n = 0;
+    while (environ[n]) n++;
+    char **env = malloc((n + 2) * sizeof *env);
+    if (!env) return NULL;
+    size_t k = 0, nl = strlen(ENV_NESTED);
+    for (size_t i = 0; i < n; i++)
+        if (!(strncmp(environ[i], ENV_NESTED, nl) == 0 && environ[i][nl] == '=')) env[k++] = environ[i];
+    static char nested[256];
+    snprintf(nested, sizeof nested, "%s=1", ENV_NESTED);
+    env[k++] = nested;
+    env[k] = NULL;
+    return env;
+}
+
+/* A background job (`make serve`'s server) still holds a pipe (-1: one at its end already): copy on
+ * raw until it lets go. */
+static void hand_over(int fds[2]) {
+    pid_t p = fork();
+    if (p != 0) return;               /* the parent (or a failed fork) returns the status at once */
+    for (int i = 0; i < NSIG_FWD; i++) signal(SIGNALS[i], SIG_DFL);
+    int open_ = 0;
+    for (int i = 0; i < 2; i++)
+        if (fds[i] >= 0) fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) & ~O_NONBLOCK), open_++;
+    struct pollfd pf[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};   /* a closed one is -1: skipped */
+    char chunk[1 << 16];
+    while (open_) {
+        if (poll(pf, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        for (int i = 0; i < 2; i++) {
+            if (pf[i].fd < 0 || !pf[i].revents) continue;
+            ssize_t r = read(pf[i].fd, chunk, sizeof chunk);
+            if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+            if (r <= 0) {
+                close(pf[i].fd);
+                pf[i].fd = -1, open_--;
+                continue;
+            }
+            write_all(1 + i, chunk, (size_t)r);
+        }
+    }
+    _exit(0);
+}
+
+static void raw_exec(const char *real, char **argv) {
+    argv[0] = (char *)real;
+    execv(real, argv);
+    fprintf(stderr, "capsule-shim: %s: %s\n", real, strerror(errno));
+    _exit(126);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: capsule-capture REAL NAME [ARGS...] (run by capsule-shim)\n");
+        return 2;
+    }
+    const char *real = argv[1], *name = argv[2];
+    char **args = argv + 3, **real_argv = argv + 2;     /* [NAME, ARGS...]: argv[0] becomes REAL */
+    const char *sock = getenv(ENV_SOCKET);
+    if (!sock || !*sock) sock = DEFAULT_SOCKET;
+    int err_view = view_err();
+    double after = stream_after();
+
+    int po[2], pe[2];
+    if (pipe2(po, O_CLOEXEC) != 0) raw_exec(real, real_argv);
+    if (pipe2(pe, O_CLOEXEC) != 0) raw_exec(real, real_argv);
+    char **env = child_env();
+    if (!env) raw_exec(real, real_argv);
+
+    /* SIGCHLD blocked except inside ppoll (no lost wakeup); the command gets our mask as it was and
+     * SIGPIPE as we were given it (we ignore it: a reader gone from our stdout is not an error). */
+    sigset_t chld, orig;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, &orig);
+    struct sigaction sa = {0}, old_pipe;
+    sa.sa_handler = on_child;
+    sigaction(SIGCHLD, &sa, NULL);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, &old_pipe);
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_init(&attr);
+    posix_spawn_file_actions_init(&fa);
+    sigset_t dfl;
+    sigemptyset(&dfl);
+    if (old_pipe.sa_handler != SIG_IGN) sigaddset(&dfl, SIGPIPE);
+    posix_spawnattr_setsigdefault(&attr, &dfl);
+    posix_spawnattr_setsigmask(&attr, &orig);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    posix_spawn_file_actions_adddup2(&fa, po[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
+    double started = now();
+    real_argv[0] = (char *)real;
+    pid_t pid;
+    if (posix_spawn(&pid, real, &fa, &attr, real_argv, env) != 0) {
+        sigaction(SIGPIPE, &old_pipe, NULL);
+        sigprocmask(SIG_SETMASK, &orig, NULL);
+        raw_exec(real, real_argv);     /* could not spawn: run it raw in our place */
+    }
+    child = pid;
+    close(po[1]);
+    close(pe[1]);
+    sa.sa_handler = forward;
+    for (int i = 0; i < NSIG_FWD; i++) sigaction(SIGNALS[i], &sa, NULL);   /* no SA_RESTART: ppoll wakes */
+
+    /* Hold the output while the command runs, but not forever: a call still running after the wait
+     * (a dev server, a long build) shows what it has and streams the rest raw; so does a huge one. */
+    int fds[2] = {po[0], pe[0]};
+    buf held[2] = {{0}, {0}};
+    int streaming = 0, status = 0, reaped = 0, open_ = 2;
+    struct pollfd pf[2] = {{po[0], POLLIN, 0}, {pe[0], POLLIN, 0}};
+    char chunk[1 << 16];
+    for (;;) {
+        if (child_exited && !reaped) {
+            child_exited = 0;
+            if (waitpid(pid, &status, WNOHANG) == pid) {
+                reaped = 1;
+                /* what is left now can be read without waiting; a pipe still open after that is held
+                 * by someone else (a background job) */
+                for (int i = 0; i < 2; i++) fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
+            }
+        }
+        if (!open_ && reaped) break;
+        struct timespec ts, *tp = NULL;
+        if (reaped) {
+            ts.tv_sec = 0, ts.tv_nsec = 0, tp = &ts;
+        } else if (!streaming && after > 0) {
+            double left = started + after - now();
+            if (left < 0) left = 0;
+            ts.tv_sec = (time_t)left, ts.tv_nsec = (long)((left - (double)(time_t)left) * 1e9), tp = &ts;
+        }
+        int rc = ppoll(pf, 2, tp, &orig);
+        if (rc < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        if (rc == 0) {
+            if (reaped) break;                 /* drained: whoever still holds a pipe is a background job */
+            if (!streaming) {                  /* outlasted the wait */
+                streaming = 1;
+                for (int i = 0; i < 2; i++) write_all(1 + i, held[i].data, held[i].len), held[i].len = 0;
+            }
+            continue;
+        }
+        for (int i = 0; i < 2; i++) {
+            if (pf[i].fd < 0 || !pf[i].revents) continue;
+            ssize_t r = read(pf[i].fd, chunk, sizeof chunk);
+            if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+            if (r <= 0) {
+                close(pf[i].fd);
+                pf[i].fd = -1, open_--;
+                continue;
+            }
+            if (streaming) {
+                write_all(1 + i, chunk, (size_t)r);
+                continue;
+            }
+            int stored = put(&held[i], chunk, (size_t)r);
+            if (!stored || (long long)(held[0].len + held[1].len) > MAX_BYTES) {
+                /* too big to hand over whole (or out of memory): raw, what we hold and the rest */
+                streaming = 1;
+                for (int j = 0; j < 2; j++) write_all(1 + j, held[j].data, held[j].len), held[j].len = 0;
+                if (!stored) write_all(1 + i, chunk, (size_t)r);
+            }
+        }
+    }
+    if (!reaped) {                          /* the loop broke on an error: the status still counts */
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    }
+    double duration_ms = (now() - started) * 1000.0;
+    int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+    int held_elsewhere = (pf[0].fd >= 0 || pf[1].fd >= 0);
+    if (held_elsewhere) {
+        if (!streaming)
+            for (int i = 0; i < 2; i++) write_all(1 + i, held[i].data, held[i].len);
+        int still[2] = {pf[0].fd, pf[1].fd};
+        hand_over(still);
+    } else if (!streaming) {
+        buf cmd = {0}, reply = {0};
+        size_t n_out, n_err;
+        const char *body;
+        int ok = command_line(&cmd, name, args) &&
+                 ask_engine(sock, &cmd, &held[0], &held[1], code, duration_ms, &reply) &&
+                 parse_reply(&reply, &n_out, &n_err, &body);
+        if (ok) {
+            write_all(1, body, n_out);
+            if (err_view) write_all(2, body + n_out, n_err);
+            else write_all(2, held[1].data, held[1].len);
+        } else {
+            write_all(1, held[0].data, held[0].len);
+            write_all(2, held[1].data, held[1].len);
+        }
+    }
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        struct sigaction dflt = {0};
+        dflt.sa_handler = SIG_DFL;
+        for (int i = 0; i < NSIG_FWD; i++) sigaction(SIGNALS[i], &dflt, NULL);
+        sigaction(sig, &dflt, NULL);
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, sig);
+        sigprocmask(SIG_UNBLOCK, &one, NULL);
+        kill(getpid(), sig);
+    }
+    return code;
+}
