@@ -100,6 +100,8 @@ def main() -> int:
         engine = Engine(tmp / "engine-twin", mode="standard")
         shim_dir = tmp / "shims"
         shims.install(shim_dir, socket=str(state / "engine.sock"))
+        kind = ("compiled: capsule-shim, capsule-capture" if (shim_dir / getattr(shims, "CAPTURE", "-")).is_file()
+                else f"Python: {shims.shim_python()} -IS")
         base = {k: v for k, v in os.environ.items() if not k.startswith(("JACKIN_CTX_", "CLAUDECODE", "CODEX_"))}
         base["JACKIN_CTX_SOCKET"] = str(state / "engine.sock")
         path = "/usr/local/bin:/usr/bin:/bin"  # system tools, not version-manager shims (pyenv, asdf)
@@ -140,7 +142,7 @@ def main() -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    print(f"shim overhead, median of {args.n} interleaved runs (ms); shim interpreter {shims.shim_python()} -IS")
+    print(f"shim overhead, median of {args.n} interleaved runs (ms); shims {kind}")
     print("added = agent - raw; engine = the engine's own work on that output (in-process, same run);")
     print("door = added - engine: what the shim and socket cost, the part the 15 ms budget governs")
     print(f"{'command':<24} {'raw':>7} {'passthru':>8} {'agent':>8} {'added':>8} {'engine':>7} {'door':>7}")

@@ -218,3 +218,19 @@ def test_a_quick_call_is_still_compressed_with_the_stream_wait_set(shimenv):
     got = shimenv.run("slow", "0", **AGENT, JACKIN_CTX_STREAM_AFTER="20")
     assert got.returncode == 3
     assert b"capsule ctx expand '<<ccr:" in got.stdout and got.stdout.startswith(b"ready on port 8000\n")
+
+
+def test_a_script_without_a_shebang_runs_under_sh_as_without_shims(shimenv):
+    """execvp() and bash run a #!-less script with /bin/sh; so do the shims, captured or in place."""
+    (shimenv.real_dir / "bare").write_text('echo "bare script $1"\nexit 4\n')
+    (shimenv.real_dir / "bare").chmod(0o755)
+    shims.install(shimenv.shim_dir, names=["bare"])
+    plain = subprocess.run(["bash", "-c", "bare x"], env=dict(shimenv.env(), PATH=f"{shimenv.real_dir}:/usr/bin:/bin"),
+                           capture_output=True)
+    assert (plain.returncode, plain.stdout) == (4, b"bare script x\n")
+    before = shimenv.served()
+    got = shimenv.run("bare", "x", **AGENT)
+    assert (got.returncode, got.stdout, got.stderr) == (4, b"bare script x\n", b"")
+    assert shimenv.served() == before + 1
+    got = shimenv.shell('bare y | cat; exit "${PIPESTATUS[0]}"', **AGENT)
+    assert (got.returncode, got.stdout) == (4, b"bare script y\n") and shimenv.served() == before + 1

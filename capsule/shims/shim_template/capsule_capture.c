@@ -295,9 +295,22 @@ static void hand_over(int fds[2]) {
     _exit(0);
 }
 
+/* argv with /bin/sh in front: a script without #! is run by the shell, as execvp() and bash do */
+static char **sh_argv(char **argv) {
+    size_t n = 0;
+    while (argv[n]) n++;
+    char **out = malloc((n + 2) * sizeof *out);
+    if (!out) return NULL;
+    out[0] = (char *)"/bin/sh";
+    memcpy(out + 1, argv, (n + 1) * sizeof *out);
+    return out;
+}
+
 static void raw_exec(const char *real, char **argv) {
     argv[0] = (char *)real;
     execv(real, argv);
+    char **sh = errno == ENOEXEC ? sh_argv(argv) : NULL;
+    if (sh) execv("/bin/sh", sh);
     fprintf(stderr, "capsule-shim: %s: %s\n", real, strerror(errno));
     _exit(126);
 }
@@ -346,7 +359,10 @@ int main(int argc, char **argv) {
     double started = now();
     real_argv[0] = (char *)real;
     pid_t pid;
-    if (posix_spawn(&pid, real, &fa, &attr, real_argv, env) != 0) {
+    int spawned = posix_spawn(&pid, real, &fa, &attr, real_argv, env);
+    char **sh = spawned == ENOEXEC ? sh_argv(real_argv) : NULL;
+    if (sh) spawned = posix_spawn(&pid, "/bin/sh", &fa, &attr, sh, env);
+    if (spawned != 0) {
         sigaction(SIGPIPE, &old_pipe, NULL);
         sigprocmask(SIG_SETMASK, &orig, NULL);
         raw_exec(real, real_argv);     /* could not spawn: run it raw in our place */

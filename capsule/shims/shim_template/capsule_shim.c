@@ -54,7 +54,7 @@ static int sys_stat(const char *p, struct stat *st) { return sc(SYS_newfstatat, 
 static int sys_fstat(int fd, struct stat *st) { return sc(SYS_fstat, fd, (long)st, 0, 0) == 0; }
 static int sys_exe(const char *p) { return sc(SYS_faccessat, AT_FDCWD, (long)p, 1 /* X_OK */, 0) == 0; }
 static long sys_readlink(const char *p, char *buf, long n) { return sc(SYS_readlinkat, AT_FDCWD, (long)p, (long)buf, n); }
-static void sys_execve(const char *p, char **argv, char **envp) { sc(SYS_execve, (long)p, (long)argv, (long)envp, 0); }
+static long sys_execve(const char *p, char **argv, char **envp) { return sc(SYS_execve, (long)p, (long)argv, (long)envp, 0); }
 static void sys_write(int fd, const char *s, long n) { sc(SYS_write, fd, (long)s, n, 0); }
 static int sys_isatty(int fd) { char t[64]; return sc(SYS_ioctl, fd, 0x5401 /* TCGETS */, (long)t, 0) == 0; }
 __attribute__((noreturn)) static void sys_exit(int code) { for (;;) sc(SYS_exit_group, code, 0, 0, 0); }
@@ -70,13 +70,14 @@ void *memset(void *d, int c, unsigned long n) {
     return d;
 }
 #else
+#include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
 static int sys_stat(const char *p, struct stat *st) { return stat(p, st) == 0; }
 static int sys_fstat(int fd, struct stat *st) { return fstat(fd, st) == 0; }
 static int sys_exe(const char *p) { return access(p, X_OK) == 0; }
 static long sys_readlink(const char *p, char *buf, long n) { return readlink(p, buf, n); }
-static void sys_execve(const char *p, char **argv, char **envp) { execve(p, argv, envp); }
+static long sys_execve(const char *p, char **argv, char **envp) { execve(p, argv, envp); return -errno; }
 static void sys_write(int fd, const char *s, long n) { (void)!write(fd, s, n); }
 static int sys_isatty(int fd) { return isatty(fd); }
 #endif
@@ -198,7 +199,7 @@ static const char *final_name(const char *path, char *buf) {
  * find_real, in a few stats instead of a realpath per PATH entry. */
 static int find_real(const char *name, char *out) {
     struct stat me, here, st, dst;
-    if (!sys_stat("/proc/self/exe", &me)) return 0;
+    int have_me = sys_stat("/proc/self/exe", &me);    /* no /proc: the name and directory checks remain */
     int have_here = sys_stat(SHIM_DIR, &here);
     const char *p = getenv_("PATH");
     if (!p) return 0;
@@ -212,7 +213,7 @@ static int find_real(const char *name, char *out) {
             dir[n] = 0;
             join(cand, dir, "/", name);
             if (sys_stat(cand, &st) && !S_ISDIR(st.st_mode) &&
-                !(st.st_dev == me.st_dev && st.st_ino == me.st_ino) &&
+                !(have_me && st.st_dev == me.st_dev && st.st_ino == me.st_ino) &&
                 !(have_here && sys_stat(dir, &dst) && dst.st_dev == here.st_dev && dst.st_ino == here.st_ino) &&
                 sys_exe(cand) && !eq(final_name(cand, base), PROGRAM)) {
                 join(out, cand, 0, 0);
@@ -300,7 +301,13 @@ static int run(int argc, char **argv) {
         sys_execve(py, argv, ENVP);
     }
     argv[0] = real;
-    sys_execve(real, argv, ENVP);
+    if (sys_execve(real, argv, ENVP) == -8 /* ENOEXEC */) {
+        /* a script without #!: the shell runs it, as execvp() and bash do for the real command */
+        char *sargv[argc + 2];
+        sargv[0] = (char *)"/bin/sh";
+        for (int i = 0; i <= argc; i++) sargv[i + 1] = argv[i];
+        sys_execve("/bin/sh", sargv, ENVP);
+    }
     argv[0] = py;           /* the real command would not start: the Python shim reports it */
     sys_execve(py, argv, ENVP);
     say(real, ": cannot execute", "", "\n");

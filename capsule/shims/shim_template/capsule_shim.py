@@ -62,6 +62,16 @@ def find_real(name, env):
     return None
 
 
+def exec_real(real, args):
+    """Become the real command; a script without #! is run by /bin/sh, as execvp() and bash do."""
+    try:
+        os.execv(real, [real] + args)
+    except OSError as e:
+        if e.errno != 8:  # ENOEXEC
+            raise
+    os.execv("/bin/sh", ["/bin/sh", real] + args)
+
+
 def quote(arg):
     if arg and all(c.isalnum() or c in "@%+=:,./-_" for c in arg):
         return arg
@@ -259,7 +269,7 @@ def main():
             or not sock or os.isatty(0) or streams(name, args)):
         view_out, view_err = agent_view(env)
     if not view_out or not os.path.exists(sock):
-        os.execv(real, [real] + args)
+        exec_real(real, args)
     import _signal
     import time
     out_fd = os.memfd_create("capsule-out", 1)  # MFD_CLOEXEC
@@ -267,11 +277,16 @@ def main():
     started = time.monotonic()
     child_env = dict(env)
     child_env[ENV_NESTED] = "1"
+    actions = [(os.POSIX_SPAWN_DUP2, out_fd, 1), (os.POSIX_SPAWN_DUP2, err_fd, 2)]
     try:
-        pid = os.posix_spawn(real, [real] + args, child_env,
-                             file_actions=[(os.POSIX_SPAWN_DUP2, out_fd, 1), (os.POSIX_SPAWN_DUP2, err_fd, 2)])
+        try:
+            pid = os.posix_spawn(real, [real] + args, child_env, file_actions=actions)
+        except OSError as e:
+            if e.errno != 8:  # ENOEXEC: a script without #!, run by /bin/sh
+                raise
+            pid = os.posix_spawn("/bin/sh", ["/bin/sh", real] + args, child_env, file_actions=actions)
     except OSError:
-        os.execv(real, [real] + args)  # could not spawn: run it raw in our place
+        exec_real(real, args)  # could not spawn: run it raw in our place
     def forward(signum, frame):
         try:
             os.kill(pid, signum)
