@@ -70,11 +70,15 @@ def find(text: str) -> list[tuple[int, int, str]]:
         engine = 0          # RE2 where the pattern compiles in it (linear time, ~100x faster here)
     except UnicodeEncodeError:
         engine = 1          # lone surrogates (non-UTF-8 bytes): RE2 takes UTF-8 only
+    # ASCII text (the common case) is encoded once and RE2 reads the bytes: its wrapper would encode
+    # the whole str again for every pattern (~190 of them), the cost of a large output. For ASCII,
+    # byte offsets are the str's offsets.
+    data = text.encode("ascii") if engine == 0 and text.isascii() else None
     for p in whole:
-        _matches(found, p, engine, text, 0, len(text))
+        _matches(found, p, engine, text, data)
     if by_line:
         # The lines holding a credential word, joined: one call per pattern, offsets mapped back.
-        spans = list(_keyword_lines(words, text, engine))
+        spans = list(_keyword_lines(words, text, engine, data))
         if spans:
             joined, starts, at = [], [], 0
             for a, b in spans:
@@ -83,8 +87,9 @@ def find(text: str) -> list[tuple[int, int, str]]:
                 at += b - a + 1
             lines = "\n".join(joined)
             local: list[tuple[int, int, str]] = []
+            encoded = lines.encode("ascii") if data is not None else None
             for p in by_line:
-                _matches(local, p, engine, lines, 0, len(lines))
+                _matches(local, p, engine, lines, encoded)
             for a, b, kind in local:
                 i = bisect.bisect_right(starts, a) - 1
                 shift = spans[i][0] - starts[i]
@@ -133,10 +138,11 @@ def _re2(source: str, flags: int):
         return None
 
 
-def _matches(found: list, p: _Pattern, engine: int, text: str, start: int, end: int) -> None:
-    # A slice, not finditer(text, start, end): RE2's wrapper encodes the whole string on every call.
-    part = text if (start, end) == (0, len(text)) else text[start:end]
-    for m in p.engine(engine).finditer(part):
+def _matches(found: list, p: _Pattern, engine: int, text: str, data: bytes | None) -> None:
+    """Append p's secrets in `text` as (start, end, kind); `data` is text as ASCII bytes, or None."""
+    regex = p.engine(engine)
+    subject = data if data is not None and regex is p._re2 else text
+    for m in regex.finditer(subject):
         if p.secret is not None and m.group(p.secret) is not None:
             a, b = m.span(p.secret)
         elif p.groups and any(m.groups()):
@@ -145,14 +151,14 @@ def _matches(found: list, p: _Pattern, engine: int, text: str, start: int, end: 
         else:
             a, b = m.span()
         if b > a:
-            found.append((start + a, start + b, p.kind))
+            found.append((a, b, p.kind))
 
 
-def _keyword_lines(words: _Pattern, text: str, engine: int):
-    """(start, end) of each line holding a credential word, in order, each once (one finditer:
-    RE2's wrapper encodes the whole string on every call)."""
+def _keyword_lines(words: _Pattern, text: str, engine: int, data: bytes | None):
+    """(start, end) of each line holding a credential word, in order, each once."""
     end = -1
-    for m in words.engine(engine).finditer(text):
+    regex = words.engine(engine)
+    for m in regex.finditer(data if data is not None and regex is words._re2 else text):
         if m.start() <= end:
             continue
         start = text.rfind("\n", 0, m.start()) + 1

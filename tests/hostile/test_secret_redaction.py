@@ -157,3 +157,16 @@ def test_the_proxy_memo_keeps_no_secret_and_sends_the_same_bytes_after_a_restart
     sent = sent if isinstance(sent, str) else sent[0]["text"]
     assert len(sent) < len(result) and AWS in sent          # rewritten, the error line (and its key) kept
     assert _holding(state_dir, [AWS.encode()]) == []
+
+
+def test_ascii_text_is_redacted_exactly_as_the_same_text_beside_non_ascii():
+    # ASCII text runs through RE2 as bytes encoded once; any other text through the str path.
+    # Both must find the same secrets at the same places.
+    from capsule.store import redact
+
+    text = OUTPUT.decode() + f"token={GHP}\npassword = 'hunter2-{AWS}'\n"
+    ascii_out, n = redact.redact_text(text)
+    wide_out, m = redact.redact_text(text + "é")
+    assert n >= 3 and m == n
+    assert wide_out == ascii_out + "é"
+    assert not any(s.decode() in ascii_out for s in (AWS.encode(), GHP.encode()))
