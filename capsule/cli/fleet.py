@@ -140,12 +140,10 @@ def cmd_sync(args) -> int:
 
 
 def cmd_report(args) -> int:
+    from capsule.cli import report_out
     from capsule.cli.gain import parse_since
 
-    if args.html:
-        target = Path(args.html)
-        if target.is_dir() or not target.parent.is_dir():
-            raise UserError(f"--html {args.html}: not a writable file path (a directory, or its folder is missing)")
+    target = report_out.html_target(args.html)
     eng = _open(args.dsn)
     from capsule.fleet import report
     from capsule.prompt import budget
@@ -153,20 +151,15 @@ def cmd_report(args) -> int:
     since = parse_since(args.since) if args.since else None
     until = parse_since(args.until) if args.until else None
     data = report.build(eng, budget.everything_on(), since, until)
-    if args.html:
-        from capsule.fleet import report_html
-
-        tmp = target.with_name(f".{target.name}.tmp")
-        tmp.write_text(report_html.render(data), encoding="utf-8")
-        tmp.replace(target)
-        print(f"wrote {target} ({target.stat().st_size:,} bytes)")
-        return 0
-    if args.json:
-        json.dump(data, sys.stdout, indent=2, default=str)
-        print()
-        return 0
-    print(report.render_text(data))
+    if not report_out.write(data, target, args.json, _fleet_html):
+        print(report.render_text(data))
     return 0
+
+
+def _fleet_html(data: dict) -> str:
+    from capsule.fleet import report_html
+
+    return report_html.render(data)
 
 
 def cmd_render(args) -> int:

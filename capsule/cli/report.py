@@ -8,13 +8,9 @@ same dict; --html writes one self-contained file (no network).
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
-
 from capsule.ground.terminal import visible
+from capsule.cli import report_out
 from capsule.cli.gain import parse_since
-from capsule.ground.errors import UserError
 
 
 def register(sub) -> None:
@@ -75,22 +71,9 @@ def cmd_report(args) -> int:
 
         args.until = None
         return fleet_report(args)
-    if args.html:
-        target = Path(args.html)
-        if target.is_dir() or not target.parent.is_dir():
-            raise UserError(f"--html {args.html}: not a writable file path (a directory, or its folder is missing)")
+    target = report_out.html_target(args.html)
     data = build(args)
-    if args.html:
-        from capsule.measure import report_html
-
-        tmp = target.with_name(f".{target.name}.tmp")
-        tmp.write_text(report_html.render(data), encoding="utf-8")
-        tmp.replace(target)
-        print(f"wrote {target} ({target.stat().st_size:,} bytes)")
-        return 0
-    if args.json:
-        json.dump(data, sys.stdout, indent=2, default=str)
-        print()
+    if report_out.write(data, target, args.json, _measure_html):
         return 0
     from capsule.measure import report_text
 
@@ -101,3 +84,9 @@ def cmd_report(args) -> int:
         print()
         print(visible("\n".join(route_report.render_text(data["route"]))))
     return 0
+
+
+def _measure_html(data: dict) -> str:
+    from capsule.measure import report_html
+
+    return report_html.render(data)

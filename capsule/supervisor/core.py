@@ -1,7 +1,8 @@
-"""The supervisor's orchestration around its PID-1 core (supervisor/pid1.py): registration, the
-engine behind the control socket, the proxy, the warm index, usage ingestion, the agent's launch.
+"""The supervisor's orchestration around its PID-1 core (supervisor/pid1.py): the order things start
+and stop in, registration with the agent, the agent's command line and environment, STATUS.
 
-Not responsible for reaping, signals or the exit status (pid1.py), for deciding what runs
+Not responsible for reaping, signals or the exit status (pid1.py), for how each subsystem runs
+(subsystems.py: engine, control socket, proxy, index, usage), for deciding what runs
 (policy/plan.py) or for compression (capsule.engine). Invariant: a subsystem that fails to start
 is reported in STATUS and never stops the agent; the exit status is the agent's.
 """
@@ -12,7 +13,6 @@ import logging
 import os
 import signal
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +27,8 @@ from capsule.prompt import pack, record
 from capsule.route import policy as route
 from capsule.route import subagents
 from capsule.policy import plan as planning
-from capsule.supervisor import server
+from capsule.supervisor import server, subsystems
+from capsule.supervisor.launch import agent_kind, agent_view_env, probe_conflicts, which
 from capsule.supervisor.pid1 import DEFAULT_GRACE_S, FORWARDED, Pid1
 from capsule.supervisor.server import EngineServer
 
@@ -35,7 +36,6 @@ log = logging.getLogger("capsule.supervisor")
 
 USAGE_INTERVAL_S = 30.0   # transcript ingestion while the agent runs ($JACKIN_CTX_USAGE_INTERVAL)
 USAGE_BUDGET_S = 20.0     # one such pass, at most
-PRUNE_INTERVAL_S = 600.0  # the stores' retention passes (capsule.store.retention), at most this often
 FINAL_INGEST_S = 5.0      # the pass after the agent exits: its status is returned by then, whatever is left
 
 
@@ -48,13 +48,6 @@ class Options:
     workdir: Path | None = None
     env: dict[str, str] = field(default_factory=dict)
     session_config: bool = False              # `up --local`: configure the agent per session, write no user file
-
-
-def agent_kind(role: Role, command: list[str] | None) -> str:
-    if not command:
-        return role.agent.kind
-    base = os.path.basename(command[0])
-    return base if base in ("claude", "codex") else "shell"
 
 
 def _contract_in_subagents() -> None:
@@ -83,8 +76,8 @@ class Supervisor:
                                        env={**os.environ, **self.role.agent.env, **opts.env},
                                        argv=list(opts.command or self.role.agent.command))
         self.state_dir = paths.state_dir()
-        self._degrade_at_start()
-        self.conflicts = _probe_conflicts() if self.plan["shims"].on else []
+        subsystems.degrade_at_start(self.router, self.state_dir)
+        self.conflicts = probe_conflicts() if self.plan["shims"].on else []
         if self.conflicts:  # INV-8: one shell-rewrite path; capsule steps back and says why
             self.plan["shims"] = planning.Decision("shims", False, f"conflict (INV-8): {self.conflicts[0]}")
         self.socket_path = paths.socket_path()
@@ -118,14 +111,15 @@ class Supervisor:
                 self._register_agents()  # before the socket answers: "ready" means configured
                 if self.plan["engine"].on:
                     await self._start_engine()
-                    tg.start_soon(self._serve_engine)
+                    tg.start_soon(subsystems.serve_forever, self.server)
                 if self.plan["proxy"].on:
                     await anyio.to_thread.run_sync(self._start_proxy)
                 self.ready_s = time.monotonic() - self.started
                 log.info("ready in %.0f ms: role=%s mode=%s socket=%s", self.ready_s * 1000,
                          self.role.name, self.mode, self.socket_path if self.server else "-")
                 self._spawn_agent()
-                self._warm_index()
+                if self.plan["mcp"].on:
+                    subsystems.warm_index(Path(self.opts.workdir or Path.cwd()))
                 tg.start_soon(self.pid1.on_signals, signals)
                 tg.start_soon(self.pid1.reap_periodically)
                 if self.plan["engine"].on:
@@ -160,25 +154,8 @@ class Supervisor:
         return code
 
     async def _start_engine(self) -> None:
-        from capsule.engine import Engine  # noqa: PLC0415 - heavy import, only when the engine is on
-
-        def warm():
-            engine = Engine(self.state_dir, mode=self.mode, languages=self.role.context.languages)
-            engine.defer = True     # the server records after its reply is written (server.py)
-            from capsule.observe.filters import engine as filter_engine  # noqa: PLC0415
-
-            # Role filter files are named relative to the manifest; their pins come from it.
-            filter_engine.set_role_filters([{**e, "path": str(self.role.path.parent / e["path"])}
-                                            for e in self.role.context.filters_extra])
-            engine.archive, engine.ledger  # open the stores now, not on the first command
-            from capsule.ground import tokens  # noqa: PLC0415
-            from capsule.observe.classify import classify  # noqa: PLC0415
-            tokens.count("warm up the tokenizer")
-            classify("git status", b"")
-            return engine
-
         try:
-            self.engine = await anyio.to_thread.run_sync(warm)
+            self.engine = await anyio.to_thread.run_sync(subsystems.warm_engine, self.state_dir, self.mode, self.role)
         except Exception as exc:  # noqa: BLE001 - a broken engine means raw output, not a dead agent
             log.error("engine failed to start (%r); shims will pass raw output", exc)
             self.engine = None
@@ -186,88 +163,15 @@ class Supervisor:
         await self.server.listen()
 
     def _start_proxy(self) -> None:
-        """The proxy door, then the agent pointed at it; if it cannot start, the agent keeps its
-        own base URL and `doctor` shows why (fail open)."""
-        kind = agent_kind(self.role, self.opts.command)
-        try:
-            from capsule.proxy import clients  # noqa: PLC0415
-            from capsule.proxy.app import Settings  # noqa: PLC0415
-            from capsule.proxy.server import ProxyServer, redact  # noqa: PLC0415
-
-            target = clients.upstream(kind, self.agent_env())
-            if target.skip:
-                self.proxy_info = {"state": "not used", "reason": target.skip}
-                log.info("proxy not used: %s", target.skip)
-                return
-            settings = Settings(state_dir=self.state_dir, mode=self.mode, shims_on=self.plan["shims"].on,
-                                languages=self.role.context.languages, media=dict(self.role.context.media),
-                                workspace=Path(self.opts.workdir or Path.cwd()),
-                                routing=self.router.table if self.router.enabled else None, agent_kind=kind,
-                                stagger=_stagger_settings(self.role),
-                                **({"anthropic_upstream": target.upstream} if kind == "claude"
-                                   else {"openai_upstream": target.upstream}))
-            self.proxy = ProxyServer(settings).start()
-            self.redirect = clients.redirect(target, self.proxy.url, self.proxy.openai_url)
-            self.proxy_info = {"state": "running", "url": self.proxy.url, "agent": kind,
-                               "upstream": redact(target.upstream)}
-            log.info("proxy on %s for %s (upstream %s)", self.proxy.url, kind, redact(target.upstream))
-        except Exception as exc:  # noqa: BLE001 - no proxy means the agent's normal base URL
-            self.proxy, self.redirect = None, None
-            self.proxy_info = {"state": "failed", "reason": f"could not start: {exc}"}
-            log.error("proxy failed to start (%r); the agent uses its own base URL", exc)
-
-    async def _serve_engine(self) -> None:
-        """The control socket, for as long as the agent runs: if serving ever fails, listen again
-        (shims fall back to raw meanwhile); the supervisor never exits before its agent."""
-        while True:
-            try:
-                await self.server.serve()
-                return
-            except Exception as exc:  # noqa: BLE001
-                log.error("control socket failed (%r); listening again", exc)
-            while True:
-                await anyio.sleep(0.5)
-                try:
-                    await self.server.listen()
-                    break
-                except Exception as exc:  # noqa: BLE001
-                    log.error("control socket cannot listen (%r); shims pass raw output", exc)
-
-    def _warm_index(self) -> None:
-        """Build or refresh the workspace search index while the agent starts, so its first
-        ctx_search finds a warm index on disk. A daemon thread: it never delays shutdown, and
-        an interrupted build leaves only uncommitted segments, which tantivy discards."""
-        if not self.plan["mcp"].on:
-            return
-        root = Path(self.opts.workdir or Path.cwd())
-
-        def build():
-            try:
-                from capsule.retrieve.index import WorkspaceIndex  # noqa: PLC0415
-
-                report = WorkspaceIndex(root).refresh()
-                log.info("workspace index warm: %d files (%d indexed) in %.1f s",
-                         report.files, report.indexed, report.seconds)
-            except Exception as exc:  # noqa: BLE001 - the MCP server builds on demand instead
-                log.warning("workspace index warm-up failed: %r", exc)
-
-        threading.Thread(target=build, name="capsule-index-warm", daemon=True).start()
+        """The proxy door, then the agent pointed at it (fail open: subsystems.start_proxy)."""
+        self.proxy, self.redirect, self.proxy_info = subsystems.start_proxy(
+            kind=agent_kind(self.role, self.opts.command), env=self.agent_env(), state_dir=self.state_dir,
+            mode=self.mode, shims_on=self.plan["shims"].on, role=self.role,
+            workspace=Path(self.opts.workdir or Path.cwd()),
+            routing=self.router.table if self.router.enabled else None)
 
     def _ingest_usage(self, budget_s: float = USAGE_BUDGET_S) -> None:
-        """Read the agent's new transcript lines into the usage store (capsule.measure.ingest);
-        its CLAUDE_CONFIG_DIR / CODEX_HOME are the agent's environment's. A pass stops after
-        budget_s (the next one goes on from the stored offsets)."""
-        try:
-            from capsule.measure import ingest  # noqa: PLC0415
-
-            report = ingest.ingest_default(env=self.agent_env(), budget_s=budget_s)
-            from capsule.store import retention  # noqa: PLC0415
-
-            retention.prune_all(self.state_dir, min_interval_s=PRUNE_INTERVAL_S)   # a batch per store, skipped when busy
-            if report.errors:
-                log.warning("usage ingestion: %s", "; ".join(report.errors[:3]))
-        except Exception as exc:  # noqa: BLE001 - measuring must never disturb the agent
-            log.warning("usage ingestion failed: %r", exc)
+        subsystems.ingest_usage(self.agent_env(), self.state_dir, budget_s)
 
     async def _ingest_usage_periodically(self) -> None:
         try:
@@ -414,7 +318,7 @@ class Supervisor:
         else:
             env.pop(switches.AGENT_MARKER, None)
         if shim_dir and self.plan["shims"].on:
-            _agent_view_env(kind, Path(shim_dir), env)
+            agent_view_env(kind, Path(shim_dir), env)
         # INV-1: Claude Code otherwise sends its first request before capsule's MCP server is
         # connected and adds the ctx_* tools from the second on: the tools change mid-session and
         # the whole prompt cache is rewritten (seen with a fake API; tests/measure/test_inv1_prefix.py).
@@ -428,7 +332,7 @@ class Supervisor:
         if self.opts.workdir:
             os.chdir(self.opts.workdir)
         self._record_run()
-        path = _which(cmd[0], env["PATH"])
+        path = which(cmd[0], env["PATH"])
         if path is None:
             log.error("agent command not found: %s", cmd[0])
             hint = ""
@@ -461,124 +365,9 @@ class Supervisor:
             "routing": self.routing_status(),
         }
 
-    def _degrade_at_start(self) -> None:
-        """The session's start is a boundary: the quota the proxy saw before decides the launch lanes
-        (route/governor.py); every choice goes to the ledger's route log with its reason."""
-        if not self.router.enabled or self.router.table is None:
-            return
-        try:
-            from capsule.measure import quota, route_log  # noqa: PLC0415
-
-            db = self.state_dir / quota.QUOTA_DB
-            q = {"windows": []}         # no rate-limit headers seen yet: 0%
-            if db.exists():
-                store = quota.QuotaStore(db)
-                try:
-                    q = quota.model(store.samples(time.time() - 8 * 86400))
-                finally:
-                    store.close()
-            now = time.time()
-            q["windows"] = [w for w in q["windows"] if not w.get("resets_at") or w["resets_at"] > now]
-            u, window = quota.peak(q)
-            choices = route.degrade_at_start(self.router, u, (window or {}).get("name"))
-            log = route_log.RouteLog(self.state_dir / paths.LEDGER_DB)
-            try:
-                for cls, ch in choices:
-                    log.record("decision", session=f"supervisor:{os.getpid()}", task_class=cls, source="supervisor",
-                               reason="session start: " + ch.reason,
-                               detail={"degraded": ch.degraded, "utilization": u, "window": (window or {}).get("name"),
-                                       "sent": {"model": ch.lane.model, "effort": ch.lane.effort}})
-            finally:
-                log.close()
-        except Exception as exc:  # noqa: BLE001 - no quota known: the role's lanes as written
-            log_ = logging.getLogger("capsule.supervisor")
-            log_.warning("quota at session start unknown (%r); the role's lanes apply", exc)
-
     def routing_status(self) -> dict:
         table = self.router.table
         if table is None:
             return {}
         return {"on": self.router.enabled, "agent": self.router.agent_kind, **table.as_dict(),
                 "launch": {k: v for k, v in vars(self.router.current).items() if v and k != "agents_json"}}
-
-
-def _stagger_settings(role):
-    from capsule.proxy.stagger import settings_from  # noqa: PLC0415
-
-    return settings_from((role.context.routing or {}).get("stagger") or {})
-
-
-# The file each client's tool shell sources before a call (see shims/shim_template/agent_env.sh).
-ENV_FILE_VAR = {"claude": "CLAUDE_ENV_FILE", "codex": "BASH_ENV"}
-
-
-def _agent_view_env(kind: str, shim_dir: Path, env: dict[str, str]) -> None:
-    """Tell the shims which output is the agent's own view (issue 9: only the agent's view changes).
-
-    Claude Code and Codex start a shell per tool call: their env file records that call's
-    stdout/stderr identity (and keeps the shims first on PATH). A shell agent's view is the
-    stdout/stderr it was launched with. Session-scoped: nothing is written outside the shim dir.
-    """
-    from capsule import shims  # noqa: PLC0415
-
-    var = ENV_FILE_VAR.get(kind)
-    env_file = shim_dir / shims.ENV_FILE
-    if var is None:
-        try:
-            ids = [os.fstat(fd) for fd in (1, 2)]
-        except OSError:
-            return
-        env[switches.AGENT_OUT] = "launch " + " ".join(f"{st.st_dev}:{st.st_ino}" for st in ids)
-        return
-    if not env_file.is_file():
-        return
-    previous = env.get(var)
-    if previous and previous != str(env_file):
-        env[switches.CHAIN_ENV] = previous  # the user's own file still runs, first
-    env[var] = str(env_file)
-
-
-def _probe_conflicts() -> list[str]:
-    from capsule.shims import conflicts  # noqa: PLC0415
-
-    env = dict(os.environ)
-    try:
-        return conflicts.hook_conflicts(env) + [f"{t} on PATH: {h}" for t in conflicts.REWRITERS
-                                                for h in conflicts.which_all(t, env.get("PATH", ""))]
-    except Exception as exc:  # noqa: BLE001 - the probe must not stop the agent
-        log.warning("conflict probe failed: %r", exc)
-        return []
-
-
-def _which(name: str, path: str) -> str | None:
-    if "/" in name:
-        return name if os.access(name, os.X_OK) else None
-    for d in path.split(":"):
-        cand = os.path.join(d or ".", name)
-        if os.access(cand, os.X_OK) and not os.path.isdir(cand):
-            return cand
-    return None
-
-
-class _QuietStderr(logging.StreamHandler):
-    """The supervisor's stderr log: a failed write (closed terminal) is dropped, never a traceback."""
-
-    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802
-        pass
-
-
-def setup_logging(state_dir: Path, verbose: bool = False) -> None:
-    from capsule.ground.log_handlers import QuietFileHandler  # noqa: PLC0415
-
-    handlers: list[logging.Handler] = [_QuietStderr(sys.stderr)]
-    try:
-        handlers.append(QuietFileHandler(state_dir / paths.LOG_FILE))
-    except OSError:
-        pass
-    for h in handlers:
-        h.setFormatter(logging.Formatter("capsule[%(process)d] %(levelname)s %(name)s: %(message)s"))
-    handlers[0].setLevel(logging.INFO if verbose else logging.WARNING)
-    root = logging.getLogger("capsule")
-    root.setLevel(logging.INFO)
-    for h in handlers:
-        root.addHandler(h)

@@ -2,7 +2,7 @@
 signals to that group, reap every child and orphan, stop stragglers, and give back the agent's status.
 
 Not responsible for anything the agent runs next to (engine, proxy, index, usage, registration:
-supervisor/core.py orchestrates those around this core). Invariant: the exit status is the agent's
+supervisor/core.py and subsystems.py orchestrate those around this core). Invariant: the exit status is the agent's
 (128+n when signal n killed it); no zombie outlives a reap pass; stragglers get SIGTERM, then SIGKILL
 after the grace period.
 """
