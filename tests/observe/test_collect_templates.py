@@ -42,3 +42,19 @@ def test_collect_only_folds_runs_and_keeps_the_test_that_differs(suite, tmp_path
     assert "341 tests collected" in out
     assert any("1…300" in ln and "test_small_orders_have_no_discount" in ln for ln in out.splitlines()), out
     assert tokens.count(out) < tokens.count(raw) // 5, out
+
+
+def test_an_id_whose_number_is_sometimes_a_word_still_folds(tmp_path):
+    # `[EUR]` where the other ids hold `[<N>]`: the slot is a word slot (this raised int('EUR')
+    # and the listing passed raw)
+    (tmp_path / "test_amounts.py").write_text(
+        "import pytest\n\n@pytest.mark.parametrize('amount', [*range(1, 301), 'EUR'])\n"
+        "def test_amount(amount):\n    pass\n")
+    cmd = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+    raw = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True).stdout
+    assert "test_amount[EUR]" in raw and "301 tests collected" in raw
+    result = Engine(tmp_path / "st", mode="standard", scope="t").observe(
+        Observation(raw.encode(), command="pytest --collect-only -q", exit_code=0))
+    out = result.data.decode()
+    assert not result.warnings, result.warnings
+    assert "301 tests collected" in out and tokens.count(out) < tokens.count(raw) // 5, out
