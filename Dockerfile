@@ -12,6 +12,13 @@ ARG BASE_IMAGE=python:3.11-slim-bookworm
 FROM ${BASE_IMAGE} AS build
 LABEL capsule.stage=build
 ARG WHEELHOUSE=
+# A C compiler for this stage only: `capsule shims install` builds the compiled shims (static, so
+# the runtime stage needs no compiler or libc headers); without one the Python shims are installed.
+RUN if ! command -v cc >/dev/null 2>&1; then \
+      { apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
+        && rm -rf /var/lib/apt/lists/*; } \
+      || echo "capsule: no C compiler in the build stage: the image gets the Python shims"; \
+    fi
 COPY . /src
 RUN python3 -m venv /opt/capsule/venv \
  && if [ -n "$WHEELHOUSE" ]; then \

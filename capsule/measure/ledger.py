@@ -83,6 +83,16 @@ def _add_columns(conn) -> None:
             conn.execute(f"ALTER TABLE emissions ADD COLUMN {column} {decl}")
 
 
+def storable(text: str) -> str:
+    """Text SQLite can store: bytes that were not UTF-8 (lone surrogates, as Python decodes a raw file
+    name on a command line) are written as \\xNN escapes instead of losing the whole row."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 class Ledger:
     def __init__(self, path: Path | None = None, readonly: bool = False,
                  busy_timeout_ms: int = sqlite.BUSY_TIMEOUT_MS):
@@ -100,6 +110,9 @@ class Ledger:
         d["manifest"] = json.dumps(d["manifest"])
         d["reports"] = json.dumps(d["reports"])
         d["applied"] = int(d["applied"])
+        for key, value in d.items():
+            if isinstance(value, str):
+                d[key] = storable(value)
         cols = ",".join(d)
         marks = ",".join(f":{k}" for k in d)
         with sqlite.write(self.conn):

@@ -56,3 +56,26 @@ def test_each_observation_carries_the_goal_the_client_stated(runs, client):
     for call in harness.CALLS:
         want = call.description if client == "claude" else harness.PROMPT
         assert got.get(call.command) == want, got
+
+
+def test_the_session_holds_the_cases_of_issue_25(tmp_path):
+    """The fixture itself, read with the real tools: a grep of 300 routine hits and one that
+    differs, 400 records one a line as a JSON array and as JSON Lines, a failure naming the function."""
+    import json
+    import subprocess
+    import sys
+
+    ws = tmp_path / "shop"
+    ws.mkdir()
+    harness.build_workspace(ws)
+    hits = subprocess.run(["grep", "-rn", "TODO", "src"], cwd=ws, capture_output=True, text=True).stdout.splitlines()
+    routine = [h for h in hits if "# TODO tidy imports in module " in h]
+    assert len(hits) == 301 and len(routine) == harness.ROUTINE_TODOS == 300
+    assert [h for h in hits if h not in routine] == [harness.DECISIVE]
+    array = (ws / "data/orders.json").read_text().splitlines()
+    assert array[0] == "[" and array[-1] == "]" and len(array) == 402
+    assert [json.loads(ln.rstrip(",")) for ln in array[1:-1]] == json.loads((ws / "data/orders.json").read_text())
+    lines = (ws / "data/orders.jsonl").read_text().splitlines()
+    assert len(lines) == 400 and sum(harness.BAD_ID in ln for ln in lines) == 1
+    test = subprocess.run([sys.executable, "-m", "pytest", "tests"], cwd=ws, capture_output=True, text=True).stdout
+    assert "refund_half" in test and harness.FAILING_ASSERT in test and "1 failed" in test

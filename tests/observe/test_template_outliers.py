@@ -57,3 +57,22 @@ def test_a_word_that_breaks_a_dominant_one_is_an_outlier():
     folds, outliers = cluster(lines)
     assert outliers == {17} and len(folds) == 1 and 17 not in folds[0].members
     assert folds[0].template == "worker <N> finished batch <N> in 12 ms"
+
+
+def test_routine_hits_in_a_file_the_intent_names_fold_within_that_file(tmp_path):
+    # Real Codex's intent was the user's prompt, "why checkout drops orders": the path matched it, so
+    # the 25 routine hits of checkout.py were each shown; they fold in their file, which stays in view
+    for d, name in enumerate(("cart", "catalog", "checkout", "users", "taxes", "search"), 1):
+        (tmp_path / "src").mkdir(exist_ok=True)
+        (tmp_path / "src" / f"{name}.py").write_text("".join(
+            f"def step_{i}(v):\n    # TODO tidy imports in module {d}.{i}\n    return v\n" for i in range(25)))
+    (tmp_path / "src" / "refunds.py").write_text("def refund_half(x):\n    # TODO refund_half subtracts one cent\n")
+    raw = grep(["-rn", "TODO", "src"], tmp_path)
+    out = Engine(tmp_path / "st", mode="standard", scope="t").observe(Observation(
+        raw, command="grep -rn TODO src", intent="Investigate why checkout drops orders.")).data.decode()
+    lines = out.splitlines()
+    assert "src/refunds.py:2:    # TODO refund_half subtracts one cent" in lines, out
+    assert "src/checkout.py" in lines, out
+    at = lines.index("src/checkout.py")
+    assert lines[at + 1].startswith("2:    # TODO tidy imports in module 3.0"), out      # its sample
+    assert lines[at + 2].startswith("(+24 more hits of the template"), out               # and its count

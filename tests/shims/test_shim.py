@@ -234,3 +234,17 @@ def test_a_script_without_a_shebang_runs_under_sh_as_without_shims(shimenv):
     assert shimenv.served() == before + 1
     got = shimenv.shell('bare y | cat; exit "${PIPESTATUS[0]}"', **AGENT)
     assert (got.returncode, got.stdout) == (4, b"bare script y\n") and shimenv.served() == before + 1
+
+
+def test_the_shipped_alnum_ranges_are_this_pythons_isalnum():
+    """capsule-capture quotes arguments by these runs; the file must be the running Python's
+    str.isalnum() (regenerate it with shims.alnum_ranges() after a Unicode upgrade)."""
+    import unicodedata
+
+    head, *rows = shims.ALNUM_FILE.read_text().splitlines()
+    assert head.endswith(unicodedata.unidata_version)
+    runs = [tuple(int(x, 16) for x in row.split()) for row in rows]
+    assert runs == shims.alnum_ranges()
+    inside = {cp for lo, hi in runs for cp in range(lo, hi + 1)}
+    for cp in (0xE9, 0xBD, 0x2014, 0x4E2D, 0x0663, 0xD800, 0x1F600, 0x10FFFF):
+        assert (cp in inside) == chr(cp).isalnum(), hex(cp)

@@ -5,8 +5,10 @@ Not responsible for parsing structured (JSON) logs — the JSON crusher does —
 `[N more lines]` marker (the pipeline adds it).
 Invariant: every error/warning line, every line observe/keep.py protects (anomalies, error
 blocks, rare lines of a failing run), the first of each distinct failing (4xx/5xx) request of
-an access log, the INTENT_KEEP lines the intent speaks to most and every line whose template
-occurs fewer than MIN_REPEAT times is kept byte-exact, in order.
+an access log, the INTENT_KEEP lines the intent speaks to most, every line whose template
+occurs fewer than MIN_REPEAT times and every line that breaks its template by a word the masks
+hid (content/templates.py: `GET /admin/export.csv` among 300 `GET /orders/N`) is kept
+byte-exact, in order.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from capsule.observe.types import Context, Removal, TransformResult
 TRANSFORM_ID = "logs"
 MIN_REPEAT = 3
 INTENT_KEEP = 20     # folded lines the intent picks out (most relevant first) stay, up to this many
+OUTLIER_MAX_LINES = 20000   # a template group this large is folded without the word-level outlier pass (bounded work)
 
 _MASKS = [
     (re.compile(r"\b[a-z][a-z0-9+.-]*://\S+"), "<url>"),
@@ -104,6 +107,29 @@ def _verbatim():
         return lambda line: bool(pat.search(line))
 
 
+def _outliers(lines: list[str]) -> tuple[set[int], list[str]]:
+    """(indices of the lines that break the group's template by a word, what varied among the
+    rest beyond the first and last line): the masks read `/orders/17` and `/admin/export.csv` alike, the words do not."""
+    if len(lines) > OUTLIER_MAX_LINES:
+        return set(), []
+    from capsule.observe.content import templates
+
+    folds, outliers = templates.cluster(lines)
+    main = max(folds, key=lambda f: len(f.members), default=None)
+    if main is None:
+        return outliers, []
+    rest = set(range(len(lines))) - {m for f in folds for m in f.members} - outliers
+    if len(main.members) >= templates.DOMINANT * len(lines) and len(rest) <= max(1, templates.RARE * len(lines)):
+        # nearly every line is one fine template: the rare few of another shape break it too
+        outliers = outliers | rest
+    # the first and last lines stay: a range they already bound (a rising id) says nothing; of the
+    # rest one is said: a word slot's values, else the number of the widest magnitude (an amount,
+    # a duration; not the clock's two-digit parts)
+    said = [r for r, new in zip(main.ranges, main.beyond) if new]
+    words = [r for r in said if r.startswith("<*>")]
+    return outliers, (words or sorted(said, key=lambda r: -len(r.rsplit("…", 1)[-1])))[:1]
+
+
 def cluster(text: str, ctx: Context) -> TransformResult:
     """Transform entry point."""
     lines = text.split("\n")
@@ -126,9 +152,12 @@ def cluster(text: str, ctx: Context) -> TransformResult:
         groups[tpl].append(i)
     drop: dict[int, str] = {}
     counts: dict[int, int] = {}
+    varied: dict[int, list[str]] = {}
     for tpl, idx in groups.items():
         if len(idx) < MIN_REPEAT:
             continue
+        breakers, varied[idx[0]] = _outliers([shown_lines[i] for i in idx])
+        pinned |= {idx[k] for k in breakers}
         middle = [i for i in idx[1:-1] if i not in pinned and not is_verbatim(lines[i])]
         if not middle:
             continue
@@ -155,7 +184,8 @@ def cluster(text: str, ctx: Context) -> TransformResult:
             redraws += 1
             line = shown_lines[i]
         if i in counts:
-            line += f"  [×{counts[i]} like this; first and last shown]"
+            what = "".join(f"; {r}" for r in varied.get(i, []))
+            line += f"  [×{counts[i]} like this; first and last shown{what}]"
         out.append(line)
     if not removals and not redraws:
         return TransformResult(text, TRANSFORM_ID, lossless=True, notes=["no repeated templates"])

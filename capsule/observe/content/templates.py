@@ -37,6 +37,7 @@ class Fold:
     members: list[int]                   # indices into the lines given, in order; members[0] is the sample
     template: str                        # the line with its slots as <N> (numbers) and <*> (words)
     ranges: list[str] = field(default_factory=list)   # per slot: what varied ("1…50", "a, b, c (+3)")
+    beyond: list[bool] = field(default_factory=list)  # per range: its values go beyond the first and last member's
 
     def summary(self, noun: str = "lines", where: str = "") -> str:
         what = f"; {'; '.join(self.ranges)}" if self.ranges else ""
@@ -146,7 +147,7 @@ def _breakers(c: _Cluster, split) -> set[int]:
 
 def _fold(c: _Cluster, members: list[int], split) -> Fold:
     first_words = split[members[0]][0]
-    parts, ranges, wi = [], [], 0
+    parts, ranges, beyond, wi = [], [], [], 0
     for tok in c.shape:
         if tok != "\0":
             parts.append(tok)
@@ -154,17 +155,19 @@ def _fold(c: _Cluster, members: list[int], split) -> Fold:
         values = [split[m][0][wi] for m in members]
         if len(set(values)) == 1:
             parts.append(first_words[wi])
-        elif c.numeric[wi]:
+        elif c.numeric[wi] and all(v.isdigit() for v in values):
             parts.append("<N>")
             nums = sorted(set(values), key=lambda v: (int(v), v))
             ranges.append(f"<N> {nums[0]}…{nums[-1]}")
+            beyond.append(not {nums[0], nums[-1]} <= {values[0], values[-1]})
         else:
             parts.append("<*>")
             distinct = sorted(set(values))
             more = f" (+{len(distinct) - MAX_VALUES_SHOWN})" if len(distinct) > MAX_VALUES_SHOWN else ""
             ranges.append(f"<*> {', '.join(distinct[:MAX_VALUES_SHOWN])}{more}")
+            beyond.append(not set(distinct) <= {values[0], values[-1]})
         wi += 1
-    return Fold(members, "".join(parts), ranges)
+    return Fold(members, "".join(parts), ranges, beyond)
 
 
 def describe(values: list[str]) -> str | None:

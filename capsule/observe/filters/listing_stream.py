@@ -1,10 +1,11 @@
 """find / fd / rg --files, tree and ls: long listings shown grouped by directory.
 
 Not responsible for search hits (search_stream.py) nor for the footer (the pipeline).
-Invariants: every shown entry keeps its name byte-exact, and its directory is stated once
+Invariants: find and tree keep every name (issue 25), byte-exact, its directory stated once
 (`dir/: a.py b.py`; a one-entry directory keeps the path as printed), so the tool's own lines
-follow from the view; a cut drops only leaf entries beyond an equal share of the budget per
-directory and says what it dropped there by extension; `ls -l` columns that are identical on
+follow from the view; only repeated parts fold: a family of numbered names is written as its runs
+(`snap_0001.json…snap_0300.json`) and directories of one parent holding the same names are written
+once (`pkgs/{a,b}/: names`); `ls -l` columns that are identical on
 every entry are stated once above them, other columns stay as printed, and past ls's budget the
 entries lose their columns, never their names (a bare-name ls is kept whole); errors, tree's
 `N directories, M files` and ls's `total` stay as printed. Anything it cannot read (a name with
@@ -17,7 +18,6 @@ import re
 from collections import Counter
 from dataclasses import replace
 
-from capsule.observe.filters.search_stream import fair_shares
 from capsule.observe.filters.stages import run_stages
 from capsule.observe.filters.streaming import StreamFilter
 
@@ -27,18 +27,6 @@ _TREE_SUMMARY = re.compile(r"^\d+ director(?:y|ies)(?:, \d+ files?)?$")
 _LONG = re.compile(r"^(?P<mode>[-dlcbpsD][rwxsStTl-]{9}[.+@]?)(?P<links>\s+\d+)(?P<owner>\s+\S+)(?P<group>\s+\S+)"
                    r"(?P<size>\s+\d+(?:,\s+\d+)?|\s+[\d.]+[KMGTP]?)(?P<date>\s+\w{3}\s+\d{1,2}\s+(?:\d{1,2}:\d{2}|\d{4}))"
                    r"(?P<name> .*)$")
-
-
-def _ext(name: str) -> str:
-    if name.endswith("/"):
-        return "dirs"
-    stem, dot, ext = name.rpartition(".")
-    return f".{ext}" if dot and stem else "no extension"
-
-
-def _summary(names: list[str]) -> str:
-    counts = Counter(_ext(n) for n in names)
-    return f"… {len(names)} more: " + ", ".join(f"{n} {e}" for e, n in sorted(counts.items(), key=lambda x: (-x[1], x[0])))
 
 
 class _Listing(StreamFilter):
@@ -82,31 +70,41 @@ class _Listing(StreamFilter):
         return entries >= int(self.options.get("min_entries", 20))
 
     def _groups(self, dirs: dict[str, list[tuple]]) -> None:
-        """Emit `dir/: names` lines, cutting leaves (not subdirectories, not a line the policy
-        holds) to a fair share each. An entry is (lineno, name, is_dir[, line as printed if held])."""
-        budget = int(self.options.get("max_entries", 200))
-        leaves = [[e for e in entries if not e[2] and len(e) == 3] if d else [] for d, entries in dirs.items()]
-        total = sum(len(e) for e in dirs.values())
-        keep = {e[0] for entries in dirs.values() for e in entries}
-        if total > budget:
-            fixed = total - sum(len(x) for x in leaves)
-            shares = fair_shares([len(x) for x in leaves], max(0, budget - fixed))
-            keep -= {e[0] for x, share in zip(leaves, shares) for e in x[share:]}
+        """Emit `dir/: names` lines with every name (issue 25: the next step names a file): only
+        the repeated parts fold — a family of numbered names is written as its runs
+        (content/name_runs.py: `snap_0001.json…snap_0300.json`), and directories of one parent
+        that hold the same names are written once (`pkgs/{a,b…d}/: names`). An entry is
+        (lineno, name, is_dir[, line as printed if the policy holds it])."""
+        from capsule.observe.content import name_runs
+
+        written: dict[str, tuple[str, ...]] = {}
         for d, entries in dirs.items():
-            cut = [e for e in entries if e[0] not in keep]
+            shown = [e for e in entries if len(e) == 3]
+            written[d] = tuple(name_runs.fold([name + ("/" if is_dir and not name.endswith("/") else "")
+                                               for _, name, is_dir in shown]))
+        alike: dict[tuple, list[str]] = {}
+        for d, names in written.items():
+            parent, slash, last = d.rstrip("/").rpartition("/")
+            if d and names and slash and last not in (".", ".."):
+                alike.setdefault((parent, names), []).append(d)
+        done: set[str] = set()
+        for d, entries in dirs.items():
+            if d in done:
+                continue
             held = [e for e in entries if len(e) > 3]
-            shown = [e for e in entries if e[0] in keep and len(e) == 3]
-            for lineno, name, _ in cut:
-                self.drop(d + name, "entry beyond the fair share of its directory", lineno)
-            if (len(shown) == 1 or not d) and not cut:
+            shown = [e for e in entries if len(e) == 3]
+            parent = d.rstrip("/").rpartition("/")[0]
+            same = alike.get((parent, written[d]), [])
+            if len(same) >= 2 and not any(len(e) > 3 for o in same for e in dirs[o]):
+                done.update(same)
+                lasts = name_runs.fold(sorted(o.rstrip("/").rpartition("/")[2] for o in same))
+                self.emit(f"{parent}/{{{','.join(lasts)}}}/: " + " ".join(written[d]))
+                continue
+            if len(shown) == 1 or not d:
                 for _, name, is_dir in shown:  # alone in its directory, or no directory: as printed
                     self.emit(d + name + ("/" if is_dir and d else ""))
-            elif shown or cut:
-                line = f"{d}: " + " ".join(name + ("/" if is_dir and not name.endswith("/") else "")
-                                            for _, name, is_dir in shown)
-                if cut:
-                    line += f" ({_summary([n for _, n, _ in cut])})"
-                self.emit(line)
+            elif shown:
+                self.emit(f"{d}: " + " ".join(written[d]))
             for e in held:
                 self.emit(e[3])            # a line the policy holds: as printed
 

@@ -261,11 +261,19 @@ class SearchFilter(StreamFilter):
         exempt = {i for i, e in enumerate(hits) if self._protected(e)}
         defs = {id(e) for e in self._definitions(hits)}
         exempt |= {i for i, e in enumerate(hits) if id(e) in defs}
+        texts = [e.text for e in hits]
+        named: set[int] = set()
         if self.intent:
             from capsule.observe.content.reflex import relevance
 
-            exempt |= {i for i, s in enumerate(relevance([e.raw for e in hits], self.intent)) if s > 0}
-        folds, outliers = templates.cluster([e.text for e in hits], exempt)
+            # a hit whose text the intent speaks to joins no fold; a routine hit in a file the
+            # intent names folds within that file (its file stays in view with its own count)
+            exempt |= {i for i, s in enumerate(relevance(texts, self.intent)) if s > 0}
+            named = {i for i, s in enumerate(relevance([e.path or "" for e in hits], self.intent)) if s > 0} - exempt
+        folds, outliers = templates.cluster(texts, exempt | named)
+        if named:
+            more, odd = templates.cluster(texts, set(range(len(hits))) - named)
+            folds, outliers = sorted(folds + more, key=lambda f: f.members[0]), outliers | odd
         folded: set[int] = set()
         after: dict[int, str] = {}
         for f in folds:

@@ -15,7 +15,7 @@ from capsule.ground import tomlcache
 
 ALLOWED_KEYS = {
     "description", "match", "strip_ansi", "replace", "strip_lines", "keep_lines", "protect",
-    "dedupe_lines", "collapse_repeats", "collapse_blocks", "head", "tail", "max_lines", "on_empty",
+    "dedupe_lines", "collapse_repeats", "collapse_blocks", "fold_templates", "head", "tail", "max_lines", "on_empty",
     "summary", "delegate", "streaming", "tests", "family", "options",
 }
 SUMMARY_KEYS = {"when", "unless", "text", "exit_codes"}
@@ -58,6 +58,7 @@ class FilterSpec:
     dedupe_lines: tuple[re.Pattern, ...] = ()
     collapse_repeats: bool = False
     collapse_blocks: int = 0
+    fold_templates: bool = False
     head: int = 0
     tail: int = 0
     max_lines: int = 0
@@ -164,6 +165,7 @@ def parse_filter(name: str, table: dict, source: str, linear: bool = False) -> F
         dedupe_lines=_regexes(table.get("dedupe_lines", []), f"{where}.dedupe_lines", linear),
         collapse_repeats=bool(table.get("collapse_repeats", False)),
         collapse_blocks=_int(table, "collapse_blocks", where),
+        fold_templates=bool(table.get("fold_templates", False)),
         head=_int(table, "head", where),
         tail=_int(table, "tail", where),
         max_lines=_int(table, "max_lines", where),

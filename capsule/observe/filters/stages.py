@@ -1,7 +1,8 @@
 """Run one TOML filter's stages over a text, in the fixed order of the DSL.
 
 Order: strip ANSI → replace → short-circuit summary (guarded by `unless`, the exit code and
-the verbatim class) → strip/keep lines → dedupe lines shown above → collapse repeats → head/tail → max lines → on_empty.
+the verbatim class) → strip/keep lines → dedupe lines shown above → collapse repeats → fold
+templates → head/tail → max lines → on_empty.
 Not responsible for choosing the filter or loading it (engine.py).
 Invariant: a verbatim-class line (error, failure, warning; observe/verbatim.py), a line the
 whole-text rules pin (observe/keep.py: error blocks, anomalies, rare lines of a failing run) or a
@@ -177,6 +178,8 @@ def run_stages(spec: FilterSpec, text: str, exit_code: int | None,
         lines = _collapse_repeats(lines, run)
     if spec.collapse_blocks:
         lines = _collapse_blocks(lines, spec.collapse_blocks, run)
+    if spec.fold_templates:
+        lines = fold_templates(spec, lines, run)
 
     cut_at: int | None = None   # index in `lines` where the truncation marker goes
     if (spec.head or spec.tail) and len(lines) > spec.head + spec.tail:
@@ -230,6 +233,35 @@ def _dedupe(spec: FilterSpec, lines: list[Line], run: Run) -> list[Line]:
             continue
         seen.add(key)
         out.append(line)
+    return out
+
+
+def fold_templates(spec: FilterSpec, lines: list[Line], run: Run) -> list[Line]:
+    """Lines sharing a template (content/templates.py) show as their first and one count line
+    with the template and what varied; the lines that break a template are pinned, so a later
+    head/tail cut keeps them (issue 25: the one test id, log line or name that differs). A
+    protected line joins no fold."""
+    from capsule.observe.content import templates
+
+    exempt = {i for i, line in enumerate(lines) if _protected(spec, line)}
+    folds, outliers = templates.cluster([line.text for line in lines], exempt)
+    for i in outliers:
+        lines[i].pinned = True
+    if not folds:
+        return lines
+    gone: set[int] = set()
+    after: dict[int, str] = {}
+    for f in folds:
+        gone.update(f.members[1:])
+        after[f.members[0]] = f.summary()
+    out: list[Line] = []
+    for i, line in enumerate(lines):
+        if i in gone:
+            run.drop(line, "same template as a line shown")
+            continue
+        out.append(line)
+        if i in after:
+            out.append(Line(0, after[i], pinned=True))
     return out
 
 
