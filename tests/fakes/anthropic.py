@@ -11,9 +11,7 @@ path answer {"input_tokens": 10}; HEAD and GET answer 200.
 from __future__ import annotations
 
 import json
-import threading
 import time
-import uuid
 
 from tests.fakes.http import FakeServer, Quiet, sse
 
@@ -51,11 +49,7 @@ class MessagesAPI(FakeServer):
         self.status = status or (lambda n: 200)
         self.delay = delay                      # delay(n, body) -> seconds before the first byte
         self.model = model
-        self.run = uuid.uuid4().hex[:8]
-        self.requests: list[dict] = []
-        self.raw: list[tuple[str, dict[str, str], bytes]] = []
-        self.log: list[dict] = []
-        self.lock = threading.Lock()
+        self._recording()
         fake = self
 
         class Handler(Quiet):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -50,6 +51,15 @@ class FakeServer:
     """Base of the fakes: `url` (scheme, host, port), `port`, close()."""
 
     host = "127.0.0.1"   # a subclass may listen elsewhere: a docker network's gateway (tests/container)
+
+    def _recording(self) -> None:
+        """What an API fake keeps: a run id (response ids unique across fakes), the parsed bodies,
+        (path, headers, raw bytes) of each request, one log entry per answer."""
+        self.run = uuid.uuid4().hex[:8]
+        self.requests: list[dict] = []
+        self.raw: list[tuple[str, dict[str, str], bytes]] = []
+        self.log: list[dict] = []
+        self.lock = threading.Lock()
 
     def _start(self, handler_cls) -> None:
         self.server = serve(handler_cls, self.host)

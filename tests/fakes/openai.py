@@ -9,8 +9,6 @@ GET answers 404 (Codex probes, then streams).
 from __future__ import annotations
 
 import json
-import threading
-import uuid
 
 from tests.fakes.http import FakeServer, Quiet, sse
 
@@ -50,11 +48,7 @@ class ResponsesAPI(FakeServer):
         self.fixed_usage = dict(usage or FIXED_USAGE)
         self.ratelimit = ratelimit or (lambda n: {})
         self.model = model
-        self.run = uuid.uuid4().hex[:8]
-        self.requests: list[dict] = []
-        self.raw: list[tuple[str, dict[str, str], bytes]] = []
-        self.log: list[dict] = []
-        self.lock = threading.Lock()
+        self._recording()
         fake = self
 
         class Handler(Quiet):
