@@ -264,6 +264,20 @@ static char **child_env(void) {
     return env;
 }
 
+/* One read from a polled pipe that has something: its byte count (> 0); 0 when there is nothing to
+ * take now; -1 when it closed (it is closed here and leaves the poll set). */
+static ssize_t read_ready(struct pollfd *pf, int *open_, char *chunk, size_t size) {
+    if (pf->fd < 0 || !pf->revents) return 0;
+    ssize_t r = read(pf->fd, chunk, size);
+    if (r < 0 && (errno == EINTR || errno == EAGAIN)) return 0;
+    if (r <= 0) {
+        close(pf->fd);
+        pf->fd = -1, (*open_)--;
+        return -1;
+    }
+    return r;
+}
+
 /* A background job (`make serve`'s server) still holds a pipe (-1: one at its end already): copy on
  * raw until it lets go. */
 static void hand_over(int fds[2]) {
@@ -281,15 +295,8 @@ static void hand_over(int fds[2]) {
             break;
         }
         for (int i = 0; i < 2; i++) {
-            if (pf[i].fd < 0 || !pf[i].revents) continue;
-            ssize_t r = read(pf[i].fd, chunk, sizeof chunk);
-            if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-            if (r <= 0) {
-                close(pf[i].fd);
-                pf[i].fd = -1, open_--;
-                continue;
-            }
-            write_all(1 + i, chunk, (size_t)r);
+            ssize_t r = read_ready(&pf[i], &open_, chunk, sizeof chunk);
+            if (r > 0) write_all(1 + i, chunk, (size_t)r);
         }
     }
     _exit(0);
@@ -413,14 +420,8 @@ int main(int argc, char **argv) {
             continue;
         }
         for (int i = 0; i < 2; i++) {
-            if (pf[i].fd < 0 || !pf[i].revents) continue;
-            ssize_t r = read(pf[i].fd, chunk, sizeof chunk);
-            if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-            if (r <= 0) {
-                close(pf[i].fd);
-                pf[i].fd = -1, open_--;
-                continue;
-            }
+            ssize_t r = read_ready(&pf[i], &open_, chunk, sizeof chunk);
+            if (r <= 0) continue;
             if (streaming) {
                 write_all(1 + i, chunk, (size_t)r);
                 continue;
