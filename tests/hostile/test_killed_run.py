@@ -33,8 +33,15 @@ def _start(state_dir, script: str, **extra) -> subprocess.Popen:
 
 
 def _journal(state_dir) -> dict[str, int]:
+    """{stream: bytes} of the journal files there now (a file may go between listing and stat)."""
     d = state_dir / "journal"
-    return {p.name.rsplit(".", 1)[1]: p.stat().st_size for p in d.iterdir()} if d.is_dir() else {}
+    held = {}
+    for p in (d.iterdir() if d.is_dir() else ()):
+        try:
+            held[p.name.rsplit(".", 1)[1]] = p.stat().st_size
+        except FileNotFoundError:
+            continue
+    return held
 
 
 def _wait(cond, timeout=30.0, what="condition"):

@@ -1,10 +1,8 @@
 """Shortcuts a cold `ctx run` takes instead of a stdlib call read the same as the call they replace."""
 
 import random
-import statistics
 from datetime import datetime
 
-from capsule.observe import keep
 from capsule.observe.filters.git_stream import _short_date
 
 
@@ -31,11 +29,3 @@ def test_git_dates_read_as_strptime_reads_them():
     assert seen_fast > 500     # the generator reaches valid dates, not only the fallback
     assert _short_date("Tue Dec 1 08:34:30 2026 +0000") == "2026-12-01"
     assert _short_date("Mon Feb 30 08:34:30 2026 +0000") == "Mon Feb 30 08:34:30 2026 +0000"
-
-
-def test_median_is_statistics_median():
-    rnd = random.Random(7)
-    for n in range(1, 60):
-        nums = [rnd.choice([rnd.random() * 1e6, float(rnd.randint(-5, 5)), 0.1 * rnd.randint(0, 99)])
-                for _ in range(n)]
-        assert keep._median(nums) == statistics.median(nums)
