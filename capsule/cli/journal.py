@@ -34,9 +34,10 @@ class Journal:
             tmp = f"{base}.tmp"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             fcntl.flock(fd, fcntl.LOCK_EX)        # held until we exit, however we exit
-            from capsule.store import redact
-
-            os.write(fd, f"{redact.redacted(command)}\n{os.getcwd()}\n".encode("utf-8", "surrogateescape"))
+            # The command line as typed, like the raw bytes beside it: this owner-only spool lives only
+            # while the run does (or until the next run recovers it). Every reader goes through
+            # _command(), which redacts: loading the secret patterns here cost each cold run ~20 ms.
+            os.write(fd, f"{command}\n{os.getcwd()}\n".encode("utf-8", "surrogateescape"))
             os.rename(tmp, f"{base}.cmd")       # seen by recover() only once locked
             self._lock, self._base = fd, base
             for s in STREAMS:
@@ -95,13 +96,20 @@ def orphans(state_dir) -> list[str]:
     return out
 
 
+def _command(base: str) -> str:
+    """The command line of a journalled run, secrets redacted (the file holds it as typed)."""
+    from capsule.store import redact
+
+    with open(f"{base}.cmd", "rb") as f:
+        return redact.redacted(f.read().decode("utf-8", "surrogateescape").split("\n", 1)[0])
+
+
 def describe(state_dir) -> list[dict]:
     """The killed runs still waiting in the journal (read only: for `ctx doctor`)."""
     out = []
     for base in orphans(state_dir):
         try:
-            with open(f"{base}.cmd", "rb") as f:
-                command = f.read().decode("utf-8", "surrogateescape").split("\n", 1)[0]
+            command = _command(base)
             sizes = {s: os.path.getsize(f"{base}.{s}") for s in STREAMS if os.path.exists(f"{base}.{s}")}
         except OSError:
             continue
@@ -130,8 +138,7 @@ def _recover_one(base: str) -> list[str]:
 
     from capsule.store.archive import Archive
 
-    with open(f"{base}.cmd", "rb") as f:
-        command = f.read().decode("utf-8", "surrogateescape").split("\n", 1)[0]
+    command = _command(base)
     notes = []
     archive = None
     for s in STREAMS:

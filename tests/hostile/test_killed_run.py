@@ -173,3 +173,30 @@ def test_the_ledger_row_is_written_after_exit_and_readers_wait_for_it(tmp_path):
     raw = "".join(f"{i}\n" for i in range(1, 1000001))
     assert [(r["command"], r["raw_tokens"], r["raw_bytes"]) for r in rows] == [("seq 1 1000000", tokens.count(raw), len(raw))]
     assert list((state / "pending").iterdir()) == []
+
+
+def test_a_killed_runs_command_line_is_shown_and_archived_without_its_secret(tmp_path):
+    # The journal holds the command as typed while the run lives (like its raw output); what reads
+    # it (doctor, the next run's note, the archive) redacts.
+    state = tmp_path / "state"
+    token = "ghp_R8xW2pLq9ZtY4vN6mK3sJ7dF1gH5aC0eB2uX"
+    marker = "killed-run-marker-3"
+    proc = _start(state, f": {token}; {PRINT}; : {marker}; {TICKS}", JACKIN_CTX_STREAM_AFTER="120")
+    _wait(lambda: _journal(state).get("stdout", 0) >= len(LINES), what="the journal to hold the output")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    _wait(lambda: _gone(marker), what="the command to die of SIGPIPE")
+    (waiting,) = json.loads(_capsule(state, "ctx", "doctor", "--json").stdout)["state"]["interrupted"]
+    assert token not in waiting["command"] and "[capsule redacted: " in waiting["command"]
+    nxt = _capsule(state, "ctx", "run", "--", "echo", "next")
+    assert "was killed before its output was shown" in nxt.stderr.decode()
+    assert token not in nxt.stderr.decode() and "[capsule redacted: " in nxt.stderr.decode()
+    from capsule.store.archive import Archive
+
+    archive = Archive(state / "archive.db", readonly=True)
+    try:
+        commands = [r[0] for r in archive.conn.execute("SELECT command FROM ccr_entries")]
+    finally:
+        archive.close()
+    assert commands and all(token not in c and "[capsule redacted: " in c for c in commands)
+    assert _journal(state) == {}
