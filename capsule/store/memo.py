@@ -56,3 +56,21 @@ def _read(path) -> dict:
         return table if isinstance(table, dict) else {}
     except (OSError, ValueError):
         return {}
+
+
+def of_program(exe: str, argv: list[str], compute):
+    """compute() — an answer that depends only on the installed program `exe` and argv (its version
+    line) — memoized on the program file's identity (path, size, mtime, inode): doctor asks each tool
+    its version on every call, ~10-20 ms a process. A program replaced or upgraded is a new key."""
+    try:
+        st = os.stat(exe)
+    except OSError:
+        return compute()
+    k = key(os.path.realpath(exe), *argv, str(st.st_size), str(st.st_mtime_ns), str(st.st_ino))
+    found = get("programs", k)
+    if found is not None:
+        return found["answer"]
+    answer = compute()
+    if answer is not None:
+        put("programs", k, {"answer": answer})
+    return answer

@@ -37,12 +37,17 @@ def engine() -> str | None:
     exe = shutil.which("tesseract")
     if not exe:
         return None
-    try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    first = (out.stdout or out.stderr).splitlines()
-    return first[0].strip() if first else "tesseract"
+    from capsule.store import memo
+
+    def ask() -> str | None:
+        try:
+            out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        first = (out.stdout or out.stderr).splitlines()
+        return first[0].strip() if first else "tesseract"
+
+    return memo.of_program(exe, ["--version"], ask)
 
 
 def words(png: bytes, timeout: float = TIMEOUT_S, psm: int = 3) -> list[Word] | None:

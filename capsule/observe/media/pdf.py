@@ -53,12 +53,19 @@ def tool() -> str | None:
     """The text extractor in use: 'pdftotext (poppler X)', 'pypdf X (poppler missing)', or None."""
     exe = shutil.which("pdftotext")
     if exe:
-        try:
-            out = subprocess.run([exe, "-v"], capture_output=True, text=True, timeout=10)
-            version = (out.stderr or out.stdout).split("\n")[0].split()[-1]
-            return f"pdftotext (poppler {version})"
-        except (OSError, subprocess.SubprocessError, IndexError):
-            pass
+        from capsule.store import memo
+
+        def ask() -> str | None:
+            try:
+                out = subprocess.run([exe, "-v"], capture_output=True, text=True, timeout=10)
+                version = (out.stderr or out.stdout).split("\n")[0].split()[-1]
+                return f"pdftotext (poppler {version})"
+            except (OSError, subprocess.SubprocessError, IndexError):
+                return None
+
+        found = memo.of_program(exe, ["-v"], ask)
+        if found is not None:
+            return found
     try:
         import pypdf
     except ImportError:
