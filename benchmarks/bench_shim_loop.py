@@ -29,7 +29,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -39,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 from capsule import shims  # noqa: E402
 from capsule.ground import switches  # noqa: E402
 from capsule.supervisor import server  # noqa: E402
+from tests.fakes import unix_socket  # noqa: E402
 
 LOOP = "for i in $(seq 200); do echo hello | sed s/h/j/ | cat; done"
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -59,24 +59,14 @@ def start_supervisor(state: Path) -> subprocess.Popen:
 
 def instant_engine(path: Path) -> socket.socket:
     """A socket answering each OBS1 request at once with the stdout and stderr it carries."""
-    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    srv.bind(str(path))
-    srv.listen(16)
 
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = srv.accept()
-            except OSError:
-                return
-            with conn:
-                data = b"".join(iter(lambda: conn.recv(1 << 20), b""))
-                head, _, body = data.partition(b"\n")
-                _code, _us, n_cmd, n_out, n_err, *_ = (int(f) for f in head.split()[1:])
-                conn.sendall(b"OK %d %d\n" % (n_out, n_err) + body[n_cmd:n_cmd + n_out + n_err])
+    def echo(conn: socket.socket) -> None:
+        with conn:
+            head, _, body = unix_socket.request(conn, 1 << 20).partition(b"\n")
+            _code, _us, n_cmd, n_out, n_err, *_ = (int(f) for f in head.split()[1:])
+            conn.sendall(b"OK %d %d\n" % (n_out, n_err) + body[n_cmd:n_cmd + n_out + n_err])
 
-    threading.Thread(target=serve, daemon=True).start()
-    return srv
+    return unix_socket.serve(path, echo)
 
 
 CPU: dict[tuple[str, str], list[float]] = {}   # (row, variant) -> CPU ms (user+sys) of the run's processes

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import os
 import signal
-import socket as pysocket
 import subprocess
-import threading
 import time
 
 import pytest
 
 from capsule import shims
+from tests.fakes import unix_socket
 
 AGENT = {"CLAUDECODE": "1"}
 # a real tool reporting the program that ran it: the shim's exec chain, seen from below
@@ -95,23 +94,14 @@ def test_the_libc_build_serves_where_the_freestanding_one_does_not_build(tools, 
 
 def _recorder(path):
     """A socket that keeps each request it is sent and answers RAW (the shim then shows its own bytes)."""
-    srv = pysocket.socket(pysocket.AF_UNIX, pysocket.SOCK_STREAM)
-    srv.bind(str(path))
-    srv.listen(4)
     got: list[bytes] = []
 
-    def serve():
-        while True:
-            try:
-                conn, _ = srv.accept()
-            except OSError:
-                return
-            with conn:
-                got.append(b"".join(iter(lambda: conn.recv(1 << 16), b"")))
-                conn.sendall(b"RAW\n")
+    def keep(conn):
+        with conn:
+            got.append(unix_socket.request(conn))
+            conn.sendall(b"RAW\n")
 
-    threading.Thread(target=serve, daemon=True).start()
-    return srv, got
+    return unix_socket.serve(path, keep, backlog=4), got
 
 
 def test_the_request_is_the_python_shims_byte_for_byte(tools, tmp_path):

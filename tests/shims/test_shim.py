@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import signal
-import socket as pysocket
 import subprocess
-import threading
 
 import pytest
 
 from capsule import shims
+from tests.fakes import unix_socket
 
 AGENT = {"CLAUDECODE": "1"}
 
@@ -83,26 +82,17 @@ def test_engine_down_passes_raw(shimenv, tmp_path):
 
 
 def _server(path, reply: bytes | None):
-    srv = pysocket.socket(pysocket.AF_UNIX, pysocket.SOCK_STREAM)
-    srv.bind(str(path))
-    srv.listen(4)
-    conns = []
+    conns = []      # kept open: with reply None the engine never answers
 
-    def serve():
-        while True:
-            try:
-                conn, _ = srv.accept()
-            except OSError:
-                return
-            conns.append(conn)
-            if reply is not None:
-                while conn.recv(1 << 16):
-                    pass
-                conn.sendall(reply)
-                conn.close()
+    def answer(conn):
+        conns.append(conn)
+        if reply is not None:
+            while conn.recv(1 << 16):
+                pass
+            conn.sendall(reply)
+            conn.close()
 
-    threading.Thread(target=serve, daemon=True).start()
-    return srv
+    return unix_socket.serve(path, answer, backlog=4)
 
 
 @pytest.mark.parametrize("reply", [None, b"garbage", b"OK 9 0\nshort", b"RAW\n"])
