@@ -7,7 +7,9 @@ the engine imports no door and no agent module). Owns the archive and ledger con
 state dir. Invariant: observe() never raises to its caller; on any internal failure the raw bytes
 come back and a warning is logged (fail open). Output never waits long on a store: another
 process holding the archive's or ledger's write lock past STORE_BUDGET_MS means raw output
-(an original that cannot be archived is never replaced by a shorter text) and no ledger row.
+(an original that cannot be archived is never replaced by a shorter text). A ledger row is never
+given up for a busy store: deferred, it waits for the next drain, and a patient drain (a finisher,
+close) waits as long as any writer (sqlite.BUSY_TIMEOUT_MS).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from capsule.measure.ledger import Ledger, Row
 from capsule.observe import pipeline
 from capsule.observe.pipeline import Emission
 from capsule.policy.modes import default_mode
+from capsule.store import sqlite
 from capsule.store.archive import Archive
 
 log = logs.get("capsule.engine")
@@ -56,6 +59,7 @@ class Engine:
         self.languages = tuple(languages)   # the role's grammars; empty means every grammar
         self._archive: Archive | None = None
         self._ledger: Ledger | None = None
+        self._busy_ms = STORE_BUDGET_MS     # how long a store write waits for another writer
         # defer: record() jobs wait for drain(), which a caller runs after the output is written
         # (the supervisor after its reply, `ctx run`/`ctx pipe` after their write), so counting the
         # raw input's tokens and the ledger write are off the agent's path. Same figures either way.
@@ -65,13 +69,13 @@ class Engine:
     @property
     def archive(self) -> Archive:
         if self._archive is None:
-            self._archive = Archive(self.state_dir / paths.ARCHIVE_DB, busy_timeout_ms=STORE_BUDGET_MS)
+            self._archive = Archive(self.state_dir / paths.ARCHIVE_DB, busy_timeout_ms=self._busy_ms)
         return self._archive
 
     @property
     def ledger(self) -> Ledger:
         if self._ledger is None:
-            self._ledger = Ledger(self.state_dir / paths.LEDGER_DB, busy_timeout_ms=STORE_BUDGET_MS)
+            self._ledger = Ledger(self.state_dir / paths.LEDGER_DB, busy_timeout_ms=self._busy_ms)
         return self._ledger
 
     def observe(self, obs: Observation) -> Emission:
@@ -87,7 +91,7 @@ class Engine:
 
             em = engine_media.emission(self, obs)
             if em.family == "media":
-                em.emission_id = self._record(em, obs, mode)
+                em.emission_id = self.record(self._row(em, obs, mode))
             return em
         try:
             from capsule.observe import salience  # noqa: PLC0415
@@ -103,11 +107,18 @@ class Engine:
                 salience.learn(self.state_dir, scope, head.decode("utf-8", "surrogateescape"), obs.exit_code)
         except Exception as exc:  # noqa: BLE001 - the engine fails open
             log.warning("pipeline failed: %r; raw output passed through", exc)
-            return pipeline.raw_emission(obs.raw)
+            try:
+                if whole is not None:
+                    em = pipeline.failed_open(whole, exc, whole, len(whole))
+                else:                          # a spool the door streams itself (data b"")
+                    held = _head(obs.spool, obs.size) if obs.size <= LARGE_BYTES else None
+                    em = pipeline.failed_open(b"", exc, held, obs.size)
+            except Exception:  # noqa: BLE001 - the spool itself failed: the door still streams it
+                return pipeline.raw_emission(obs.raw)
         if self.defer:
-            self._pending.append(lambda: self._record(em, obs, mode))
+            self._pending.append(lambda: self.ledger.record(self._row(em, obs, mode)))
         else:
-            em.emission_id = self._record(em, obs, mode)
+            em.emission_id = self.record(self._row(em, obs, mode))
         return em
 
     def pending(self) -> bool:
@@ -130,24 +141,39 @@ class Engine:
         if unindexed:
             self.archive.requeue_unindexed(unindexed)
 
-    def drain(self) -> None:
+    def drain(self, patient: bool = False) -> None:
         """Count and record what observe() deferred, and index the originals it stored; never
-        raises (a lost row costs no output, a missing index row no original)."""
+        raises (a lost row costs no output, a missing index row no original). A row whose write
+        found the ledger busy stays pending for the next drain. patient: nobody waits on this drain
+        (a finisher, close): every write from now on waits as long as any writer."""
+        if patient:
+            self._be_patient()
+        busy = []
         while self._pending:
             job = self._pending.pop(0)
             try:
                 job()
+            except sqlite.BUSY as exc:
+                log.warning("deferred record waits for a busy ledger: %r", exc)
+                busy.append(job)
             except Exception as exc:  # noqa: BLE001
                 log.warning("deferred record failed: %r", exc)
+        self._pending[:0] = busy
         if self._archive is not None:
             try:
                 self._archive.index_pending()
             except Exception as exc:  # noqa: BLE001
                 log.warning("deferred archive index failed: %r", exc)
 
-    def _record(self, em: Emission, obs: Observation, mode: str) -> int | None:
+    def _be_patient(self) -> None:
+        self._busy_ms = sqlite.BUSY_TIMEOUT_MS
+        for store in (self._archive, self._ledger):
+            if store is not None:
+                store.conn.set_busy_timeout(self._busy_ms)
+
+    def _row(self, em: Emission, obs: Observation, mode: str) -> Row:
         """The one ledger row of an emission."""
-        row = Row(scope=obs.scope or self.scope, command=obs.command, family=em.family, transform=em.transform_id,
+        return Row(scope=obs.scope or self.scope, command=obs.command, family=em.family, transform=em.transform_id,
                   stream=obs.stream, mode=mode, applied=em.applied, raw_tokens=em.raw_tokens,
                   emitted_tokens=em.sent_tokens, raw_bytes=em.raw_bytes,
                   emitted_bytes=len(em.data) if em.applied else em.raw_bytes, exit_code=obs.exit_code,
@@ -156,7 +182,6 @@ class Engine:
                   manifest=em.ledger_manifest if em.ledger_manifest is not None else [r.as_dict() for r in em.removals],
                   reports=em.ledger_reports if em.ledger_reports is not None else
                   [r.as_dict() for r in em.reports] + [{"name": "would_emit", "tokens": em.would_emit_tokens}])
-        return self.record(row)
 
     def record(self, row: Row) -> int | None:
         """Write one ledger row; a failure is logged, never raised (the agent's output comes first)."""
@@ -167,7 +192,7 @@ class Engine:
             return None
 
     def close(self) -> None:
-        self.drain()
+        self.drain(patient=True)
         for store in (self._archive, self._ledger):
             if store is not None:
                 store.close()

@@ -119,6 +119,19 @@ def raw_emission(data: bytes) -> Emission:
     return Emission(data, None, None, "unknown", "passthrough", applied=False, raw_bytes=len(data))
 
 
+def failed_open(data: bytes, error: BaseException, original: bytes | None, size: int) -> Emission:
+    """The original after the engine itself failed (a store busy past its budget, a bug): recorded
+    like any output, with the error named in its reports. `data` is what the door sends (b"": it
+    streams its spool); `original` is the text counted late, None for a payload too large to hold,
+    whose tokens are estimated from its size."""
+    known, label = (None, None) if original is not None else (tokens.estimate_bytes(size), tokens.LABEL_APPROX)
+    em = Emission(data, known, None, "unknown", "passthrough:engine-error", applied=False, raw_bytes=size,
+                  raw_text=None if original is None else original.decode("utf-8", "surrogateescape"),
+                  token_label=label)
+    em.reports.append(StageReport("engine", PENDING, PENDING, f"failed open: {error!r}"[:300]))
+    return em
+
+
 def run(obs: Observation, archive, *, mode: str, languages: tuple[str, ...], measure_only: bool,
         large_bytes: int, long_line_bytes: int, salient: list[str] | None = None) -> Emission:
     """The one way through: an Observation in, one Emission out (the engine records it).

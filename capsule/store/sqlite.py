@@ -19,6 +19,7 @@ import apsw
 from capsule.ground import paths
 
 BUSY_TIMEOUT_MS = 60_000
+BUSY = (apsw.BusyError, apsw.LockedError)    # another writer held the lock past the busy wait
 
 
 class StoreError(Exception):
@@ -34,7 +35,7 @@ def describe(path: Path, exc: BaseException) -> str:
     if isinstance(exc, (apsw.ReadOnlyError, apsw.CantOpenError, apsw.PermissionsError, PermissionError)):
         return (f"{path} cannot be opened for writing ({name}: {exc}); the state dir is read-only or "
                 f"not ours: set JACKIN_CTX_STATE_DIR to a writable directory")
-    if isinstance(exc, (apsw.BusyError, apsw.LockedError)):
+    if isinstance(exc, BUSY):
         return f"{path} is locked by another process ({name}); retry when it finishes"
     if isinstance(exc, apsw.FullError) or getattr(exc, "errno", None) == 28:
         return f"{path}: the disk is full ({name}); free space and retry"
