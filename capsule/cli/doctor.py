@@ -72,6 +72,20 @@ def _usage_store(path: Path) -> dict:
     return info
 
 
+LOW_FREE_BYTES = 64 << 20     # below this the stores may fail their next write: outputs then pass whole
+
+
+def _volume(state: Path) -> dict | None:
+    """Free space where the state dir lives: a full volume makes every output pass unarchived."""
+    import shutil  # noqa: PLC0415
+
+    try:
+        u = shutil.disk_usage(state if state.exists() else state.parent)
+    except OSError:
+        return None
+    return {"free_bytes": u.free, "total_bytes": u.total, "low": u.free < LOW_FREE_BYTES}
+
+
 def _retention(state: Path) -> dict:
     from capsule.store import retention  # noqa: PLC0415
 
@@ -163,7 +177,7 @@ def collect(role_arg: str | None = None) -> dict:
         "state": {"dir": str(state), "archive": _store(state / paths.ARCHIVE_DB),
                   "ledger": _store(state / paths.LEDGER_DB), "usage": _usage_store(state / paths.USAGE_DB),
                   "interrupted": journal.describe(state), "permissions": _permissions(state),
-                  "retention": _retention(state)},
+                  "retention": _retention(state), "volume": _volume(state)},
         "shims": {"dirs": shim.dirs, "first_on_path": shim.first, "present": bool(shim.dirs)},
         "conflicts": found,
         "agent": agent,
@@ -268,6 +282,11 @@ def render(r: dict) -> str:
                          f"{_keep(r, key)}")
         else:
             lines.append(f"{key:<12} (none yet) {s['path']}")
+    vol = r["state"].get("volume")
+    if vol and vol["low"]:       # shown only when it matters (one screen); --json always has it
+        free = f"{vol['free_bytes'] / (1 << 20):,.0f} MiB free of {vol['total_bytes'] / (1 << 20):,.0f} MiB"
+        lines.append(f"volume       LOW: {free} at {r['state']['dir']}: outputs pass whole, unarchived and unrecorded, "
+                     f"once a store cannot write; free space there")
     perms = r["state"].get("permissions") or {}
     if perms.get("problems"):
         lines.append(f"permissions  others can read or enter {len(perms['problems'])} path(s) in the state dir: "

@@ -232,11 +232,12 @@ def _emit(spool, digest, stream, out, command, status, duration_ms, intent) -> N
     size = spool.tell()
     if size == 0:
         return
-    data = None
+    data, warnings = None, []
     try:
         logs.configure()
-        data = _engine().observe(Observation(spool=spool, size=size, digest=digest, command=command, stream=stream,
-                                             exit_code=status, duration_ms=duration_ms, intent=intent)).data or None
+        em = _engine().observe(Observation(spool=spool, size=size, digest=digest, command=command, stream=stream,
+                                           exit_code=status, duration_ms=duration_ms, intent=intent))
+        data, warnings = em.data or None, em.warnings
     except Exception as exc:  # noqa: BLE001 - whatever happened, the agent gets the raw output
         logs.get("capsule.run").warning("engine failed on %s of %r: %r; raw output passed through",
                                                  stream, command, exc)
@@ -249,6 +250,13 @@ def _emit(spool, digest, stream, out, command, status, duration_ms, intent) -> N
         while chunk := spool.read(1 << 20):
             out.write(chunk)
     out.flush()
+    for line in warnings:                  # after the output; a line shown once per run (both streams fail alike)
+        if line not in _SHOWN:
+            _SHOWN.add(line)
+            print(line, file=sys.stderr, flush=True)
+
+
+_SHOWN: set[str] = set()
 
 
 _ENGINE = None

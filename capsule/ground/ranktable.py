@@ -65,12 +65,23 @@ def write(path, ranks: dict[bytes, int], pat_str: str, special: dict[str, int]) 
                             "single": {str(b): ranks[bytes([b])] for b in range(256)}})
     header += b" " * (-(len(MAGIC) + 4 + len(header)) % 8)
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600), "wb") as f:   # owner-only
-        f.write(MAGIC + struct.pack("<I", len(header)) + header)
-        for part in (slots, values, offsets):
-            f.write(part.tobytes())
-        f.write(b"".join(keys))
-    os.replace(tmp, path)
+    try:
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600), "wb") as f:   # owner-only
+            f.write(MAGIC + struct.pack("<I", len(header)) + header)
+            for part in (slots, values, offsets):
+                f.write(part.tobytes())
+            f.write(b"".join(keys))
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink(tmp)                       # a full volume keeps no half-written table
+        raise
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 class Subset:
@@ -141,10 +152,7 @@ class Subset:
                 f.write(LEARNED_MAGIC + struct.pack("<I", zlib.crc32(body)) + body)
             os.replace(tmp, self._learned_path)
         except OSError:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+            _unlink(tmp)
 
     def _find(self, key: bytes):
         """The rank of key, PREFIX_ONLY, or None when no key starts with it."""

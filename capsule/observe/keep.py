@@ -335,33 +335,48 @@ def _groups(keys: list[tuple]) -> dict[tuple, list[int]]:
 
 def anomalies(lines: list[str], failing: bool, masked: list[str] | None = None) -> set[int]:
     keep: set[int] = set()
-    tokens = [ln.split(None, MAX_TOKENS)[:MAX_TOKENS] for ln in lines]     # _tokens, without a call per line
     # Records of one shape (words and numbers reduced to their kind): a field that reads
-    # differently in a few of them is an anomaly in any run (a 404 among 2xx).
-    for key, idx in _groups([s if len(t) >= MIN_FIELDS else () for s, t in zip(_shapes(lines), tokens)]).items():
-        if len(idx) >= MIN_GROUP and len(key) >= MIN_FIELDS:
-            keep |= _field_outliers(idx, tokens, len(key))
+    # differently in a few of them is an anomaly in any run (a 404 among 2xx). A shape has its
+    # line's tokens (runs of letters or digits became one letter, whitespace stayed), so a
+    # record's width is its key's, and only the lines of a large group are split into fields.
+    for key, idx in _groups([s if len(s) >= MIN_FIELDS else () for s in _shapes(lines)]).items():
+        if len(idx) >= MIN_GROUP:
+            keep |= _field_outliers(idx, _columns(lines, idx, len(key)))
     keep |= _levels(lines, masked)
     if failing:
         # Templates (numbers masked, words kept): in a failing run, the odd one out.
         # Stack frames and source excerpts are the tool filters' business, not anomalies.
-        templates = _groups([() if not toks or _FRAME.match(ln) else _mask(ln)
-                             for ln, toks in zip(lines, tokens)])
-        keep |= _variants(templates, tokens)
-        keep |= _rare_templates(templates, sum(1 for t in tokens if t))
+        # (A blank line masks to no tokens: no template, and not counted below.)
+        templates = _groups([() if _FRAME.match(ln) else _mask(ln) for ln in lines])
+        keep |= _variants(templates, lines)
+        keep |= _rare_templates(templates, sum(1 for ln in lines if ln.strip()))
     return keep
+
+
+def _columns(lines: list[str], idx: list[int], width: int) -> list:
+    """The first `width` tokens of the lines `idx`, column by column. Lines of one template of
+    fewer than MAX_TOKENS tokens have exactly `width` each: their words, read by one split of
+    the lines joined, fall into columns by stride (no list per line). str.split's whitespace is
+    the per-line split's, and a newline is whitespace."""
+    if width < MAX_TOKENS:
+        words = "\n".join([lines[i] for i in idx]).split()
+        if len(words) == width * len(idx):
+            return [words[k::width] for k in range(width)]
+    return list(zip(*(_tokens(lines[i]) for i in idx)))[:width]
 
 
 def _rare(count: int, total: int) -> bool:
     return count <= max(RARE_MIN, RARE_SHARE * total)
 
 
-def _field_outliers(idx: list[int], tokens: list[list[str]], width: int) -> set[int]:
-    """In lines of one template: a rare value of a categorical field, or a numeric outlier."""
+def _field_outliers(idx: list[int], columns: list) -> set[int]:
+    """In lines of one template (`columns`: their fields, _columns): a rare value of a
+    categorical field, or a numeric outlier. Each rule is first asked of the column's distinct
+    values (its Counter); the per-line work (numbers, order, statistics) runs only for a column
+    where one of the rules can still keep a line."""
     keep: set[int] = set()
     total = len(idx)
-    # the lines of one template have `width` tokens each: its columns by one transposition
-    for _, column in zip(range(width), zip(*(tokens[i] for i in idx))):
+    for column in columns:
         head = column[:4 * CATEGORICAL]
         if len(set(head)) > CATEGORICAL and not _numbers(head):
             continue     # neither categorical nor numbers (its first rows show it): nothing below applies
@@ -371,13 +386,16 @@ def _field_outliers(idx: list[int], tokens: list[list[str]], width: int) -> set[
         numeric = _numbers(values)
         if not numeric and len(values) > CATEGORICAL:
             continue
+        dominated = len(values) <= CATEGORICAL and max(values.values()) >= DOMINANT * total
+        if not dominated and not (numeric and _may_stand_out(values)):
+            continue     # no value is rare under a dominant one, and no number can pass the bar below
         nums = list(map(float, column)) if numeric else None
         if _ordered(nums if numeric else column):
             continue     # a clock or a counter: values that only grow are not anomalies
-        if len(values) <= CATEGORICAL and max(values.values()) >= DOMINANT * total:
+        if dominated:
             rare = {v for v, c in values.items() if _rare(c, total)}
             keep |= {i for i, v in zip(idx, column) if v in rare}
-        elif numeric:
+        else:
             # statistics (with fractions, decimal, random: ~4 ms) is loaded only when a numeric,
             # unordered column reaches here, not on every cold `ctx run` (tests/cli/test_cold_run.py)
             from statistics import median  # noqa: PLC0415
@@ -389,6 +407,16 @@ def _field_outliers(idx: list[int], tokens: list[list[str]], width: int) -> set[
             if _rare(len(high), total):
                 keep |= set(high)
     return keep
+
+
+def _may_stand_out(values) -> bool:
+    """Whether a number of a column (its distinct values, all numbers) can exceed the outlier bar
+    (at least OUTLIER_FACTOR times the median, and 1): the median lies between the smallest and
+    the largest value, so when the largest is within OUTLIER_FACTOR times a non-negative smallest
+    (or at most 1), none can."""
+    nums = list(map(float, values))
+    low, high = min(nums), max(nums)
+    return not (high <= 1.0 or (low >= 0 and high <= OUTLIER_FACTOR * low))
 
 
 def _numbers(values) -> bool:
@@ -431,7 +459,7 @@ def _level_rank(head: str) -> int | None:
     return None if m is None else _RANK[m.group(1)]
 
 
-def _variants(groups: dict[tuple, list[int]], tokens: list[list[str]]) -> set[int]:
+def _variants(groups: dict[tuple, list[int]], lines: list[str]) -> set[int]:
     """A template seen (almost) only once that differs in one token from a frequent one: the
     odd one out (`....F....` among rows of dots; a line whose one word reads differently)."""
     keep: set[int] = set()
@@ -453,7 +481,7 @@ def _variants(groups: dict[tuple, list[int]], tokens: list[list[str]]) -> set[in
     # values of one token that differ inside a single template (`exit status 1` among 0s)
     for key, idx in groups.items():
         if MIN_VARIANT_GROUP <= len(idx) < MIN_GROUP and len(key) >= MIN_FIELDS:
-            keep |= _field_outliers(idx, tokens, len(key))
+            keep |= _field_outliers(idx, _columns(lines, idx, len(key)))
     return keep
 
 

@@ -9,6 +9,7 @@ reader (connect_read) still gets a read-only connection when the state dir is re
 
 from __future__ import annotations
 
+import errno
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,9 +38,18 @@ def describe(path: Path, exc: BaseException) -> str:
                 f"not ours: set JACKIN_CTX_STATE_DIR to a writable directory")
     if isinstance(exc, BUSY):
         return f"{path} is locked by another process ({name}); retry when it finishes"
-    if isinstance(exc, apsw.FullError) or getattr(exc, "errno", None) == 28:
+    if is_full(exc):
         return f"{path}: the disk is full ({name}); free space and retry"
     return f"{path}: {name}: {exc}"
+
+
+def is_full(exc: BaseException | None) -> bool:
+    """Did this error (or one it was raised from) come from a full disk?"""
+    while exc is not None:
+        if isinstance(exc, apsw.FullError) or getattr(exc, "errno", None) == errno.ENOSPC:
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _owner_only(path: Path) -> None:

@@ -154,7 +154,8 @@ def _outliers_reference(idx, tokens, width):
 
 @settings(max_examples=300, deadline=None, derandomize=True, database=None)
 @given(rows=st.integers(4, 120), seed=st.integers(0, 10 ** 6), kinds=st.lists(
-    st.sampled_from(["const", "clock", "status", "id", "word", "level", "num", "spike"]), min_size=1, max_size=5))
+    st.sampled_from(["const", "clock", "status", "id", "word", "level", "num", "spike", "codes", "signed", "small"]),
+    min_size=1, max_size=5))
 def test_field_outliers_follow_the_rule(rows, seed, kinds):
     import random
 
@@ -162,10 +163,30 @@ def test_field_outliers_follow_the_rule(rows, seed, kinds):
     columns = {"const": lambda i: "GET", "clock": lambda i: f"{i:05d}", "id": lambda i: f"/items/{r.randrange(10 ** 6)}",
                "status": lambda i: r.choice(["200"] * 30 + ["500", "404"]), "word": lambda i: r.choice("ab"),
                "level": lambda i: r.choice(["INFO"] * 40 + ["WARN", "ERROR", "DEBUG"]),
-               "num": lambda i: str(r.randrange(50)), "spike": lambda i: str(r.choice([5] * 60 + [9000]))}
+               "num": lambda i: str(r.randrange(50)), "spike": lambda i: str(r.choice([5] * 60 + [9000])),
+               # numbers within 10x of each other (no outlier can pass the bar), negatives, fractions
+               "codes": lambda i: r.choice(["200", "201", "204", "304"]),
+               "signed": lambda i: r.choice(["-3", "-40", "2", "7", "-900", "0"]),
+               "small": lambda i: r.choice(["0.2", "0.9", "1", "0.5", "12.5"])}
     tokens = [[columns[k](i) for k in kinds] for i in range(rows)]
     idx = list(range(rows))
-    assert keep._field_outliers(idx, tokens, len(kinds)) == _outliers_reference(idx, tokens, len(kinds))
+    lines = [" ".join(t) for t in tokens]
+    assert keep._field_outliers(idx, keep._columns(lines, idx, len(kinds))) == _outliers_reference(idx, tokens, len(kinds))
+
+
+@SETTINGS
+@given(lines=LINES, data=st.data())
+def test_columns_are_the_per_line_tokens_transposed(lines, data):
+    """keep._columns (one split of a template's lines joined, read by stride) gives each column of
+    the lines' own tokens (str.split, at most MAX_TOKENS), whitespace of every kind included."""
+    lines = [ln.replace("\n", " ") for ln in lines] + ["a b " * 9, "\u00a0x\ty\x1cz\u2028w"]
+    by_width: dict[int, list[int]] = {}
+    for i, ln in enumerate(lines):
+        by_width.setdefault(len(keep._tokens(ln)), []).append(i)
+    for width, idx in by_width.items():
+        idx = data.draw(st.lists(st.sampled_from(idx), min_size=1, unique=True)) if width else idx
+        expected = [tuple(keep._tokens(lines[i])[k] for i in idx) for k in range(width)]
+        assert [tuple(c) for c in keep._columns(lines, idx, width)] == expected
 
 
 LEVEL_PIECES = st.one_of(
