@@ -19,7 +19,6 @@ from pathlib import Path
 
 from capsule.ground import logs, paths, switches, tokens
 from capsule.ground.types import Observation
-from capsule.measure.ledger import Ledger, Row
 from capsule.observe import pipeline
 from capsule.observe.pipeline import Emission
 from capsule.policy.modes import default_mode
@@ -58,7 +57,7 @@ class Engine:
         self.scope = scope or default_scope()
         self.languages = tuple(languages)   # the role's grammars; empty means every grammar
         self._archive: Archive | None = None
-        self._ledger: Ledger | None = None
+        self._ledger = None     # a measure.ledger.Ledger, opened by the first row written
         self._busy_ms = STORE_BUDGET_MS     # how long a store write waits for another writer
         # defer: record() jobs wait for drain(), which a caller runs after the output is written
         # (the supervisor after its reply, `ctx run`/`ctx pipe` after their write), so counting the
@@ -73,8 +72,13 @@ class Engine:
         return self._archive
 
     @property
-    def ledger(self) -> Ledger:
+    def ledger(self):
+        """The ledger store (measure/ledger.py). Its module is imported where a row is written, not
+        with the engine: a deferring door writes its rows after the output (`ctx run`: in the
+        finisher), so the process that shows the output never loads it (~2 ms of a cold run)."""
         if self._ledger is None:
+            from capsule.measure.ledger import Ledger  # noqa: PLC0415 - see the docstring
+
             self._ledger = Ledger(self.state_dir / paths.LEDGER_DB, busy_timeout_ms=self._busy_ms)
         return self._ledger
 
@@ -174,8 +178,10 @@ class Engine:
             if store is not None:
                 store.conn.set_busy_timeout(self._busy_ms)
 
-    def _row(self, em: Emission, obs: Observation, mode: str) -> Row:
-        """The one ledger row of an emission."""
+    def _row(self, em: Emission, obs: Observation, mode: str):
+        """The one ledger row (a measure.ledger.Row) of an emission; built when it is written (see ledger)."""
+        from capsule.measure.ledger import Row  # noqa: PLC0415
+
         return Row(scope=obs.scope or self.scope, command=obs.command, family=em.family, transform=em.transform_id,
                   stream=obs.stream, mode=mode, applied=em.applied, raw_tokens=em.raw_tokens,
                   emitted_tokens=em.sent_tokens, raw_bytes=em.raw_bytes,
@@ -186,7 +192,7 @@ class Engine:
                   reports=em.ledger_reports if em.ledger_reports is not None else
                   [r.as_dict() for r in em.reports] + [{"name": "would_emit", "tokens": em.would_emit_tokens}])
 
-    def record(self, row: Row) -> int | None:
+    def record(self, row) -> int | None:
         """Write one ledger row; a failure is logged, never raised (the agent's output comes first)."""
         try:
             return self.ledger.record(row)

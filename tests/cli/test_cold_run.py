@@ -1,6 +1,7 @@
 """A cold `capsule ctx run` imports only what its job needs: logging and typing stay out of a run
-that logs nothing (they were ~8 ms of its start), and a run that does log still writes its record
-to the state dir's log file and nothing to the user's streams."""
+that logs nothing (they were ~8 ms of its start), the ledger's module out of the process that shows
+the output (its finisher writes the row), and a run that does log still writes its record to the
+state dir's log file and nothing to the user's streams."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ sys.argv = ["capsule", "ctx", "run", "--", "seq", "1", "3000"]
 from capsule.cli.main import main
 code = main()
 sys.stdout.flush()
-print(json.dumps([m for m in ("logging", "typing", "tiktoken", "structlog") if m in sys.modules]), file=sys.stderr)
+print(json.dumps([m for m in ("logging", "typing", "tiktoken", "structlog", "capsule.measure.ledger") if m in sys.modules]),
+      file=sys.stderr)
 """
 
 
