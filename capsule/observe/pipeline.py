@@ -15,9 +15,8 @@ from dataclasses import dataclass, field, replace
 
 from capsule.ground import logs, switches, tokens
 from capsule.ground.types import Limit, Observation
-from capsule.observe import fit, guard, huge, registry
+from capsule.observe import fit, guard, registry
 from capsule.observe.classify import Classification, classify
-from capsule.observe.content import gate
 from capsule.observe.intent import shorten
 from capsule.observe.keep import missing
 from capsule.observe.types import Context, Removal, StageReport
@@ -184,6 +183,8 @@ def _fit(em: Emission, raw: bytes, command: str | None, limit: Limit, budget: in
 def _huge(obs: Observation, archive, mode: str, measure_only: bool) -> Emission:
     """HUGE: a payload never loaded whole (over the engine's size, or with a line too long to
     tokenise) shows its head, tail and error windows; its tokens are estimated, and labelled so."""
+    from capsule.observe import huge  # noqa: PLC0415 - only a payload too large to hold comes here (~2 ms)
+
     f = obs.spool
     f.seek(0)
     head = f.read(1024)
@@ -260,10 +261,13 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
     if guard.is_small(text, floor if floor > guard.SMALL_TOKENS else raw_count(), cls.transform_id):
         return passthrough("small output: untouched")
 
-    if ctx.mode == "aggressive" and not gate.worth_aggressive(text):
-        # The Kolmogorov gate: incompressible content gains nothing from aggressive modes.
-        ctx = replace(ctx, mode="standard")
-        reports.append(StageReport("gate", PENDING, PENDING, "incompressible: aggressive -> standard"))
+    if ctx.mode == "aggressive":
+        from capsule.observe.content import gate  # noqa: PLC0415 - only the aggressive mode asks it
+
+        if not gate.worth_aggressive(text):
+            # The Kolmogorov gate: incompressible content gains nothing from aggressive modes.
+            ctx = replace(ctx, mode="standard")
+            reports.append(StageReport("gate", PENDING, PENDING, "incompressible: aggressive -> standard"))
 
     # TRANSFORM, isolated: any exception means raw output and a logged warning.
     tid = cls.transform_id
