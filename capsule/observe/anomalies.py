@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter, defaultdict
+from itertools import compress
 from operator import le
 
 from capsule.observe import digits
@@ -65,24 +66,28 @@ def _shape(line: str) -> tuple[str, ...]:
 _KINDS = bytes.maketrans((string.ascii_letters + string.digits).encode(), b"a" * 52 + b"0" * 10)
 
 
-def _shapes(lines: list[str]) -> list[tuple[str, ...]]:
-    """[_shape(line) for line in lines], worked out once per distinct line of kinds (a regex
-    callback per letter run was most of a long log's analysis): over the joined text as ASCII
-    bytes each letter becomes `a` and each digit `0` (a log's lines mostly share those), then the
-    runs in the distinct ones shrink to one. A non-ASCII line gets _shape itself (`\\d` also
-    matches other scripts' digits; a non-ASCII character became one `?`)."""
+def _shapes(lines: list[str], masked: list[str] | None = None) -> list[tuple[str, ...]]:
+    """[_shape(line) for line in lines], worked out once per distinct digit-masked line (`masked`:
+    digits.masked(lines); a digit is a digit in both, so a line and its mask have one shape), and
+    there once per distinct line of kinds: over the distinct lines joined, as ASCII bytes, each
+    letter becomes `a` and each digit `0`, then the runs in the distinct results shrink to one. A
+    non-ASCII line gets _shape itself (`\\d` also matches other scripts' digits; a non-ASCII
+    character became one `?`)."""
     if not lines:
         return []
-    kinds = "\n".join(lines).encode("ascii", "replace").translate(_KINDS).decode("ascii").split("\n")
-    distinct = list(dict.fromkeys(kinds))
-    short = "\n".join(distinct).encode("ascii")
+    masked = masked if masked is not None else digits.masked(lines)
+    if masked is None:        # a line holds a newline
+        return [_shape(ln) for ln in lines]
+    distinct = list(dict.fromkeys(masked))
+    kinds = "\n".join(distinct).encode("ascii", "replace").translate(_KINDS).decode("ascii").split("\n")
+    runs = list(dict.fromkeys(kinds))
+    short = "\n".join(runs).encode("ascii")
     for run in (b"aa", b"00"):
         while run in short:
             short = short.replace(run, run[:1])
-    shape_of = {k: tuple(_tokens(s)) for k, s in zip(distinct, short.decode("ascii").split("\n"))}
-    if all(map(str.isascii, lines)):
-        return list(map(shape_of.__getitem__, kinds))
-    return [shape_of[k] if ln.isascii() else _shape(ln) for ln, k in zip(lines, kinds)]
+    shape_of = {k: tuple(_tokens(s)) for k, s in zip(runs, short.decode("ascii").split("\n"))}
+    of_masked = {m: shape_of[k] if m.isascii() else _shape(m) for m, k in zip(distinct, kinds)}
+    return list(map(of_masked.__getitem__, masked))
 
 
 def _mask(line: str) -> tuple[str, ...]:
@@ -104,7 +109,7 @@ def anomalies(lines: list[str], failing: bool, masked: list[str] | None = None) 
     # differently in a few of them is an anomaly in any run (a 404 among 2xx). A shape has its
     # line's tokens (runs of letters or digits became one letter, whitespace stayed), so a
     # record's width is its key's, and only the lines of a large group are split into fields.
-    for key, idx in _groups([s if len(s) >= MIN_FIELDS else () for s in _shapes(lines)]).items():
+    for key, idx in _groups([s if len(s) >= MIN_FIELDS else () for s in _shapes(lines, masked)]).items():
         if len(idx) >= MIN_GROUP:
             keep |= _field_outliers(idx, _columns(lines, idx, len(key)))
     keep |= _levels(lines, masked)
@@ -195,24 +200,26 @@ def _ordered(seq) -> bool:
 
 
 def _levels(lines: list[str], masked: list[str] | None = None) -> set[int]:
-    """Log lines whose level ranks above the level most lines carry."""
-    levels = _level_ranks(lines, masked)
-    if len(levels) < MIN_GROUP:
-        return set()
-    dominant = Counter(levels.values()).most_common(1)[0][0]
-    above = {i for i, r in levels.items() if r > dominant}
-    return above if _rare(len(above), len(levels)) else set()
-
-
-def _level_ranks(lines: list[str], masked: list[str] | None = None) -> dict[int, int]:
-    """The rank of each line's level (_LEVEL in its first 120 characters), by line index: asked
-    once per distinct digit-masked line (digits.masked; the rule sees a digit only as `\\d`/`\\w`,
-    so a line and its mask rank alike). `masked`: digits.masked(lines), when the caller has it."""
+    """Log lines whose level ranks above the level most lines carry (a line's level: _LEVEL in its
+    first 120 characters). Asked once per distinct digit-masked line (digits.masked; the rule sees
+    a digit only as `\\d`/`\\w`, so a line and its mask rank alike), the lines counted by those."""
     masked = masked if masked is not None else digits.masked(lines)
     if masked is None:        # a line holds a newline
         masked = lines
-    rank = {m: _level_rank(m[:120]) for m in dict.fromkeys(masked)}
-    return {i: r for i, r in enumerate(map(rank.__getitem__, masked)) if r is not None}
+    seen = Counter(masked)
+    rank = {m: _level_rank(m[:120]) for m in seen}
+    per_rank: Counter = Counter()     # ranks in the order lines first show them: most_common's tie-break
+    for m, n in seen.items():
+        if rank[m] is not None:
+            per_rank[rank[m]] += n
+    ranked = sum(per_rank.values())
+    if ranked < MIN_GROUP:
+        return set()
+    dominant = per_rank.most_common(1)[0][0]
+    above = {m for m, r in rank.items() if r is not None and r > dominant}
+    if not _rare(sum(seen[m] for m in above), ranked):
+        return set()
+    return set(compress(range(len(masked)), map(above.__contains__, masked)))
 
 
 def _level_rank(head: str) -> int | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import NamedTuple
 
 from capsule.observe import digits
 from capsule.observe.anomalies import FRAME as _FRAME, anomalies
@@ -37,32 +38,50 @@ def split(text: str) -> list[str]:
     return lines
 
 
+class Analysis(NamedTuple):
+    """What _analyse works out once per text (and failing status)."""
+    protected: frozenset[int]       # every line that must survive, verbatim lines included
+    extra: frozenset[int]           # the protected lines that are not verbatim-class on their own
+    frames: frozenset[int]          # source lines a diagnostic quotes (code_frames)
+    flags: tuple[bool, ...]         # is_verbatim of each line
+    lines: tuple[str, ...]          # the text's lines (split)
+    masked: tuple[str, ...] | None  # digits.masked(lines)
+
+
 def protected(text: str, exit_code: int | None) -> frozenset[int]:
     """0-based indices of the lines of `text` that must survive (verbatim lines included)."""
-    return _analyse(text, exit_code not in (0, None))[0]
+    return _analyse(text, exit_code not in (0, None)).protected
 
 
 def extra(text: str, exit_code: int | None) -> frozenset[int]:
     """The protected lines that are not verbatim-class on their own (what filters must add
     to their own verbatim checks)."""
-    return _analyse(text, exit_code not in (0, None))[1]
+    return _analyse(text, exit_code not in (0, None)).extra
 
 
 def quoted_source(text: str, exit_code: int | None) -> frozenset[int]:
     """0-based indices of the source lines a diagnostic quotes (code frames, pytest's failure
     excerpts; code_frames): a word there is not the run's error, so a filter's line rules may
     drop them like any other context line."""
-    return _analyse(text, exit_code not in (0, None))[2]
+    return _analyse(text, exit_code not in (0, None)).frames
 
 
 def verbatim_by_line(text: str, exit_code: int | None) -> dict[str, bool]:
     """is_verbatim of every line of `text`, keyed by the line: worked out once with the analysis
     above, so a filter over the same text need not ask again."""
-    return dict(zip(split(text), _analyse(text, exit_code not in (0, None))[3]))
+    a = _analyse(text, exit_code not in (0, None))
+    return dict(zip(a.lines, a.flags))
+
+
+def lines_of(text: str, exit_code: int | None) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
+    """The lines of `text` as the analysis split them (split) and their digit-masked forms
+    (digits.masked): a filter over the same lines splits and masks them no second time."""
+    a = _analyse(text, exit_code not in (0, None))
+    return a.lines, a.masked
 
 
 @lru_cache(maxsize=4)
-def _analyse(text: str, failing: bool) -> tuple[frozenset[int], frozenset[int], frozenset[int], tuple[bool, ...]]:
+def _analyse(text: str, failing: bool) -> Analysis:
     lines = split(text)
     content = quoted(lines)
     frames = code_frames(lines)
@@ -72,8 +91,8 @@ def _analyse(text: str, failing: bool) -> tuple[frozenset[int], frozenset[int], 
     verbatim = [flag and i not in content for i, flag in enumerate(flags)]
     more = error_blocks(lines, verbatim) | anomalies(lines, failing, masked)
     more = {i for i in more if not verbatim[i] and i not in frames}
-    return (frozenset(more | {i for i, v in enumerate(verbatim) if v}), frozenset(more), frozenset(frames),
-            tuple(flags))
+    return Analysis(frozenset(more | {i for i, v in enumerate(verbatim) if v}), frozenset(more), frozenset(frames),
+                    tuple(flags), tuple(lines), None if masked is None else tuple(masked))
 
 
 def quoted(lines: list[str]) -> set[int]:

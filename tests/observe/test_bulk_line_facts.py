@@ -9,7 +9,7 @@ import re
 
 from hypothesis import example, given, settings, strategies as st
 
-from capsule.observe import anomalies, verbatim
+from capsule.observe import anomalies, digits, verbatim
 from capsule.observe.filters.stages import Line, Run, _block_starts, collapse_periodic
 from capsule.observe.filters.traceback import LineFacts, shape
 
@@ -61,6 +61,13 @@ def test_line_facts_are_the_per_line_answers(lines):
     more = rows + [Line(0, "[12 similar lines: a 1 b]"), Line(0, "x 9\nerror 3")]
     assert facts.shapes(more) == [shape(row.text) for row in more]
     assert facts.kept_all(more) == [row.pinned or verbatim.is_verbatim(row.text) for row in more]
+    # keep's masks of the same lines are used; masks of other lines (an ANSI code or a redraw
+    # changed the texts after keep's analysis) are not
+    masks = digits.masked(lines)
+    if masks is not None:
+        other = [t + " 7" for t in lines]
+        for known_masked in ((tuple(lines), tuple(masks)), (tuple(other), tuple(digits.masked(other)))):
+            assert LineFacts(rows, known, known_masked).shapes(more) == [shape(row.text) for row in more]
     for row in rows + [Line(0, "[12 similar lines: a 1 b]"), Line(0, "x 9\nerror 3")]:
         assert facts.numbered(row.text) == re.sub(r"\d+", "#", row.text)
         assert facts.shapes([row]) == [" ".join(re.findall(r"\S+", re.sub(r"\d+", "#", row.text))[:5])]
@@ -197,19 +204,48 @@ LEVEL_PIECES = st.one_of(
 
 
 
-@SETTINGS
-@given(lines=st.lists(st.lists(LEVEL_PIECES, max_size=10).map("".join), max_size=40), pad=st.integers(0, 130))
-def test_level_ranks_are_the_level_rule_line_by_line(lines, pad):
-    """anomalies._level_ranks' two-part search finds the level _LEVEL (the rule: one search in each
-    line's first 120 characters) finds."""
-    lines = [" " * (pad if i % 3 == 0 else 0) + ln for i, ln in enumerate(lines)]
-    expected = {}
+def _levels_reference(lines):
+    """The level rule as first written: each line's level is _LEVEL's in its first 120 characters;
+    the lines above the commonest level (a tie: the one seen first) stand out when rare."""
+    from collections import Counter
+
+    ranks = {}
     for i, ln in enumerate(lines):
         m = anomalies._LEVEL.search(ln[:120])
         if m:
-            expected[i] = anomalies._RANK[m.group(1) or m.group(2)]
-    assert anomalies._level_ranks(lines) == expected
+            ranks[i] = anomalies._RANK[m.group(1) or m.group(2)]
+    if len(ranks) < anomalies.MIN_GROUP:
+        return set()
+    dominant = Counter(ranks.values()).most_common(1)[0][0]
+    above = {i for i, r in ranks.items() if r > dominant}
+    return above if anomalies._rare(len(above), len(ranks)) else set()
 
+
+@SETTINGS
+@given(lines=st.lists(st.lists(LEVEL_PIECES, max_size=10).map("".join), max_size=40), pad=st.integers(0, 130),
+       common=st.sampled_from(["", "2026-03-01 INFO served", "E0101 12:00 boom", "WARN slow 12ms", "DEBUG x"]),
+       copies=st.integers(0, 120))
+def test_levels_are_the_level_rule_line_by_line(lines, pad, common, copies):
+    """anomalies._levels (a two-part search once per distinct digit-masked line, lines counted by
+    those) keeps the lines the rule line by line keeps; and _level_rank is _LEVEL's level."""
+    lines = [" " * (pad if i % 3 == 0 else 0) + ln for i, ln in enumerate(lines)]
+    lines = lines + [common.replace("12", str(k)) for k in range(copies)] if common else lines
+    for ln in lines:
+        m = anomalies._LEVEL.search(ln[:120])
+        assert anomalies._level_rank(ln[:120]) == (anomalies._RANK[m.group(1) or m.group(2)] if m else None)
+    for order in (lines, lines[::-1]):
+        assert anomalies._levels(order) == _levels_reference(order)
+
+
+
+def test_levels_tie_goes_to_the_level_seen_first():
+    """Two levels as common as each other: the one the log shows first is the dominant one (the
+    rule's Counter.most_common), so the other level's lines are not rare and none stands out;
+    read the other way round, only the error line ranks above the dominant warnings."""
+    lines = [f"INFO req {k}" for k in range(20)] + [f"WARN slow {k}" for k in range(20)] + ["ERROR boom"]
+    assert anomalies._levels(lines) == _levels_reference(lines) == set()
+    flipped = lines[::-1]
+    assert anomalies._levels(flipped) == _levels_reference(flipped) == {0}
 
 @SETTINGS
 @given(lines=st.lists(st.sampled_from(["a", "", "\r", "x\r", "50%\r100%", "a\rb\r", "\r\r", "E  boom", " 3 \r"]),
