@@ -55,6 +55,8 @@ def register(sub) -> None:
     how.add_argument("--kubernetes", action="store_true", help="a StatefulSet, its ConfigMap and the sync sidecar")
     how.add_argument("--compose", action="store_true", help="one service and one state volume per replica")
     d.add_argument("--workspace", type=Path, default=Path("."), help="compose: the workspace to mount")
+    d.add_argument("--user", metavar="UID[:GID]", default=None,
+                   help="compose: the uid/gid the agent runs as (default: the workspace's owner, as `capsule up`)")
     d.add_argument("--namespace", default=None, help="kubernetes: metadata.namespace")
     d.add_argument("--sync-image", default=None,
                    help="the fleet-sync image, with capsule[fleet] installed: kubernetes, the sidecar's (default: "
@@ -176,7 +178,13 @@ def cmd_render(args) -> int:
         text = render.kubernetes_yaml(role, args.replicas, image, namespace=args.namespace,
                                       sync_image=args.sync_image)
     else:
-        text = render.compose_yaml(role, args.replicas, image, args.workspace.resolve(), sync_image=args.sync_image)
+        from capsule.cli.runtime import run_as  # noqa: PLC0415 - the rule `capsule up` uses
+
+        workspace = args.workspace.resolve()
+        if not workspace.is_dir():
+            raise UserError(f"--workspace {workspace}: not a directory")
+        text = render.compose_yaml(role, args.replicas, image, workspace, sync_image=args.sync_image,
+                                   user=run_as(workspace, args.user))
     if args.output:
         args.output.write_text(text, encoding="utf-8")
         print(f"wrote {args.output}", file=sys.stderr)

@@ -167,6 +167,7 @@ def _up_replicas(role: Role, extra: dict[str, str], argv: list[str], args) -> in
     workspace = (args.workspace or Path.cwd()).resolve()
     if not workspace.is_dir():
         raise UserError(f"--workspace {workspace}: not a directory")
+    user = run_as(workspace, args.user)
     if subprocess.run([docker, "image", "inspect", args.image], capture_output=True).returncode != 0:
         _build_image(docker, args.image)
     project = args.name or f"capsule-{render.slug(role)}"
@@ -174,7 +175,7 @@ def _up_replicas(role: Role, extra: dict[str, str], argv: list[str], args) -> in
     folder.mkdir(mode=0o700, exist_ok=True)
     target = folder / f"{project}.yaml"
     paths.write_private(target, render.compose_yaml(role, args.replicas, args.image, workspace, extra, argv,
-                                                    args.sync_image))
+                                                    args.sync_image, user))
     cmd = [*compose_command(docker), "-p", project, "-f", str(target), "up", "-d", "--remove-orphans"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:

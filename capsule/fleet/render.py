@@ -38,28 +38,40 @@ def env_for(role, extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def literal(value: str) -> str:
+    """A value compose must not interpolate: its `$` doubled (a command's `$(hostname)` or an env
+    value's `$HOME` would otherwise be read from the operator's environment, or refused)."""
+    return value.replace("$", "$$")
+
+
 def replica_names(role, replicas: int) -> list[str]:
     return [f"{slug(role)}-{i}" for i in range(1, replicas + 1)]
 
 
 def compose(role, replicas: int, image: str, workspace: Path, extra: dict[str, str] | None = None,
-            argv: list[str] | None = None, sync_image: str | None = None) -> dict:
+            argv: list[str] | None = None, sync_image: str | None = None, user=None) -> dict:
     """argv: the agent command (default: the role's own agent, the image's default). sync_image: add
     per replica a `fleet-sync-NAME` service of that image (one with capsule[fleet]) that mounts the
     replica's state read-only and syncs it every minute to $CAPSULE_FLEET_DSN (read from the
-    operator's environment by compose: the DSN is never written into the file)."""
+    operator's environment by compose: the DSN is never written into the file). user: the agent's
+    uid:gid (the workspace owner, as `capsule up` runs one container): each replica starts as root
+    and its supervisor drops to it (supervisor/identity.py)."""
     res = role.resources
     services, volumes = {}, {}
     for name in replica_names(role, replicas):
         volume = f"{STATE_VOLUME_PREFIX}{name}"
         svc = {"image": image, "container_name": f"capsule-{name}",
                "labels": {LABEL: "1", "capsule.role": role.name, "capsule.replica": name},
-               "environment": env_for(role, extra),
-               "volumes": [f"{volume}:{paths.CONTAINER_STATE_DIR}", f"{role.path}:{ROLE_MOUNT}:ro",
-                           f"{workspace}:{role.workspace_mount}{':ro' if role.workspace_read_only else ''}"],
+               "environment": {k: literal(v) for k, v in env_for(role, extra).items()},
+               "volumes": [f"{volume}:{paths.CONTAINER_STATE_DIR}", literal(f"{role.path}:{ROLE_MOUNT}:ro"),
+                           literal(f"{workspace}:{role.workspace_mount}{':ro' if role.workspace_read_only else ''}")],
                "working_dir": role.workspace_mount, "init": False, "stop_grace_period": "15s"}
+        if user is not None:
+            svc["user"] = "0:0"
+            svc["environment"] = {**svc["environment"], switches.RUN_AS: str(user)}
+            svc["labels"]["capsule.user"] = str(user)
         if argv:
-            svc["command"] = ["--", *argv]
+            svc["command"] = ["--", *map(literal, argv)]
         if "cpus" in res:
             svc["cpus"] = float(res["cpus"])
         if "memory" in res:
@@ -82,10 +94,11 @@ def compose(role, replicas: int, image: str, workspace: Path, extra: dict[str, s
 
 
 def compose_yaml(role, replicas: int, image: str, workspace: Path, extra: dict[str, str] | None = None,
-                 argv: list[str] | None = None, sync_image: str | None = None) -> str:
+                 argv: list[str] | None = None, sync_image: str | None = None, user=None) -> str:
     head = (f"# capsule role {role.name}: {replicas} replica(s), each with its own state volume.\n"
             f"# Written by `capsule fleet render --compose`; run by `capsule up --role {role.name} --replicas N`.\n")
-    return head + yaml.safe_dump(compose(role, replicas, image, workspace, extra, argv, sync_image), sort_keys=False)
+    return head + yaml.safe_dump(compose(role, replicas, image, workspace, extra, argv, sync_image, user),
+                                 sort_keys=False)
 
 
 def _k8s_memory(value) -> str:

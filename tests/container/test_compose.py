@@ -32,5 +32,7 @@ def test_compose_runs_two_roles_with_separate_state():
         assert len(state) == 1
         states.add(state[0])
         assert "init: false" in block  # the supervisor is PID 1
+        # root starts it, the supervisor drops to the host user's ids (issue 22's rule, as `capsule up`)
+        assert 'user: "0:0"' in block and "JACKIN_CTX_RUN_AS: ${CAPSULE_USER:-1000:1000}" in block
     declared = re.findall(r"^  ([\w-]+):\s*$", text.split("\nvolumes:\n", 1)[1], re.M)
     assert len(states) == 2 and states == set(declared)

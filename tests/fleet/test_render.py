@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -66,13 +67,18 @@ def test_compose_file_one_state_volume_per_replica_and_a_read_only_sync_job(tmp_
     from capsule.cli.runtime import compose_command
 
     out = tmp_path / "compose.yaml"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.chown(ws, 501, 20)                 # a macOS host user's workspace
     r = _run("fleet", "render", "--role", "python-dev", "--replicas", "3", "--compose", "--sync-image",
-             "capsule-fleet:dev", "--workspace", str(tmp_path), "-o", str(out))
+             "capsule-fleet:dev", "--workspace", str(ws), "-o", str(out))
     assert r.returncode == 0, r.stderr
     doc = yaml.safe_load(out.read_text())
     agents = {k: v for k, v in doc["services"].items() if not k.startswith("fleet-sync-")}
     syncs = {k: v for k, v in doc["services"].items() if k.startswith("fleet-sync-")}
     assert sorted(agents) == ["python-dev-1", "python-dev-2", "python-dev-3"] and len(syncs) == 3
+    # each replica's agent runs as the workspace owner, like `capsule up` (root starts, the supervisor drops)
+    assert {(svc["user"], svc["environment"]["JACKIN_CTX_RUN_AS"]) for svc in agents.values()} == {("0:0", "501:20")}
     states = [next(v for v in svc["volumes"] if v.endswith(":/state/context")) for svc in agents.values()]
     assert len(set(states)) == 3 and all(s.split(":")[0] in doc["volumes"] for s in states)
     for name, svc in syncs.items():
@@ -87,6 +93,35 @@ def test_compose_file_one_state_volume_per_replica_and_a_read_only_sync_job(tmp_
     assert unset.returncode != 0 and "fleet database DSN" in unset.stderr
 
 
+def test_compose_file_user_override_and_a_missing_workspace(tmp_path):
+    r = _run("fleet", "render", "--role", "python-dev", "--compose", "--workspace", str(tmp_path), "--user", "1234")
+    assert r.returncode == 0, r.stderr
+    svc = yaml.safe_load(r.stdout)["services"]["python-dev-1"]
+    assert svc["environment"]["JACKIN_CTX_RUN_AS"] == "1234:1234" and svc["labels"]["capsule.user"] == "1234:1234"
+
+
+
+def test_compose_keeps_a_dollar_in_the_command_and_env_as_written(tmp_path):
+    """compose interpolates `$`: the agent's command and env must reach the container as typed,
+    not read from the operator's environment (or refused as "Invalid interpolation format")."""
+    from capsule.cli.runtime import compose_command
+
+    out = tmp_path / "compose.yaml"
+    out.write_text(render.compose_yaml(load_role("python-dev"), 1, "capsule:dev", tmp_path, {"PRICE": "cost $5"},
+                                       ["sh", "-c", 'touch "made-by-$(hostname)" && echo $HOME ${HOME}']))
+    got = subprocess.run([*compose_command("docker"), "-f", str(out), "config"], capture_output=True, text=True,
+                         env={**os.environ, "HOME": "/operator"})
+    assert got.returncode == 0, got.stderr
+    svc = yaml.safe_load(got.stdout)["services"]["python-dev-1"]   # `config` prints a compose file: `$` re-doubled
+    assert svc["command"] == ["--", "sh", "-c", 'touch "made-by-$$(hostname)" && echo $$HOME $${HOME}']
+    assert svc["environment"]["PRICE"] == "cost $$5" and "/operator" not in got.stdout
+    # (the container test `up --replicas` runs `$(hostname)` in each replica for real)
+    bad = _run("fleet", "render", "--role", "python-dev", "--compose", "--workspace", str(tmp_path), "--user", "bob")
+    assert bad.returncode == 2 and "expected UID or UID:GID" in bad.stderr
+    gone = _run("fleet", "render", "--role", "python-dev", "--compose", "--workspace", str(tmp_path / "nope"))
+    assert gone.returncode == 2 and "not a directory" in gone.stderr and not gone.stdout
+
+
 def _docker(*args, check=True):
     return subprocess.run(["docker", *args], capture_output=True, text=True, check=check, timeout=300)
 
@@ -99,12 +134,19 @@ def test_compose_replicas_each_with_its_own_state_reach_the_fleet(tmp_path, pg_d
                          f'memory = "512m"\npids = 256\n[context]\nmode = "standard"\n')
     workspace = tmp_path / "ws"
     workspace.mkdir()
+    os.chown(workspace, 501, 20)          # each replica's agent must write it as this owner
     try:
         r = _run("up", "--role", str(role_file), "--replicas", "2", "--workspace", str(workspace), "--image", IMAGE,
-                 "--", "sleep", "infinity", env={"JACKIN_CTX_ACCOUNT": "team-a"}, timeout=600)
+                 "--", "sh", "-c", 'touch "/workspace/made-by-$(hostname)" && exec sleep infinity',
+                 env={"JACKIN_CTX_ACCOUNT": "team-a"}, timeout=600)
         assert r.returncode == 0, r.stderr
         names = r.stdout.split()
         assert names == [f"capsule-{name}-1", f"capsule-{name}-2"]
+        deadline = time.monotonic() + 60
+        while len(list(workspace.glob("made-by-*"))) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        made = list(workspace.glob("made-by-*"))
+        assert len(made) == 2 and {(p.stat().st_uid, p.stat().st_gid) for p in made} == {(501, 20)}, made
         volumes = set()
         for i, c in enumerate(names):
             mounts = json.loads(_docker("inspect", "-f", "{{json .Mounts}}", c).stdout)
