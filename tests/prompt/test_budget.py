@@ -61,3 +61,32 @@ def test_the_standing_text_is_a_pure_function_of_the_role():
     assert a == b and a
     for needle in ("/tmp", "/state", str(__import__("os").getpid())):
         assert needle not in a
+
+
+MEMO_PROBE = """
+import json, sys
+from capsule.prompt import budget
+from capsule.policy import plan as planning
+on = {k: planning.Decision(k, True, "test") for k in planning.SUBSYSTEMS}
+print(json.dumps([budget.standing_context(on), "bpe_openai" in sys.modules]))
+"""
+
+
+def test_an_exact_count_is_memoized_so_the_next_doctor_loads_no_o200k_tokenizer(state_dir):
+    # Loading bpe-openai's o200k tokenizer (a 74 MB extension) was ~0.4 s of CPU on every `ctx doctor`,
+    # for figures that change only with the standing text (or the family's data).
+    import json
+    import os
+    import subprocess
+    import sys
+
+    def probe():
+        proc = subprocess.run([sys.executable, "-c", MEMO_PROBE], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "JACKIN_CTX_STATE_DIR": str(state_dir)})
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    (first, loaded), (again, loaded_again) = probe(), probe()
+    assert loaded and not loaded_again
+    assert again == first and first["families"]["openai"]["label"] == "o200k_base (exact)"
+    assert first["families"]["openai"]["tokens"] > 0
