@@ -33,11 +33,10 @@ def _first_words(text: str) -> str:
     return " ".join(text.split(None, 5)[:5])     # str.split's whitespace is re's \s: \S+ words
 
 
-def _numbered(texts: list[str], masked: tuple[str, ...] | list[str] | None = None) -> list[str]:
+def _numbered(texts: list[str], masked: tuple[str, ...] | list[str] | None) -> list[str]:
     """[_NUM.sub("#", t) for t in texts], one substitution over the distinct digit-masked texts
-    joined (digits.masked: a digit run stays a digit run, so a text and its mask number alike;
-    a log's lines mostly differ in their numbers). `masked`: digits.masked(texts), when known."""
-    masked = masked if masked is not None else digits.masked(texts)
+    joined (`masked`: digits.masked(texts); a digit run stays a digit run, so a text and its mask
+    number alike; a log's lines mostly differ in their numbers)."""
     if masked is None:        # a text holds a newline
         return [_NUM.sub("#", t) for t in texts]
     distinct = list(dict.fromkeys(masked))
@@ -55,8 +54,11 @@ class LineFacts:
                  known_masked: tuple[tuple[str, ...], tuple[str, ...] | None] | None = None) -> None:
         texts = [line.text for line in lines]
         # keep's masks fit when these are the lines it analysed (no ANSI code or redraw changed one)
-        masked = known_masked[1] if known_masked is not None and known_masked[0] == tuple(texts) else None
+        fits = known_masked is not None and known_masked[0] == tuple(texts)
+        masked = known_masked[1] if fits else digits.masked(texts)
         self._numbered = dict(zip(texts, _numbered(texts, masked)))
+        # the pre-checks' view of these lines (digits.distinct_lines): for digit-free trigger words
+        self.probe = digits.distinct_lines(masked) if masked is not None else "\n" + "\n".join(texts)
         self._shape: dict[str, str] = {}      # by numbered text
         self._verbatim = dict(known_verbatim or {})
 
@@ -195,8 +197,8 @@ class PythonRunFilter(StreamFilter):
             self.emit(line.text)
 
     def _trim_frames(self, lines: list[Line], facts: LineFacts) -> list[Line]:
-        """Library frames keep their File line only; caret lines go everywhere."""
-        texts = "\n".join([line.text for line in lines])
+        """Library frames keep their File line only; caret lines go everywhere. (`facts`: of these lines.)"""
+        texts = facts.probe
         if not ('File "' in texts or "^" in texts or "~" in texts or "at " in texts):
             return list(lines)      # no line can be a frame or a caret line (a long log: no loop)
         out: list[Line] = []
