@@ -250,8 +250,10 @@ def _emit(spool, digest, stream, out, command, status, duration_ms, intent) -> N
         while chunk := spool.read(1 << 20):
             out.write(chunk)
     out.flush()
-    for line in warnings:                  # after the output; a line shown once per run (both streams fail alike)
-        if line not in _SHOWN:
+    # After the output, once per run (both streams fail alike): the engine's line to the user ("capsule: …",
+    # a full state volume, which the log cannot hold); a transform's own warnings are in the log file only.
+    for line in warnings:
+        if line.startswith("capsule: ") and line not in _SHOWN:
             _SHOWN.add(line)
             print(line, file=sys.stderr, flush=True)
 

@@ -7,7 +7,7 @@ Invariant: a switch is on when its variable is set to anything but "", "0", "fal
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections import namedtuple
 from collections.abc import Mapping
 
 DISABLE = "JACKIN_CTX_DISABLE"
@@ -53,15 +53,12 @@ def is_on(name: str, env: Mapping[str, str] | None = None) -> bool:
     return value.strip().lower() not in _FALSE
 
 
-@dataclass(frozen=True)
-class Switches:
-    disable: bool
-    no_shims: bool
-    no_mcp: bool
-    no_register: bool
-    no_routing: bool
-    measure_only: bool
-    no_proxy: bool = False
+# A named tuple (immutable, like every value read here): the engine reads the switches on every
+# observation, and a cold `ctx run` imports this module first; a dataclass would make it import
+# dataclasses (~7 ms) for one record of seven flags.
+class Switches(namedtuple("Switches", ("disable", "no_shims", "no_mcp", "no_register", "no_routing", "measure_only",
+                                       "no_proxy"), defaults=(False,))):
+    __slots__ = ()
 
     @classmethod
     def read(cls, env: Mapping[str, str] | None = None) -> "Switches":

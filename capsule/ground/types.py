@@ -2,28 +2,29 @@
 client's output limit, the intent, the session) and the client Limit inside it.
 
 Not responsible for finding these facts (the doors and capsule/agents do) or for acting on them
-(the engine). Invariant: plain frozen data; nothing here imports capsule or does I/O.
+(the engine). Invariant: plain immutable data; nothing here imports capsule or does I/O.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from io import BufferedIOBase
+# Named tuples, not dataclasses: every door builds these on every tool call, and a cold `ctx run`
+# imports this module before it knows whether there is output at all. A frozen dataclass generates
+# and compiles its methods when the class is made (~1 ms each, plus ~7 ms to import dataclasses and
+# inspect); a named tuple is immutable, compares and prints the same way, and costs ~0.15 ms.
+from collections import namedtuple
 
 
-@dataclass(frozen=True)
-class Limit:
-    """An agent client's own cap on one tool output, and how capsule shapes an output to fit it."""
+class Limit(namedtuple("Limit", ("client", "model", "unit", "cap", "margin", "context", "head", "tail", "line_chars"),
+                       defaults=(1.0, 4, 30, 20, 2000))):
+    """An agent client's own cap on one tool output, and how capsule shapes an output to fit it.
 
-    client: str          # claude | codex
-    model: str | None
-    unit: str            # chars | bytes: how the client measures an output
-    cap: int             # an output over this is previewed / truncated by the client
-    margin: float = 1.0  # the share of the cap one shaped emission may take
-    context: int = 4     # fit shape (agents/data/client_limits.toml [shape]): lines around an error,
-    head: int = 30       # lines kept from the head and the tail, characters of one kept line
-    tail: int = 20
-    line_chars: int = 2000
+    client: claude | codex;  unit: chars | bytes, how the client measures an output;
+    cap: an output over this is previewed / truncated by the client;
+    margin: the share of the cap one shaped emission may take;
+    context, head, tail, line_chars: the fit shape (agents/data/client_limits.toml [shape]): lines
+    around an error, lines kept from the head and the tail, characters of one kept line."""
+
+    __slots__ = ()
 
     def size(self, text: str) -> int:
         return len(text) if self.unit == "chars" else len(text.encode("utf-8", "surrogateescape"))
@@ -33,45 +34,51 @@ class Limit:
         return int(self.cap * self.margin)
 
 
-@dataclass(frozen=True)
-class Media:
-    """What the media layer needs beside an image's or a PDF's bytes, as the door resolved it."""
+class Media(namedtuple("Media", ("model", "api", "table", "context_mode", "workspace", "media_type", "pages",
+                                 "sent_images"),
+                       defaults=(None, "anthropic", (), None, None, None, None, None))):
+    """What the media layer needs beside an image's or a PDF's bytes, as the door resolved it.
 
-    model: str | None = None             # the target model (its family's cap and formula)
-    api: str = "anthropic"               # anthropic | openai: the default family when the model is unknown
-    table: tuple[tuple[str, object], ...] = ()   # the role's [context.media] table, as items
-    context_mode: str | None = None      # the role's [context] mode (the media mode follows it)
-    workspace: str | None = None         # where a screenshot's source file may be found
-    media_type: str | None = None        # as the client labelled the bytes
-    pages: tuple[int, ...] | None = None     # a PDF read as a page range
-    sent_images: tuple[bytes, ...] | None = None   # ... and sent by the client as these page images
+    model: the target model (its family's cap and formula);
+    api: anthropic | openai, the default family when the model is unknown;
+    table: the role's [context.media] table, as items; context_mode: the role's [context] mode (the
+    media mode follows it); workspace: where a screenshot's source file may be found;
+    media_type: as the client labelled the bytes; pages: a PDF read as a page range (a tuple of ints);
+    sent_images: ... and sent by the client as these page images (a tuple of bytes)."""
+
+    __slots__ = ()
 
 
-@dataclass(frozen=True)
-class Observation:
+_OBSERVATION = (
+    ("raw", b""),
+    ("command", None),       # what ran (a shell line) or what was read ("ctx_read PATH MODE")
+    ("stream", "stdout"),    # stdout | stderr | content
+    ("exit_code", None),
+    ("intent", None),        # the step's goal, as the door resolved it
+    ("scope", None),         # the session (conversation, thread) the output belongs to
+    ("limit", None),         # the client's cap (a Limit), as the door resolved it
+    ("budget", None),        # what this emission may take of limit (both streams share one)
+    ("path", None),
+    ("cwd", None),           # where the command ran (a project's trusted filters live there)
+    ("duration_ms", None),
+    ("mode", None),          # the door's mode override; else the engine's
+    ("languages", ()),
+    ("spool", None),         # a seekable binary file
+    ("size", 0),
+    ("digest", ""),
+    ("view", None),          # what the door sends
+    ("would_view", None),    # what it would send when active (a passive door counts, changes nothing)
+    ("transform", None),     # with view: the door's name for what it did ("read:signatures")
+    ("media", None),         # an image or a PDF (a Media): capsule/engine_media.py answers it
+)
+
+
+class Observation(namedtuple("Observation", [name for name, _ in _OBSERVATION],
+                             defaults=[default for _, default in _OBSERVATION])):
     """One thing the agent is about to see. `raw` holds the bytes, or `spool` (a seekable file of
     `size` bytes whose first 24 hex of blake3 are `digest`) when a door spooled a large output.
     `view`: the text a door already shaped on the agent's explicit request (a ctx_read mode): the
-    engine records it as sent, under `transform`, and changes nothing."""
-    # (frozen: one observation is one fact; a door that learns more builds a new one)
+    engine records it as sent, under `transform`, and changes nothing.
+    (Immutable: one observation is one fact; a door that learns more builds a new one.)"""
 
-    raw: bytes = b""
-    command: str | None = None       # what ran (a shell line) or what was read ("ctx_read PATH MODE")
-    stream: str = "stdout"           # stdout | stderr | content
-    exit_code: int | None = None
-    intent: str | None = None        # the step's goal, as the door resolved it
-    scope: str | None = None         # the session (conversation, thread) the output belongs to
-    limit: Limit | None = None       # the client's cap, as the door resolved it
-    budget: int | None = None        # what this emission may take of limit (both streams share one)
-    path: str | None = None
-    cwd: str | None = None           # where the command ran (a project's trusted filters live there)
-    duration_ms: float | None = None
-    mode: str | None = None          # the door's mode override; else the engine's
-    languages: tuple[str, ...] = ()
-    spool: BufferedIOBase | None = None
-    size: int = 0
-    digest: str = ""
-    view: str | None = None          # what the door sends
-    would_view: str | None = None    # what it would send when active (a passive door counts, changes nothing)
-    transform: str | None = None     # with view: the door's name for what it did ("read:signatures")
-    media: Media | None = None       # an image or a PDF: capsule/engine_media.py answers it
+    __slots__ = ()

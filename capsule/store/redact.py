@@ -106,24 +106,31 @@ def find(text: str) -> list[tuple[int, int, str]]:
 
 
 class _Pattern:
-    __slots__ = ("kind", "source", "flags", "secret", "groups", "_re2", "_re", "_sieve")
+    __slots__ = ("kind", "source", "flags", "keyword", "_re2", "_re", "_sieve")
 
     def __init__(self, kind: str, source: str, flags: int, keyword: bool = False):
         """keyword: a `name = value` pattern whose groups are the value; a token format's groups
         (gitlab's `(glpat|gldt)-...`) are a part of the token, so its whole match is the secret."""
-        self.kind, self.source, self.flags = kind, source, flags
+        self.kind, self.source, self.flags, self.keyword = kind, source, flags, keyword
+        self._re = None
         self._re2 = _re2(source, flags)
-        # re compiles only what RE2 cannot take (~0.3 ms a pattern, paid on every cold run); it raises
-        # re.error for a bad pattern.
-        known = self._re2 if self._re2 is not None else self.python()
-        self.secret, self.groups = known.groupindex.get("secret"), (known.groups if keyword else 0)
         # A pattern RE2 cannot take (lookarounds) is scanned by re, ~30x slower on a large output;
         # the same pattern without its lookarounds matches wherever it does (an assertion removed only
         # widens it), so where that RE2 sieve finds nothing, re has nothing to find either.
         self._sieve = _re2(without_lookarounds(source), flags) if self._re2 is None else None
+        # re compiles (~0.3 ms a pattern, on every cold run that archives) only when a sieve first
+        # matches or the text is not UTF-8; without a sieve, now, so that a bad pattern raises
+        # re.error here (tests/store/test_secret_patterns.py compiles every pattern in re).
+        if self._re2 is None and self._sieve is None:
+            self.python()
+
+    def shape(self, regex) -> tuple[int | None, int]:
+        """(the `secret` group's number or None, how many groups hold a keyword's value) in regex,
+        one of this pattern's engines (RE2 and re number the groups of a pattern alike)."""
+        return regex.groupindex.get("secret"), (regex.groups if self.keyword else 0)
 
     def python(self) -> re.Pattern:
-        if getattr(self, "_re", None) is None:
+        if self._re is None:
             self._re = re.compile(self.source, self.flags)
         return self._re
 
@@ -194,16 +201,20 @@ def _re2(source: str, flags: int):
 
 def _matches(found: list, p: _Pattern, engine: int, text: str, data: bytes | None) -> None:
     """Append p's secrets in `text` as (start, end, kind); `data` is text as ASCII bytes, or None."""
-    regex = p.engine(engine)
-    if regex is not p._re2 and p._sieve is not None and engine == 0 and \
+    if p._re2 is None and p._sieve is not None and engine == 0 and \
             p._sieve.search(data if data is not None else text) is None:
-        return
+        return                  # (before p.engine(): that compiles the pattern in re)
+    regex = p.engine(engine)
     subject = data if data is not None and regex is p._re2 else text
+    shape = None
     for m in regex.finditer(subject):
-        if p.secret is not None and m.group(p.secret) is not None:
-            a, b = m.span(p.secret)
-        elif p.groups and any(m.groups()):
-            spans = [m.span(i) for i in range(1, p.groups + 1) if m.group(i)]
+        if shape is None:
+            shape = p.shape(regex)
+        secret, groups = shape
+        if secret is not None and m.group(secret) is not None:
+            a, b = m.span(secret)
+        elif groups and any(m.groups()):
+            spans = [m.span(i) for i in range(1, groups + 1) if m.group(i)]
             a, b = spans[0][0], spans[-1][1]
         else:
             a, b = m.span()

@@ -39,3 +39,21 @@ def test_a_run_that_logs_writes_the_record_to_the_log_file_only(state_dir):
     assert proc.returncode == 0 and proc.stdout == raw             # fail open: the whole raw output
     assert "logging" in json.loads(proc.stderr)                     # the only thing on stderr is the probe's line
     assert "injected fault" in (state_dir / "capsule.log").read_text()
+
+
+SILENT = """
+import json, sys
+sys.argv = ["capsule", "ctx", "run", "--", "true"]
+from capsule.cli.main import main
+code = main()
+print(json.dumps([code] + [m for m in ("capsule.engine", "capsule.observe", "dataclasses") if m in sys.modules]))
+"""
+
+
+def test_a_run_that_prints_nothing_starts_no_engine_and_imports_no_dataclasses(state_dir):
+    # Most of a silent run's start was importing dataclasses for the door's values (ground/types.py,
+    # ground/switches.py); with no output there is nothing for the engine to do.
+    full = {**os.environ, "JACKIN_CTX_STATE_DIR": str(state_dir)}
+    proc = subprocess.run([sys.executable, "-c", SILENT], capture_output=True, env=full, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == [0]

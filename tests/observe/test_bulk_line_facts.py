@@ -9,7 +9,7 @@ import re
 
 from hypothesis import example, given, settings, strategies as st
 
-from capsule.observe import keep, verbatim
+from capsule.observe import anomalies, digits, verbatim
 from capsule.observe.filters.stages import Line, Run, _block_starts, collapse_periodic
 from capsule.observe.filters.traceback import LineFacts, shape
 
@@ -49,7 +49,7 @@ def test_verbatim_flags_on_each_kind_of_line_start():
 @given(lines=LINES)
 def test_keep_shapes_are_the_per_line_shapes(lines):
     lines = [ln.replace("\n", " ") for ln in lines]       # keep's lines come from split("\n")
-    assert keep._shapes(lines) == [keep._shape(ln) for ln in lines]
+    assert anomalies._shapes(lines) == [anomalies._shape(ln) for ln in lines]
 
 
 @SETTINGS
@@ -61,6 +61,13 @@ def test_line_facts_are_the_per_line_answers(lines):
     more = rows + [Line(0, "[12 similar lines: a 1 b]"), Line(0, "x 9\nerror 3")]
     assert facts.shapes(more) == [shape(row.text) for row in more]
     assert facts.kept_all(more) == [row.pinned or verbatim.is_verbatim(row.text) for row in more]
+    # keep's masks of the same lines are used; masks of other lines (an ANSI code or a redraw
+    # changed the texts after keep's analysis) are not
+    masks = digits.masked(lines)
+    if masks is not None:
+        other = [t + " 7" for t in lines]
+        for known_masked in ((tuple(lines), tuple(masks)), (tuple(other), tuple(digits.masked(other)))):
+            assert LineFacts(rows, known, known_masked).shapes(more) == [shape(row.text) for row in more]
     for row in rows + [Line(0, "[12 similar lines: a 1 b]"), Line(0, "x 9\nerror 3")]:
         assert facts.numbered(row.text) == re.sub(r"\d+", "#", row.text)
         assert facts.shapes([row]) == [" ".join(re.findall(r"\S+", re.sub(r"\d+", "#", row.text))[:5])]
@@ -121,7 +128,7 @@ def _numeric_reference(values) -> bool:
 @given(values=st.lists(st.one_of(st.sampled_from(["1", "-2", "3.5", "0.0", "١٢", "1.", ".5", "--1", "7e3", "12x"]),
                                   st.text(alphabet="-.0123456789", max_size=5)), max_size=12))
 def test_numbers_is_each_value_a_number(values):
-    assert keep._numbers(values) == _numeric_reference(values)
+    assert anomalies._numbers(values) == _numeric_reference(values)
 
 
 def _outliers_reference(idx, tokens, width):
@@ -139,15 +146,15 @@ def _outliers_reference(idx, tokens, width):
         if len(values) == 1 or all(a <= b for a, b in zip(seq, seq[1:])):
             continue
         top = max(column.count(v) for v in values)
-        if len(values) <= keep.CATEGORICAL and top >= keep.DOMINANT * total:
-            rare = {v for v in values if keep._rare(column.count(v), total)}
+        if len(values) <= anomalies.CATEGORICAL and top >= anomalies.DOMINANT * total:
+            rare = {v for v in values if anomalies._rare(column.count(v), total)}
             out |= {i for i in idx if tokens[i][pos] in rare}
         elif numeric:
             med = statistics.median(seq)
             spread = statistics.median(abs(x - med) for x in seq)
-            bar = max(keep.OUTLIER_FACTOR * abs(med), med + keep.OUTLIER_FACTOR * spread, 1.0)
+            bar = max(anomalies.OUTLIER_FACTOR * abs(med), med + anomalies.OUTLIER_FACTOR * spread, 1.0)
             high = [i for i, x in zip(idx, seq) if x > bar]
-            if keep._rare(len(high), total):
+            if anomalies._rare(len(high), total):
                 out |= set(high)
     return out
 
@@ -171,22 +178,22 @@ def test_field_outliers_follow_the_rule(rows, seed, kinds):
     tokens = [[columns[k](i) for k in kinds] for i in range(rows)]
     idx = list(range(rows))
     lines = [" ".join(t) for t in tokens]
-    assert keep._field_outliers(idx, keep._columns(lines, idx, len(kinds))) == _outliers_reference(idx, tokens, len(kinds))
+    assert anomalies._field_outliers(idx, anomalies._columns(lines, idx, len(kinds))) == _outliers_reference(idx, tokens, len(kinds))
 
 
 @SETTINGS
 @given(lines=LINES, data=st.data())
 def test_columns_are_the_per_line_tokens_transposed(lines, data):
-    """keep._columns (one split of a template's lines joined, read by stride) gives each column of
+    """anomalies._columns (one split of a template's lines joined, read by stride) gives each column of
     the lines' own tokens (str.split, at most MAX_TOKENS), whitespace of every kind included."""
     lines = [ln.replace("\n", " ") for ln in lines] + ["a b " * 9, "\u00a0x\ty\x1cz\u2028w"]
     by_width: dict[int, list[int]] = {}
     for i, ln in enumerate(lines):
-        by_width.setdefault(len(keep._tokens(ln)), []).append(i)
+        by_width.setdefault(len(anomalies._tokens(ln)), []).append(i)
     for width, idx in by_width.items():
         idx = data.draw(st.lists(st.sampled_from(idx), min_size=1, unique=True)) if width else idx
-        expected = [tuple(keep._tokens(lines[i])[k] for i in idx) for k in range(width)]
-        assert [tuple(c) for c in keep._columns(lines, idx, width)] == expected
+        expected = [tuple(anomalies._tokens(lines[i])[k] for i in idx) for k in range(width)]
+        assert [tuple(c) for c in anomalies._columns(lines, idx, width)] == expected
 
 
 LEVEL_PIECES = st.one_of(
@@ -197,19 +204,48 @@ LEVEL_PIECES = st.one_of(
 
 
 
-@SETTINGS
-@given(lines=st.lists(st.lists(LEVEL_PIECES, max_size=10).map("".join), max_size=40), pad=st.integers(0, 130))
-def test_level_ranks_are_the_level_rule_line_by_line(lines, pad):
-    """keep._level_ranks' two-part search finds the level _LEVEL (the rule: one search in each
-    line's first 120 characters) finds."""
-    lines = [" " * (pad if i % 3 == 0 else 0) + ln for i, ln in enumerate(lines)]
-    expected = {}
-    for i, ln in enumerate(lines):
-        m = keep._LEVEL.search(ln[:120])
-        if m:
-            expected[i] = keep._RANK[m.group(1) or m.group(2)]
-    assert keep._level_ranks(lines) == expected
+def _levels_reference(lines):
+    """The level rule as first written: each line's level is _LEVEL's in its first 120 characters;
+    the lines above the commonest level (a tie: the one seen first) stand out when rare."""
+    from collections import Counter
 
+    ranks = {}
+    for i, ln in enumerate(lines):
+        m = anomalies._LEVEL.search(ln[:120])
+        if m:
+            ranks[i] = anomalies._RANK[m.group(1) or m.group(2)]
+    if len(ranks) < anomalies.MIN_GROUP:
+        return set()
+    dominant = Counter(ranks.values()).most_common(1)[0][0]
+    above = {i for i, r in ranks.items() if r > dominant}
+    return above if anomalies._rare(len(above), len(ranks)) else set()
+
+
+@SETTINGS
+@given(lines=st.lists(st.lists(LEVEL_PIECES, max_size=10).map("".join), max_size=40), pad=st.integers(0, 130),
+       common=st.sampled_from(["", "2026-03-01 INFO served", "E0101 12:00 boom", "WARN slow 12ms", "DEBUG x"]),
+       copies=st.integers(0, 120))
+def test_levels_are_the_level_rule_line_by_line(lines, pad, common, copies):
+    """anomalies._levels (a two-part search once per distinct digit-masked line, lines counted by
+    those) keeps the lines the rule line by line keeps; and _level_rank is _LEVEL's level."""
+    lines = [" " * (pad if i % 3 == 0 else 0) + ln for i, ln in enumerate(lines)]
+    lines = lines + [common.replace("12", str(k)) for k in range(copies)] if common else lines
+    for ln in lines:
+        m = anomalies._LEVEL.search(ln[:120])
+        assert anomalies._level_rank(ln[:120]) == (anomalies._RANK[m.group(1) or m.group(2)] if m else None)
+    for order in (lines, lines[::-1]):
+        assert anomalies._levels(order) == _levels_reference(order)
+
+
+
+def test_levels_tie_goes_to_the_level_seen_first():
+    """Two levels as common as each other: the one the log shows first is the dominant one (the
+    rule's Counter.most_common), so the other level's lines are not rare and none stands out;
+    read the other way round, only the error line ranks above the dominant warnings."""
+    lines = [f"INFO req {k}" for k in range(20)] + [f"WARN slow {k}" for k in range(20)] + ["ERROR boom"]
+    assert anomalies._levels(lines) == _levels_reference(lines) == set()
+    flipped = lines[::-1]
+    assert anomalies._levels(flipped) == _levels_reference(flipped) == {0}
 
 @SETTINGS
 @given(lines=st.lists(st.sampled_from(["a", "", "\r", "x\r", "50%\r100%", "a\rb\r", "\r\r", "E  boom", " 3 \r"]),

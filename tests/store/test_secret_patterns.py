@@ -22,3 +22,21 @@ def test_the_engine_redacts_with_them_without_importing_the_library():
     text, n = redact.redact_text("token ghp_" + "a1B2c3D4e5" * 4 + "\n")   # a GitHub token: detect-secrets' plugin
     assert n == 1 and "ghp_" not in text
     assert "detect_secrets" not in sys.modules
+
+
+def test_every_shipped_pattern_compiles_in_re_and_loading_compiles_none_a_sieve_guards():
+    # A pattern RE2 cannot take is compiled in re only when its RE2 sieve first matches (or the text is
+    # not UTF-8): loading them all in re cost every cold run that archives ~4 ms. So a bad pattern is
+    # caught here, not when a secret first shows up.
+    import re
+
+    redact._patterns = None
+    whole, by_line, words = redact.patterns()
+    sieved = [p for p in whole + by_line if p._re2 is None and p._sieve is not None]
+    assert len(sieved) >= 10
+    assert all(p._re is None for p in sieved)
+    for p in whole + by_line + [words]:
+        re.compile(p.source, p.flags)
+    text, n = redact.redact_text("deploy with glptt-" + "x" * 40 + "\n")     # gitlab: a lookahead, sieved
+    assert n == 1 and "glptt-" not in text
+    assert [p.kind for p in sieved if p._re is not None] == ["gitlab-token"]

@@ -32,6 +32,8 @@ class StreamFilter:
         self.pinned: frozenset[int] = frozenset()   # line numbers observe/keep.py adds to the verbatim class
         self.quoted: frozenset[int] = frozenset()   # line numbers the tool quotes (source): their words are not errors
         self.known_verbatim: dict[str, bool] = {}    # is_verbatim of the input's lines, already worked out
+        # (the input's lines, digits.masked of them) as observe/keep.py split and masked them
+        self.known_masked: tuple[tuple[str, ...], tuple[str, ...] | None] | None = None
 
     # --- protocol ---------------------------------------------------------------------
     def feed_line(self, line: str) -> None:
@@ -96,8 +98,9 @@ def run_stream(flt: StreamFilter, text: str, exit_code: int | None) -> tuple[str
     flt.pinned = frozenset(i + 1 for i in keep.extra(text, exit_code))
     flt.quoted = frozenset(i + 1 for i in keep.quoted_source(text, exit_code))
     flt.known_verbatim = keep.verbatim_by_line(text, exit_code)
+    flt.known_masked = keep.lines_of(text, exit_code)
     if body:
-        lines = body.split("\n")
+        lines = list(flt.known_masked[0])      # body.split("\n"): the lines the analysis split
         if "\x1b" in body:
             lines = [ANSI.sub("", raw) if "\x1b" in raw else raw for raw in lines]
         flt.feed_lines(lines)

@@ -33,11 +33,11 @@ def _first_words(text: str) -> str:
     return " ".join(text.split(None, 5)[:5])     # str.split's whitespace is re's \s: \S+ words
 
 
-def _numbered(texts: list[str]) -> list[str]:
+def _numbered(texts: list[str], masked: tuple[str, ...] | list[str] | None = None) -> list[str]:
     """[_NUM.sub("#", t) for t in texts], one substitution over the distinct digit-masked texts
     joined (digits.masked: a digit run stays a digit run, so a text and its mask number alike;
-    a log's lines mostly differ in their numbers)."""
-    masked = digits.masked(texts)
+    a log's lines mostly differ in their numbers). `masked`: digits.masked(texts), when known."""
+    masked = masked if masked is not None else digits.masked(texts)
     if masked is None:        # a text holds a newline
         return [_NUM.sub("#", t) for t in texts]
     distinct = list(dict.fromkeys(masked))
@@ -48,12 +48,15 @@ def _numbered(texts: list[str]) -> list[str]:
 class LineFacts:
     """What the passes ask of a line text again and again (its digits normalised, its shape,
     whether it is verbatim-class), worked out once per text (the shape once per normalised
-    text): the digits by one substitution over the distinct texts, the verbatim class taken from
-    the analysis observe/keep.py already made."""
+    text): the digits by one substitution over the distinct texts, the verbatim class (and, for
+    the input's own lines, their digit masks) taken from the analysis observe/keep.py already made."""
 
-    def __init__(self, lines: list[Line], known_verbatim: dict[str, bool] | None = None) -> None:
+    def __init__(self, lines: list[Line], known_verbatim: dict[str, bool] | None = None,
+                 known_masked: tuple[tuple[str, ...], tuple[str, ...] | None] | None = None) -> None:
         texts = [line.text for line in lines]
-        self._numbered = dict(zip(texts, _numbered(texts)))
+        # keep's masks fit when these are the lines it analysed (no ANSI code or redraw changed one)
+        masked = known_masked[1] if known_masked is not None and known_masked[0] == tuple(texts) else None
+        self._numbered = dict(zip(texts, _numbered(texts, masked)))
         self._shape: dict[str, str] = {}      # by numbered text
         self._verbatim = dict(known_verbatim or {})
 
@@ -181,7 +184,7 @@ class PythonRunFilter(StreamFilter):
         self.lineno += len(lines)
 
     def flush(self) -> None:
-        facts = LineFacts(self.lines, self.known_verbatim)
+        facts = LineFacts(self.lines, self.known_verbatim, self.known_masked)
         lines = self._trim_frames(self.lines, facts)
         lines = _collapse_repeats(lines, self._run)
         lines = _collapse_blocks(lines, 8, self._run)
