@@ -1,6 +1,7 @@
 # capsule: the agent container. Multi-stage: wheels are installed into a venv in the build
 # stage; the runtime stage carries Node.js and the agent CLIs, the venv, the shims and an `agent`
-# user that `capsule up` maps to the workspace owner (capsule/supervisor/identity.py).
+# user that `capsule up` maps to the workspace owner (capsule/supervisor/identity.py). The venv has
+# capsule[fleet], so the same image is the fleet-sync sidecar (the engine never imports it).
 #   docker build -t capsule:dev .        (python slim base; the CLIs pinned in image/agent-clis.toml, from npm)
 #   scripts/setup-docker.sh              (offline: debootstrap base with nodejs + the host's CLIs,
 #                                         then --build-arg BASE_IMAGE=capsule-agents:bookworm
@@ -22,9 +23,9 @@ RUN if ! command -v cc >/dev/null 2>&1; then \
 COPY . /src
 RUN python3 -m venv /opt/capsule/venv \
  && if [ -n "$WHEELHOUSE" ]; then \
-      /opt/capsule/venv/bin/pip install --no-cache-dir --no-index --find-links "/src/$WHEELHOUSE" capsule; \
+      /opt/capsule/venv/bin/pip install --no-cache-dir --no-index --find-links "/src/$WHEELHOUSE" "capsule[fleet]"; \
     else \
-      /opt/capsule/venv/bin/pip install --no-cache-dir /src; \
+      /opt/capsule/venv/bin/pip install --no-cache-dir "/src[fleet]"; \
     fi \
  && /opt/capsule/venv/bin/capsule shims install /opt/capsule/shims --socket /state/context/engine.sock
 

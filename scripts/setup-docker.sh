@@ -109,7 +109,7 @@ if [ "${CAPSULE_FORCE_REBUILD:-0}" = 1 ] || [ "$(cat "$stamp" 2>/dev/null)" != "
   changed "built wheels into ./wheelhouse"
   mkdir -p wheelhouse
   rm -f wheelhouse/capsule-*.whl
-  "$PY" -m pip wheel -q . -w wheelhouse --find-links wheelhouse >/var/log/capsule-wheels.log 2>&1 \
+  "$PY" -m pip wheel -q ".[fleet]" -w wheelhouse --find-links wheelhouse >/var/log/capsule-wheels.log 2>&1 \
     || { tail -n 30 /var/log/capsule-wheels.log >&2; exit 1; }
   echo "$src_hash" >"$stamp"
 fi

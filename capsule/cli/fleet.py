@@ -88,9 +88,9 @@ def _engine(dsn: str):
 
 def _open(dsn: str, retry_for: float = 60.0):
     """The fleet database at the schema's head (waiting for it while it starts or restarts)."""
+    migrate, eng = _engine(dsn)          # first: without capsule[fleet] it says what to install
     import sqlalchemy as sa
 
-    migrate, eng = _engine(dsn)
     deadline = time.monotonic() + retry_for
     while True:
         try:

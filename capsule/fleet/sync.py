@@ -44,11 +44,19 @@ class Report:
 
 
 def _open_local(path: Path) -> apsw.Connection:
-    """Read-only, never creating anything but SQLite's own WAL index next to the file."""
-    conn = apsw.Connection(f"file:{quote(str(path))}?mode=ro",
-                           flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
-    conn.set_busy_timeout(10_000)
-    return conn
+    """Read-only, never creating anything but SQLite's own WAL index next to the file. On a volume
+    mounted read-only (the sync sidecar's) that index cannot be made once the capsule closed its
+    stores: with no WAL beside it the file is whole and is read as immutable."""
+    flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+    try:
+        conn = apsw.Connection(f"file:{quote(str(path))}?mode=ro", flags=flags)
+        conn.set_busy_timeout(10_000)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+        return conn
+    except apsw.CantOpenError:
+        if Path(f"{path}-wal").exists():
+            raise                        # a writer's log we cannot index: not safe to read around it
+    return apsw.Connection(f"file:{quote(str(path))}?immutable=1", flags=flags)
 
 
 def _insert(dialect: str):

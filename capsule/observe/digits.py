@@ -3,7 +3,7 @@ digit only as a digit (`\\d`, `\\w`, a needle with no digit in it) answers as on
 A long log's lines mostly differ in their numbers, so a rule asked once per distinct masked
 line (a few hundred of 4,000) answers for all of them.
 
-Not responsible for any rule: verbatim.py, keep.py and the log filter ask it.
+Not responsible for any rule: verbatim.py, keep.py, anomalies.py and the log filter ask it.
 Invariant: one masked text per line, each as long as its line, differing only where the line
 holds an ASCII digit (there `0`); None when the lines cannot be joined and split back.
 """
@@ -22,3 +22,11 @@ def masked(lines: list[str]) -> list[str] | None:
     joined = "\n".join(lines)
     out = joined.encode("utf-8", "surrogatepass").translate(_ZERO).decode("utf-8", "surrogatepass").split("\n")
     return out if len(out) == len(lines) else None
+
+
+def distinct_lines(masked: list[str]) -> str:
+    """Each distinct masked line once, each after a newline: a needle holding no ASCII digit (and
+    no newline, or one only at its start: at a line's start) occurs in some line exactly when it
+    occurs here, so a rule's whole-text pre-check reads this (a long log's few hundred distinct
+    masks) instead of the text."""
+    return "\n" + "\n".join(dict.fromkeys(masked))

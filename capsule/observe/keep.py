@@ -83,10 +83,12 @@ def lines_of(text: str, exit_code: int | None) -> tuple[tuple[str, ...], tuple[s
 @lru_cache(maxsize=4)
 def _analyse(text: str, failing: bool) -> Analysis:
     lines = split(text)
-    content = quoted(lines)
-    frames = code_frames(lines)
-    content |= frames
     masked = digits.masked(lines)
+    # the rules' digit-free trigger words, looked for in the distinct masked lines, not the text
+    probe = digits.distinct_lines(masked) if masked is not None else None
+    content = quoted(lines, probe)
+    frames = code_frames(lines, probe)
+    content |= frames
     flags = verbatim_flags(lines, masked)
     verbatim = [flag and i not in content for i, flag in enumerate(flags)]
     more = error_blocks(lines, verbatim) | anomalies(lines, failing, masked)
@@ -95,18 +97,19 @@ def _analyse(text: str, failing: bool) -> Analysis:
                     tuple(flags), tuple(lines), None if masked is None else tuple(masked))
 
 
-def quoted(lines: list[str]) -> set[int]:
+def quoted(lines: list[str], probe: str | None = None) -> set[int]:
     """Lines the tool quotes rather than reports: unified-diff hunks (their headers' function
     context and their bodies), the messages
     of git commits and diffstat file lines. A changed line that says `raise ValueError`, or a commit message saying "fix the
     panic on empty input", is text under review, not an error the run hit; the tool's own filter
-    (every changed line up to its budget, each commit's subject) decides about it."""
+    (every changed line up to its budget, each commit's subject) decides about it.
+    `probe`: digits.distinct_lines of the lines' masks, when the caller has it."""
     out: set[int] = set()
     inside = False
     # Whole-text pre-checks (a line that can match holds the substring, so the text does):
     # a long log with no hunk, commit, table bar or tree branch skips the per-line loops.
-    text = "\n".join(lines)
-    for i, ln in enumerate(lines if "@" in text and "@@" in text else ()):   # `@`: one memchr
+    text = probe if probe is not None else "\n" + "\n".join(lines)
+    for i, ln in enumerate(lines if "@@" in text else ()):
         if _HUNK.match(ln):
             inside = True
             out.add(i)      # `@@ -46,6 +49,82 @@ def _warn(warning: Warning)`: the function context is quoted code
@@ -160,7 +163,7 @@ _ECHOED = re.compile(r"^\s+Running `[^`]+`$")
 _PT_PASSED = re.compile(r"^(?:\[gw\d+\] \[\s*\d+%\] )?PASSED \S+::|^\S+::.* PASSED(?:\s+\[\s*\d+%\])?\s*$")
 
 
-def code_frames(lines: list[str]) -> set[int]:
+def code_frames(lines: list[str], probe: str | None = None) -> set[int]:
     """The source lines a diagnostic quotes: numbered lines of a code frame, the test source
     pytest prints around a failure, passing tests' ids and echoed commands (see the patterns above)."""
     out: set[int] = set()
@@ -168,9 +171,9 @@ def code_frames(lines: list[str]) -> set[int]:
     section = block = False
     n = len(lines)
     snippet = -1           # indent of a frame's `= help: ...:` line whose snippet follows
-    text = "\n".join(lines)
-    if not (text[:1] == "=" or "\n=" in text or "-->" in text or ":::" in text or "help:" in text
-            or "PASSED" in text or ("`" in text and "Running `" in text)):
+    text = probe if probe is not None else "\n" + "\n".join(lines)      # (as in quoted)
+    if not ("\n=" in text or "-->" in text or ":::" in text or "help:" in text or "PASSED" in text
+            or "Running `" in text):
         return out         # no line can open a frame or a section, nor be one of the lines below
     for i, ln in enumerate(lines):
         if not (frame or section or ln[:1] == "=" or "-->" in ln or ":::" in ln or "help:" in ln

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 import yaml
 
 from capsule.fleet import migrate, render, schema
+from capsule.measure.ledger import Ledger
 from capsule.policy.manifest import load_role
 
 REPO = Path(__file__).resolve().parents[2]
@@ -122,6 +123,25 @@ def test_compose_keeps_a_dollar_in_the_command_and_env_as_written(tmp_path):
     assert gone.returncode == 2 and "not a directory" in gone.stderr and not gone.stdout
 
 
+def test_the_capsule_image_is_its_own_fleet_sync_sidecar(tmp_path, pg_dsn, state_dir):
+    """The Kubernetes sidecar defaults to the agent's image: that image must carry capsule[fleet]
+    and sync a state volume it mounts read-only into PostgreSQL."""
+    r = subprocess.run([sys.executable, "-m", "capsule", "ctx", "run", "--", "seq", "1", "400"], capture_output=True,
+                       env={**os.environ, "JACKIN_CTX_STATE_DIR": str(state_dir)}, timeout=120)
+    assert r.returncode == 0, r.stderr
+    Ledger(state_dir / "ledger.db").rows()          # its finisher has written the row
+    sync = _docker("run", "--rm", "--network", "host", "--user", "0:0", "-v", f"{state_dir}:/fleet/state:ro",
+                   "--entrypoint", "/opt/capsule/venv/bin/capsule", IMAGE, "fleet", "sync", "--dsn", pg_dsn,
+                   "--state", "/fleet/state", "--container", "sidecar-1", "--role", "python-dev", check=False)
+    assert sync.returncode == 0, sync.stderr
+    eng = migrate.engine(pg_dsn)
+    with eng.connect() as conn:
+        n = conn.execute(sa.select(sa.func.count()).select_from(schema.emissions)
+                         .join(schema.capsules).where(schema.capsules.c.container == "sidecar-1")).scalar()
+    eng.dispose()
+    assert n == 1
+
+
 def _docker(*args, check=True):
     return subprocess.run(["docker", *args], capture_output=True, text=True, check=check, timeout=300)
 
@@ -176,3 +196,14 @@ def test_compose_replicas_each_with_its_own_state_reach_the_fleet(tmp_path, pg_d
     assert left == []
     assert _docker("volume", "ls", "-q", "--filter", f"label=capsule.role={name}").stdout.split() == []
     assert _docker("network", "ls", "-q", "--filter", f"label=capsule.role={name}").stdout.split() == []
+
+
+def test_fleet_without_its_extra_says_what_to_install(tmp_path):
+    """A capsule installed without capsule[fleet]: exit 2 and the pip line, not a traceback."""
+    code = ("import sys; sys.modules['sqlalchemy'] = None\n"      # as if SQLAlchemy were not installed
+            "from capsule.cli.main import main\n"
+            f"sys.argv = ['capsule', 'fleet', 'sync', '--dsn', 'postgresql://x@127.0.0.1:1/x', '--state', {str(tmp_path)!r}]\n"
+            "sys.exit(main())\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "capsule fleet needs sqlalchemy" in r.stderr and "capsule[fleet]" in r.stderr, r.stderr

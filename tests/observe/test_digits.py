@@ -23,3 +23,22 @@ def test_a_line_with_a_newline_has_no_mask():
     assert digits.masked(["a1", "b\n2"]) is None
     assert digits.masked([]) == []
     assert digits.masked([""]) == [""]
+
+
+NEEDLES = ["@@", "commit ", "|", "-- ", "── ", "-->", ":::", "help:", "PASSED", "Running `", 'File "', "^", "at ",
+           "\n=", "\n-"]
+PROBE_TEXT = st.lists(st.one_of(st.sampled_from([n.lstrip("\n") for n in NEEDLES] + ["12", "7", "=", "a", " "]), TEXT),
+                      max_size=6).map("".join).map(lambda t: t.replace("\n", " "))
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, database=None)
+@given(lines=st.lists(PROBE_TEXT, max_size=30))
+def test_a_digit_free_needle_is_in_the_distinct_lines_when_in_a_line(lines):
+    """digits.distinct_lines answers a whole-text pre-check: a needle without a digit occurs in
+    it when it occurs in one of the lines; after a newline, when a line starts with it."""
+    probe = digits.distinct_lines(digits.masked(lines))
+    for needle in NEEDLES:
+        if needle.startswith("\n"):
+            assert (needle in probe) == any(ln.startswith(needle[1:]) for ln in lines), needle
+        else:
+            assert (needle in probe) == any(needle in ln for ln in lines), needle

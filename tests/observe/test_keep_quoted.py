@@ -6,9 +6,10 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from hypothesis import example, given, settings, strategies as st
 
 from capsule.engine import Engine
-from capsule.observe import keep
+from capsule.observe import digits, keep
 from capsule.ground.types import Observation
 
 MESSAGE = ("parser: fix the panic on empty input\n\nThe old code raised an error: IndexError when the list "
@@ -71,3 +72,23 @@ def test_a_bare_name_in_a_tree_drawing_is_quoted_but_a_tree_error_is_not(tmp_pat
     error = next(i for i, ln in enumerate(lines) if "[error opening dir]" in ln)
     protected = keep.protected("\n".join(lines), out.returncode)
     assert entry not in protected and error in protected
+
+
+QUOTING = ["@@ -1,2 +1,3 @@ def f():", "+    raise ValueError(1)", "-    x = 2", " ctx", "commit 0123abc", "Author: A",
+           "    fix the panic 3", " src/a.py | 12 ++--", "├── error-ex@1.3.2", "  --> src/main.rs:3:5", "   |",
+           "12 |     let x = 1;", "  = help: add this:", "        serde = 1", "=== FAILURES ===", "____ test_x ____",
+           "    assert f(2) == 3", "E   assert 4 == 3", "PASSED tests/t.py::test_y", "   Running `rustc --error-format=json`",
+           "error[E0308]: mismatched types", "INFO 12:00 served", ""]
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(lines=st.lists(st.sampled_from(QUOTING), max_size=40))
+@example(lines=["INFO 1", "=== FAILURES ===", "____ test_x ____", "    assert f(2) == 3", "E   assert 4 == 3"])
+@example(lines=["commit 0123abc", "Author: A", "", "    fix the panic 3"])
+@example(lines=["x", "@@ -1,2 +1,3 @@ def f():", "+    raise ValueError(1)"])
+def test_quoted_rules_read_the_same_with_the_distinct_lines_probe(lines):
+    """keep.quoted and keep.code_frames answer alike whether their pre-checks read the lines
+    joined or the distinct masked lines (digits.distinct_lines) keep's analysis hands them."""
+    probe = digits.distinct_lines(digits.masked(lines))
+    assert keep.quoted(lines, probe) == keep.quoted(lines)
+    assert keep.code_frames(lines, probe) == keep.code_frames(lines)

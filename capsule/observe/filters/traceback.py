@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from operator import or_
 
 from capsule.observe import digits
 from capsule.observe.filters.stages import _CR_REDRAW, Line, _collapse_blocks, _collapse_repeats, collapse_periodic
@@ -33,11 +34,10 @@ def _first_words(text: str) -> str:
     return " ".join(text.split(None, 5)[:5])     # str.split's whitespace is re's \s: \S+ words
 
 
-def _numbered(texts: list[str], masked: tuple[str, ...] | list[str] | None = None) -> list[str]:
+def _numbered(texts: list[str], masked: tuple[str, ...] | list[str] | None) -> list[str]:
     """[_NUM.sub("#", t) for t in texts], one substitution over the distinct digit-masked texts
-    joined (digits.masked: a digit run stays a digit run, so a text and its mask number alike;
-    a log's lines mostly differ in their numbers). `masked`: digits.masked(texts), when known."""
-    masked = masked if masked is not None else digits.masked(texts)
+    joined (`masked`: digits.masked(texts); a digit run stays a digit run, so a text and its mask
+    number alike; a log's lines mostly differ in their numbers)."""
     if masked is None:        # a text holds a newline
         return [_NUM.sub("#", t) for t in texts]
     distinct = list(dict.fromkeys(masked))
@@ -47,54 +47,65 @@ def _numbered(texts: list[str], masked: tuple[str, ...] | list[str] | None = Non
 
 class LineFacts:
     """What the passes ask of a line text again and again (its digits normalised, its shape,
-    whether it is verbatim-class), worked out once per text (the shape once per normalised
-    text): the digits by one substitution over the distinct texts, the verbatim class (and, for
-    the input's own lines, their digit masks) taken from the analysis observe/keep.py already made."""
+    whether it is verbatim-class), worked out once and carried on each Line (numbered, shape,
+    verbatim), so each pass reads them off its lines: the digits by one substitution over the
+    distinct texts, the shape once per normalised text, the verbatim class (and, for the input's
+    own lines, their digit masks) taken from the analysis observe/keep.py already made. A line a
+    pass makes (a count line, a collapsed repeat) gets its facts when first asked."""
 
     def __init__(self, lines: list[Line], known_verbatim: dict[str, bool] | None = None,
                  known_masked: tuple[tuple[str, ...], tuple[str, ...] | None] | None = None) -> None:
         texts = [line.text for line in lines]
         # keep's masks fit when these are the lines it analysed (no ANSI code or redraw changed one)
-        masked = known_masked[1] if known_masked is not None and known_masked[0] == tuple(texts) else None
-        self._numbered = dict(zip(texts, _numbered(texts, masked)))
-        self._shape: dict[str, str] = {}      # by numbered text
+        fits = known_masked is not None and known_masked[0] == tuple(texts)
+        masked = known_masked[1] if fits else digits.masked(texts)
+        nums = _numbered(texts, masked)
+        shape_of = {n: _first_words(n) for n in dict.fromkeys(nums)}
         self._verbatim = dict(known_verbatim or {})
+        for line, n, v in zip(lines, nums, map(self._verbatim.get, texts)):
+            line.numbered, line.shape, line.verbatim = n, shape_of[n], v     # v: None until asked
+        # the pre-checks' view of these lines (digits.distinct_lines): for digit-free trigger words
+        self.probe = digits.distinct_lines(masked) if masked is not None else "\n" + "\n".join(texts)
 
     def numbered(self, text: str) -> str:
-        n = self._numbered.get(text)
-        if n is None:
-            n = self._numbered[text] = _NUM.sub("#", text)
-        return n
+        return _NUM.sub("#", text)
+
+    def _learn(self, line: Line) -> Line:
+        """A line made after the facts were: its own."""
+        if line.numbered is None:
+            line.numbered = self.numbered(line.text)
+            line.shape = _first_words(line.numbered)
+        return line
 
     def numbered_all(self, lines: list[Line]) -> list[str]:
-        """[self.numbered(line.text) for line in lines], a call only for a text not seen before."""
-        texts = [line.text for line in lines]
-        nums = list(map(self._numbered.get, texts))
+        """[self.numbered(line.text) for line in lines]."""
+        nums = [line.numbered for line in lines]
         if None in nums:
-            nums = [self.numbered(t) if n is None else n for t, n in zip(texts, nums)]
+            nums = [self._learn(line).numbered for line in lines]
         return nums
 
     def shapes(self, lines: list[Line]) -> list[str]:
-        """[shape(line.text) for line in lines], once per digit-normalised text."""
-        nums = self.numbered_all(lines)
-        shape = self._shape
-        for n in dict.fromkeys(nums):
-            if n not in shape:
-                shape[n] = _first_words(n)
-        return list(map(shape.__getitem__, nums))
+        """[shape(line.text) for line in lines]."""
+        out = [line.shape for line in lines]
+        if None in out:
+            out = [self._learn(line).shape for line in lines]
+        return out
+
+    def _verbatim_of(self, line: Line) -> bool:
+        if line.verbatim is None:
+            v = self._verbatim.get(line.text)
+            line.verbatim = self._verbatim[line.text] = is_verbatim(line.text) if v is None else v
+        return line.verbatim
 
     def kept(self, line: Line) -> bool:
-        if line.pinned:
-            return True
-        v = self._verbatim.get(line.text)
-        if v is None:
-            v = self._verbatim[line.text] = is_verbatim(line.text)
-        return v
+        return line.pinned or self._verbatim_of(line)
 
     def kept_all(self, lines: list[Line]) -> list[bool]:
-        """[self.kept(line) for line in lines], a call only for a text not seen before."""
-        flags = list(map(self._verbatim.get, [line.text for line in lines]))
-        return [line.pinned or (self.kept(line) if v is None else v) for line, v in zip(lines, flags)]
+        """[self.kept(line) for line in lines]: pinned, or verbatim-class (asked once per text)."""
+        flags = [line.verbatim for line in lines]
+        if None in flags:
+            flags = [self._verbatim_of(line) for line in lines]
+        return list(map(or_, [line.pinned for line in lines], flags))
 
 
 def collapse_similar(lines: list[Line], run, keep_edges: int = 2, facts: LineFacts | None = None) -> list[Line]:
@@ -195,8 +206,8 @@ class PythonRunFilter(StreamFilter):
             self.emit(line.text)
 
     def _trim_frames(self, lines: list[Line], facts: LineFacts) -> list[Line]:
-        """Library frames keep their File line only; caret lines go everywhere."""
-        texts = "\n".join([line.text for line in lines])
+        """Library frames keep their File line only; caret lines go everywhere. (`facts`: of these lines.)"""
+        texts = facts.probe
         if not ('File "' in texts or "^" in texts or "~" in texts or "at " in texts):
             return list(lines)      # no line can be a frame or a caret line (a long log: no loop)
         out: list[Line] = []
