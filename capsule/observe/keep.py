@@ -275,11 +275,12 @@ def missing(original: str, emitted: str, exit_code: int | None) -> list[str]:
     may lose ANSI codes or gain a run count)."""
     from capsule.observe.verbatim import _strip_ansi
 
-    lines = split(original)
+    analysis = _analyse(original, exit_code not in (0, None))     # its lines split once, with the rules
+    lines = analysis.lines
     emitted_lines = {ln.strip() for ln in emitted.split("\n")}
     out: list[str] = []
     seen: set[str] = set()
-    for i in sorted(protected(original, exit_code)):
+    for i in sorted(analysis.protected):
         stripped = lines[i].strip()
         if stripped in seen or not stripped:
             continue

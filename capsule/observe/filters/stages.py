@@ -16,7 +16,7 @@ a failed run is never emptied (its last lines stay when nothing else would).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import compress
 from operator import eq
 
@@ -38,10 +38,11 @@ class Line:
     pinned: bool = False   # observe/keep.py says this original line must survive
     quoted: bool = False   # the tool quotes it (source, diff): its words are not the run's errors
     # What a filter's passes ask of the text, worked out once and carried with the line
-    # (traceback.LineFacts; a pass that changes a text makes a new Line); a line's value is what is above.
-    numbered: str | None = field(default=None, compare=False, repr=False)   # digits read as `#`
-    shape: str | None = field(default=None, compare=False, repr=False)      # its first words, numbered
-    verbatim: bool | None = field(default=None, compare=False, repr=False)  # is_verbatim(text)
+    # (traceback.LineFacts; a pass that changes a text makes a new Line). Class attributes, not
+    # fields: not part of a line's value, and a new line costs no more to make.
+    numbered = None      # str: the text with each digit run read as `#`
+    shape = None         # str: its first words, numbered
+    verbatim = None      # bool: is_verbatim(text)
 
 
 def split_lines(text: str) -> tuple[list[str], bool]:

@@ -140,7 +140,8 @@ def collapse_shapes(lines: list[Line], run, facts: LineFacts | None = None) -> l
     """Interleaved log lines: a frequent non-error shape keeps its first two and its last line."""
     facts = facts or LineFacts(lines)
     keys = [shape if line.no and not kept else "" for line, shape, kept in zip(lines, facts.shapes(lines), facts.kept_all(lines))]
-    counts = Counter(key for key in keys if key)
+    counts = Counter(keys)
+    counts.pop("", None)      # a kept line's or a made line's: no shape to count
     seen: dict[str, int] = {}
     out: list[Line] = []
     dropped: list[Line] = []
