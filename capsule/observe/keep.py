@@ -14,8 +14,8 @@ holds original 0-based line indices and includes every verbatim-class line.
 from __future__ import annotations
 
 import re
+from collections import namedtuple
 from functools import lru_cache
-from typing import NamedTuple
 
 from capsule.observe import digits
 from capsule.observe.anomalies import FRAME as _FRAME, anomalies
@@ -38,14 +38,15 @@ def split(text: str) -> list[str]:
     return lines
 
 
-class Analysis(NamedTuple):
-    """What _analyse works out once per text (and failing status)."""
-    protected: frozenset[int]       # every line that must survive, verbatim lines included
-    extra: frozenset[int]           # the protected lines that are not verbatim-class on their own
-    frames: frozenset[int]          # source lines a diagnostic quotes (code_frames)
-    flags: tuple[bool, ...]         # is_verbatim of each line
-    lines: tuple[str, ...]          # the text's lines (split)
-    masked: tuple[str, ...] | None  # digits.masked(lines)
+class Analysis(namedtuple("Analysis", ("protected", "extra", "frames", "flags", "lines", "masked"))):
+    """What _analyse works out once per text (and failing status). A collections.namedtuple, like
+    the door's values (ground/types.py): typing's NamedTuple costs a cold `ctx run` the typing import.
+    protected: every line that must survive, verbatim lines included (frozenset of indices);
+    extra: the protected lines that are not verbatim-class on their own; frames: source lines a
+    diagnostic quotes (code_frames); flags: is_verbatim of each line; lines: the text's lines
+    (split); masked: digits.masked(lines), or None."""
+
+    __slots__ = ()
 
 
 def protected(text: str, exit_code: int | None) -> frozenset[int]:
