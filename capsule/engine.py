@@ -120,8 +120,8 @@ class Engine:
             except Exception:  # noqa: BLE001 - the spool itself failed: the door still streams it
                 return pipeline.raw_emission(obs.raw)
             if sqlite.is_full(exc):            # the log cannot be written either: the door shows this line
-                em.warnings.append(f"capsule: the state volume is full ({self.state_dir}): output passed whole, "
-                                   f"nothing archived or recorded; free space there (capsule ctx doctor)")
+                em.notice = (f"capsule: the state volume is full ({self.state_dir}): output passed whole, "
+                             f"nothing archived or recorded; free space there (capsule ctx doctor)")
         if self.defer:
             self._pending.append(lambda: self.ledger.record(self._row(em, obs, mode)))
         else:

@@ -232,12 +232,12 @@ def _emit(spool, digest, stream, out, command, status, duration_ms, intent) -> N
     size = spool.tell()
     if size == 0:
         return
-    data, warnings = None, []
+    data, notice = None, None
     try:
         logs.configure()
         em = _engine().observe(Observation(spool=spool, size=size, digest=digest, command=command, stream=stream,
                                            exit_code=status, duration_ms=duration_ms, intent=intent))
-        data, warnings = em.data or None, em.warnings
+        data, notice = em.data or None, em.notice
     except Exception as exc:  # noqa: BLE001 - whatever happened, the agent gets the raw output
         logs.get("capsule.run").warning("engine failed on %s of %r: %r; raw output passed through",
                                                  stream, command, exc)
@@ -250,12 +250,11 @@ def _emit(spool, digest, stream, out, command, status, duration_ms, intent) -> N
         while chunk := spool.read(1 << 20):
             out.write(chunk)
     out.flush()
-    # After the output, once per run (both streams fail alike): the engine's line to the user ("capsule: …",
-    # a full state volume, which the log cannot hold); a transform's own warnings are in the log file only.
-    for line in warnings:
-        if line.startswith("capsule: ") and line not in _SHOWN:
-            _SHOWN.add(line)
-            print(line, file=sys.stderr, flush=True)
+    # After the output, once per run (both streams fail alike): the engine's line to the user (a full
+    # state volume, which the log cannot hold); a transform's own warnings are in the log file only.
+    if notice is not None and notice not in _SHOWN:
+        _SHOWN.add(notice)
+        print(notice, file=sys.stderr, flush=True)
 
 
 _SHOWN: set[str] = set()

@@ -5,8 +5,8 @@ Not responsible for the handlers (log_handlers.py) nor for what is logged.
 Invariant: a run that logs nothing never imports logging (~6 ms of a cold `ctx run`): a Logger
 looks its logging.Logger up on first use, and configure() installs the handlers then (at once
 when logging is already imported); configuring twice is harmless.
-Kept on purpose (issue 23 removed the other cold-path tricks): every `ctx run` pays it, the
-bench_startup row "capsule ctx run -- true" is ~80 ms wall against a 50 ms target, and
+Kept on purpose (issue 23 removed the other cold-path tricks): every `ctx run` would pay it, the
+bench_startup row "capsule ctx run -- true" has a 50 ms target (~40 ms at the end of issue 23), and
 tests/cli/test_cold_run.py holds a run that logs nothing to importing no logging.
 """
 

@@ -47,7 +47,8 @@ class Emission:
     known_would_emit: int | None = None   # None: the raw count
     removals: list[Removal] = field(default_factory=list)
     reports: list[StageReport] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)   # a transform's own, for the log
+    notice: str | None = None    # one line the door shows the user (stderr): an engine failure the log cannot hold
     elapsed_ms: float = 0.0
     raw_text: str | None = field(default=None, repr=False)
     transformed_text: str | None = field(default=None, repr=False)
