@@ -30,6 +30,8 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 
+# ANSI escapes, which a transform may strip from a line it keeps (transforms/basic.py strips with this one).
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 MARKER_RE = re.compile(r"^\[(\d+) more lines?(?: L(\d+)(?:-(\d+))?(?: like .*)?)?\]$")
 LIKE_MAX = 160          # characters of a template a marker quotes
 
@@ -100,8 +102,6 @@ def check(total: int, emitted: list[str], original_markers: int = 0) -> str | No
 
 def _norms(line: str) -> list[str]:
     """What a transform may show for one original line: itself, without ANSI, its last redraw frame."""
-    from capsule.observe.transforms.basic import ANSI_RE
-
     out = [line]
     plain = ANSI_RE.sub("", line)
     if plain != line:
