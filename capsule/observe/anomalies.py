@@ -135,6 +135,18 @@ def _columns(lines: list[str], idx: list[int], width: int) -> list:
     return list(zip(*(_tokens(lines[i]) for i in idx)))[:width]
 
 
+def field_outliers(idx: list[int], columns: list) -> set[int]:
+    """The rule below for a caller's own columns (observe/rarity.py's narrow tables: `du`'s two)."""
+    return _field_outliers(idx, columns)
+
+
+def rare_templates(lines: list[str]) -> set[int]:
+    """In a repetitive text (failing or not), the lines whose template is seen once, and the one-token
+    variants of a frequent template (the salience model asks this of every output, observe/rarity.py)."""
+    templates = _groups([() if FRAME.match(ln) else _mask(ln) for ln in lines])
+    return _variants(templates, lines) | _rare_templates(templates, sum(1 for ln in lines if ln.strip()))
+
+
 def _rare(count: int, total: int) -> bool:
     return count <= max(RARE_MIN, RARE_SHARE * total)
 
