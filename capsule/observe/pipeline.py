@@ -4,7 +4,9 @@ or, for a spooled payload too large to hold, the HUGE stage (head, tail, error w
 Not responsible for I/O beyond the archive it is handed, nor for the ledger row (the
 engine writes it from the Emission). Pure apart from the archive put. Classifies once.
 Invariants: any transform failure emits raw (INV-4); never worse (INV-3) and worth it; verbatim-class
-lines survive or raw is emitted (INV-7); a lossy emission has one marker and one footer (INV-5).
+lines survive or raw is emitted (INV-7); a lossy emission has one footer and markers that add up
+(INV-5: one per omitted run in the form of markers.py where the salience model ran under the cut
+(rarity.py), else the single `[N more lines]`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ log = logs.get("capsule.pipeline")
 # Transforms that cut an output by dropping its lines (not re-shaping a document, not a read): the
 # salience model runs under them and their omissions are re-marked in the one form.
 REMARKED = frozenset({"default", "filter", "logs", "line_budget", "run_collapse"})
+MODELLED = frozenset({"default", "line_budget"})     # the salience model's own cut (rarity.shape)
 # Streaming filters whose output is a structure of its own (a diff's hunks, a search's groups, a
 # test run's report): the model leaves their cut as it is.
 OWN_STRUCTURE = ("git_stream:", "search_stream:", "pytest_stream:", "go_stream:")
@@ -40,7 +43,12 @@ def _remarked_filter(filter_id: str | None) -> bool:
     from capsule.observe.filters.engine import get_filter
 
     spec = get_filter(filter_id)
-    return spec is not None and not spec.delegate and not any(s in (spec.streaming or "") for s in OWN_STRUCTURE)
+    return spec is not None and not any(s in (spec.streaming or "") for s in OWN_STRUCTURE)
+
+
+def _filter_ran(notes: list[str], chosen: str | None) -> str | None:
+    """The filter that ran (the one chosen, or the one it delegated to: filters/engine.py's note)."""
+    return next((n[len("filter "):] for n in notes if n.startswith("filter ") and " " not in n[len("filter "):]), chosen)
 
 PENDING = -1     # a stage report's token figure not yet counted (Emission.settle fills it in)
 
@@ -318,7 +326,9 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
     original_markers = guard.count_markers(text)
     removed = result.removed_lines
     remarked = None
-    if tid in REMARKED and not result.lossless and _remarked_filter(ctx.filter_id if tid == "filter" else None):
+    if tid in MODELLED and any(r.start is not None and r.reason.startswith("salience") for r in result.removals):
+        remarked = out_text     # the model's own cut: already in the contract's form
+    elif tid in REMARKED and not result.lossless and _remarked_filter(_filter_ran(result.notes, ctx.filter_id) if tid == "filter" else None):
         remarked = rarity.under(text, out_text)
     if remarked is not None:
         out_text = remarked

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from functools import lru_cache
 
 from capsule.observe import anomalies, digits, markers
 
@@ -98,7 +99,14 @@ def templates(lines: list[str]) -> list[str]:
 
 def salient(lines: list[str]) -> set[int]:
     """The rare lines of this output (see the module's header), without their neighbours."""
-    return anomalies.anomalies(lines, False) | anomalies.rare_templates(lines) | _narrow_outliers(lines)
+    return set(_salient(tuple(lines)))
+
+
+@lru_cache(maxsize=4)
+def _salient(lines: tuple[str, ...]) -> frozenset[int]:
+    # asked twice of one output (the generic cut, then the pipeline's pass under it): worked out once
+    lines = list(lines)
+    return frozenset(anomalies.anomalies(lines, False) | anomalies.rare_templates(lines) | _narrow_outliers(lines))
 
 
 def with_neighbours(found: set[int], total: int, n: int = NEIGHBOURS) -> set[int]:

@@ -41,6 +41,8 @@ def outputs(draw):
     planted = []
     for _ in range(draw(st.integers(1, 2))):     # a line no template explains
         odd = " ".join(draw(st.lists(st.sampled_from(ODD_WORDS), min_size=3, max_size=5, unique=True)))
+        if any(p.startswith(odd + " at") for p in planted):
+            continue        # the same words twice make a template seen twice, not a singleton
         at = rng.randrange(1, len(lines) - 1)
         lines.insert(at, f"{odd} at offset {rng.randint(100, 999)}")
         planted.append(lines[at])
@@ -54,7 +56,9 @@ def outputs(draw):
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
-    return Engine(tmp_path_factory.mktemp("salience") / "state", mode="standard", scope="prop")
+    engine = Engine(tmp_path_factory.mktemp("salience") / "state", mode="standard", scope="prop")
+    engine.defer = True       # the ledger rows wait for a drain that never comes: the emissions are what is tested
+    return engine
 
 
 def check(engine, text: str, planted: list[str], obs: Observation) -> None:
