@@ -146,6 +146,7 @@ def cmd_report(args) -> int:
     from capsule.cli.gain import parse_since
 
     target = report_out.html_target(args.html)
+    _must_exist(args.dsn)
     eng = _open(args.dsn)
     from capsule.fleet import report
     from capsule.prompt import budget
@@ -156,6 +157,16 @@ def cmd_report(args) -> int:
     if not report_out.write(data, target, args.json, _fleet_html):
         print(report.render_text(data))
     return 0
+
+
+def _must_exist(dsn: str) -> None:
+    """A report reads a fleet database: one that names a missing SQLite file is a typo, and opening
+    it would create an empty database and report 0 capsules."""
+    if dsn.startswith("sqlite:///"):
+        path = Path(dsn[len("sqlite:///"):].split("?", 1)[0])
+        if str(path) not in ("", ":memory:") and not path.is_file():
+            raise UserError(f"--dsn {dsn!r}: no database at {path}; `capsule fleet sync --dsn {dsn} …` creates "
+                            "and fills it")
 
 
 def _fleet_html(data: dict) -> str:

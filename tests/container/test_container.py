@@ -138,7 +138,7 @@ SWITCHES = {
     "JACKIN_CTX_NO_SHIMS": (False, False, None, True, True),
     "JACKIN_CTX_MEASURE_ONLY": (False, True, 0, True, True),
     "JACKIN_CTX_NO_MCP": (True, True, 1, False, True),
-    "JACKIN_CTX_NO_REGISTER": (True, True, 1, False, True),
+    "JACKIN_CTX_NO_REGISTER": (True, True, 1, True, True),     # the output register's switch, not MCP's
     "JACKIN_CTX_NO_ROUTING": (True, True, 1, True, False),
 }
 
