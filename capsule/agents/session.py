@@ -29,8 +29,10 @@ HOOK_TEMPLATE = Path(__file__).with_name("hook_template") / "intent_hook.py"
 BOUNDARY_TEMPLATE = Path(__file__).with_name("hook_template") / "boundary_hook.py"
 TOOL_TEMPLATE = Path(__file__).with_name("hook_template") / "tool_hook.py"
 TOOL_HOOK_TIMEOUT_S = 60
-# Claude Code's task boundaries (all in 2.1.197's hook list), each logged to the ledger.
-BOUNDARY_EVENTS = ("SessionStart", "UserPromptSubmit", "SubagentStart", "PreCompact", "SessionEnd")
+# Claude Code's task boundaries (all in 2.1.197's hook list), each logged to the ledger; the model
+# switch events are 2.1.332's (2.1.197 ignores hook events it does not know, checked).
+BOUNDARY_EVENTS = ("SessionStart", "UserPromptSubmit", "SubagentStart", "PreCompact", "SessionEnd",
+                   "PreModelSwitch", "PostModelSwitch")
 # Claude Code subcommands take no session flags (they configure, they do not converse).
 CLAUDE_SUBCOMMANDS = frozenset({"mcp", "config", "doctor", "update", "install", "migrate-installer",
                                 "setup-token", "plugin", "agents", "auth"})

@@ -69,12 +69,13 @@ def _text_of(tool: str, args: dict, out) -> tuple[str, str | None, str | None] |
         if isinstance(out, dict) and isinstance(out.get("result"), str):
             return out["result"], "curl " + shlex.quote(str(args.get("url") or "")), None
         return None
-    # another MCP server's tool: a string, or text blocks
+    # another MCP server's tool: a string, or text blocks; no command (as the proxy sees them), the
+    # engine classifies the text itself
     if isinstance(out, str):
-        return out, tool, None
+        return out, None, None
     if isinstance(out, list) and out and all(isinstance(b, dict) and b.get("type") == "text"
                                              and isinstance(b.get("text"), str) for b in out):
-        return "\n".join(b["text"] for b in out), tool, None
+        return "\n".join(b["text"] for b in out), None, None
     return None
 
 
@@ -119,10 +120,10 @@ def _remember(path: Path, value) -> object:
     try:
         os.link(tmp, path)          # atomic, and never replaces a stored answer
     except FileExistsError:
-        value = json.loads(path.read_text(encoding="utf-8"))["answer"]
+        pass
     finally:
         tmp.unlink(missing_ok=True)
-    return value
+    return json.loads(path.read_text(encoding="utf-8"))["answer"]   # the stored bytes' value, keys in order
 
 
 def answer(engine, event: dict):
@@ -167,7 +168,7 @@ def hook_output(value) -> bytes:
     if value is None:
         return b""
     return json.dumps({"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": value}},
-                      ensure_ascii=False).encode("utf-8")
+                      ensure_ascii=False, sort_keys=True).encode("utf-8")
 
 
 def main() -> int:
