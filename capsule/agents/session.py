@@ -199,7 +199,7 @@ def codex_argv(argv: list[str], state_dir: Path, env=None, *, mcp: bool, instruc
         theirs = tomllib.loads(codex.config_path(env).read_text(encoding="utf-8")).get("developer_instructions") or ""
     except (OSError, tomllib.TOMLDecodeError):
         pass
-    text = notes.NOTE if instructions is None else instructions
+    text = (notes.NOTE if mcp else "") if instructions is None else instructions
     note = f"{theirs}\n\n{text}" if isinstance(theirs, str) and theirs and text else (text or theirs)
     if note:
         flags += ["-c", f"developer_instructions={_toml(note)}"]
