@@ -166,7 +166,7 @@ class Supervisor:
         """The proxy door, then the agent pointed at it (fail open: subsystems.start_proxy)."""
         self.proxy, self.redirect, self.proxy_info = subsystems.start_proxy(
             kind=agent_kind(self.role, self.opts.command), env=self.agent_env(), state_dir=self.state_dir,
-            mode=self.mode, shims_on=self.plan["shims"].on, role=self.role,
+            mode=self.mode, shims_on=self.plan["shims"].on, hooks_on=self.hook_door_on, role=self.role,
             workspace=Path(self.opts.workdir or Path.cwd()),
             routing=self.router.table if self.router.enabled else None)
 
@@ -265,13 +265,20 @@ class Supervisor:
                 return session.claude_argv(cmd, self.session_dir, self.state_dir, mcp=self.plan["mcp"].on,
                                            intent=self.plan["engine"].on and self.plan["shims"].on,
                                            python=shims.shim_python(), boundaries=self.plan["engine"].on,
-                                           instructions=text)
+                                           instructions=text, tool_hook=self.hook_door_on)
             if kind == "codex":
                 return session.codex_argv(cmd, self.state_dir, self.agent_env(), mcp=self.plan["mcp"].on,
                                           instructions=text)
         except Exception as exc:  # noqa: BLE001
             log.warning("session flags for %s failed: %r; the agent runs without them", kind, exc)
         return cmd
+
+    @property
+    def hook_door_on(self) -> bool:
+        """Claude Code's PostToolUse hook door (shims/hook_door.py): a session-scoped hook, so only
+        under `up --local` (session settings), with the engine on."""
+        return (self.session_dir is not None and self.plan["engine"].on
+                and agent_kind(self.role, self.opts.command) == "claude")
 
     # ---- the agent -------------------------------------------------------------------
     def agent_command(self) -> list[str]:
