@@ -79,7 +79,7 @@ class Supervisor:
         subsystems.degrade_at_start(self.router, self.state_dir)
         self.conflicts = probe_conflicts() if self.plan["shims"].on else []
         if self.conflicts:  # INV-8: one shell-rewrite path; capsule steps back and says why
-            self.plan["shims"] = planning.Decision("shims", False, f"conflict (INV-8): {self.conflicts[0]}")
+            self.plan["shims"] = planning.Decision("shims", False, f"conflict: another tool already rewrites shell output ({self.conflicts[0]}); one rewrite path at a time")
         self.socket_path = paths.socket_path()
         if self.socket_path.exists() and server.ping(self.socket_path, 0.3):
             # Another live supervisor owns this state dir's socket (two `up --local` sessions): keep
