@@ -91,7 +91,9 @@ def test_one_html_renderer_with_figures_window_round_ticks_values_and_empty_stat
     assert "Generated 20" in dom and "window: " in dom and (which == "fleet" or "window: since " in dom)
     assert "transcripts" in dom                           # the one-line reason net saved is n/a
     ticks = [int(t.replace(",", "")) for t in re.findall(r'class="tick"[^>]*>([\d,]+)<', dom)]
-    assert ticks and ticks[0] == 0 and ticks[-1] >= gross
+    assert ticks and ticks[0] == 0
+    ticks = ticks[:ticks.index(0, 1)] if 0 in ticks[1:] else ticks     # the first chart's (savings by family)
+    assert ticks[-1] >= gross
     step = ticks[1] - ticks[0]                            # round steps (1, 2 or 5 x 10^k), never 68,652
     assert str(step).rstrip("0") in ("1", "2", "5") and ticks == [i * step for i in range(len(ticks))], ticks
     assert re.search(rf'class="value"[^>]*>{gross:,}<', dom)  # the bar says its value
