@@ -265,7 +265,7 @@ class Supervisor:
                 return session.claude_argv(cmd, self.session_dir, self.state_dir, mcp=self.plan["mcp"].on,
                                            intent=self.plan["engine"].on and self.plan["shims"].on,
                                            python=shims.shim_python(), boundaries=self.plan["engine"].on,
-                                           instructions=text)
+                                           instructions=text, statusline=self.role.agent.statusline)
             if kind == "codex":
                 return session.codex_argv(cmd, self.state_dir, self.agent_env(), mcp=self.plan["mcp"].on,
                                           instructions=text)
