@@ -28,7 +28,7 @@ from capsule.route import policy as route
 from capsule.route import subagents
 from capsule.policy import plan as planning
 from capsule.supervisor import server, subsystems
-from capsule.supervisor.launch import agent_kind, agent_view_env, probe_conflicts, which
+from capsule.supervisor.launch import agent_kind, agent_view_env, mark, probe_conflicts, which
 from capsule.supervisor.pid1 import DEFAULT_GRACE_S, FORWARDED, Pid1
 from capsule.supervisor.server import EngineServer
 
@@ -166,7 +166,7 @@ class Supervisor:
         """The proxy door, then the agent pointed at it (fail open: subsystems.start_proxy)."""
         self.proxy, self.redirect, self.proxy_info = subsystems.start_proxy(
             kind=agent_kind(self.role, self.opts.command), env=self.agent_env(), state_dir=self.state_dir,
-            mode=self.mode, shims_on=self.plan["shims"].on, role=self.role,
+            mode=self.mode, shims_on=self.plan["shims"].on, hooks_on=self.hook_door_on, role=self.role,
             workspace=Path(self.opts.workdir or Path.cwd()),
             routing=self.router.table if self.router.enabled else None)
 
@@ -265,13 +265,21 @@ class Supervisor:
                 return session.claude_argv(cmd, self.session_dir, self.state_dir, mcp=self.plan["mcp"].on,
                                            intent=self.plan["engine"].on and self.plan["shims"].on,
                                            python=shims.shim_python(), boundaries=self.plan["engine"].on,
-                                           instructions=text, statusline=self.role.agent.statusline)
+                                           instructions=text, tool_hook=self.hook_door_on,
+                                           statusline=self.role.agent.statusline)
             if kind == "codex":
                 return session.codex_argv(cmd, self.state_dir, self.agent_env(), mcp=self.plan["mcp"].on,
                                           instructions=text)
         except Exception as exc:  # noqa: BLE001
             log.warning("session flags for %s failed: %r; the agent runs without them", kind, exc)
         return cmd
+
+    @property
+    def hook_door_on(self) -> bool:
+        """Claude Code's PostToolUse hook door (shims/hook_door.py): a session-scoped hook, so only
+        under `up --local` (session settings), with the engine on."""
+        return (self.session_dir is not None and self.plan["engine"].on
+                and agent_kind(self.role, self.opts.command) == "claude")
 
     # ---- the agent -------------------------------------------------------------------
     def agent_command(self) -> list[str]:
@@ -311,14 +319,10 @@ class Supervisor:
             model = codex.model_of(self.agent_command(), env)
             if model:
                 env[switches.AGENT_MODEL] = model
-        # The marker says "every command is an agent tool call"; Claude Code and Codex mark their
-        # own tool calls, and their internal commands must stay raw, so only a shell agent gets it.
+        # capsule's marker: the agent it launched (and its tool children, its own calls too; the
+        # client's tool mark tells those apart: capsule/agents/clients.py).
         kind = agent_kind(self.role, self.opts.command)
-        env.pop(switches.AGENT_OUT, None)  # never inherit another session's "agent's view"
-        if kind == "shell":
-            env[switches.AGENT_MARKER] = "shell"
-        else:
-            env.pop(switches.AGENT_MARKER, None)
+        mark(kind, env)
         if shim_dir and self.plan["shims"].on:
             agent_view_env(kind, Path(shim_dir), env)
         # INV-1: Claude Code otherwise sends its first request before capsule's MCP server is
