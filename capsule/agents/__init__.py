@@ -148,16 +148,37 @@ def client_info(command: str, env=None) -> dict:
 
     The version comes from the npm package.json the binary belongs to (no need to start a 245 MB
     binary for `capsule ctx doctor`), else, for claude and codex only, from `COMMAND --version`
-    (5 s budget; another role command is never run). Reads only."""
-    import json
+    (5 s budget; another role command is never run); for a known client, its tested range
+    ("tested") and a warning line when the version is outside it ("outside"). Reads only."""
     import shutil
-    import subprocess
 
     env = os.environ if env is None else env
     path = shutil.which(command, path=env.get("PATH"))
     info: dict = {"command": command, "path": path, "version": None, "source": None}
     if path is None:
         return info
+    try:
+        return _with_range(_client_info(command, path, info, env))
+    except Exception:  # noqa: BLE001 - doctor reports what it found, never crashes on it
+        return info
+
+
+def _with_range(info: dict) -> dict:
+    """The tested range of a known client, and a warning when the installed one is outside it."""
+    from capsule.agents import versions  # noqa: PLC0415
+
+    name = os.path.basename(info["command"])
+    rng = versions.tested(name)
+    if rng is not None:
+        info["tested"] = f"{rng[0]} to {rng[1]}"
+        info["outside"] = versions.outside(name, info.get("version"))
+    return info
+
+
+def _client_info(command: str, path: str, info: dict, env) -> dict:
+    import json
+    import subprocess
+
     real = Path(path).resolve()
     info["path"] = str(real) if real != Path(path) else path
     for parent in list(real.parents)[:4]:

@@ -302,11 +302,15 @@ def render(r: dict) -> str:
     ag = r.get("agent") or {}
     if ag:
         found_at = f"{ag.get('version') or 'version unknown'} at {ag['path']}" if ag.get("path") else "NOT FOUND on PATH"
-        lines.append(f"agent        {ag.get('command', ag.get('kind'))}: {found_at}")
+        tested = f" (tested: {ag['tested']})" if ag.get("tested") and ag.get("path") else ""
+        lines.append(f"agent        {ag.get('command', ag.get('kind'))}: {found_at}{tested}")
     others = [f"{c} {i.get('version') or '?'}" for c, i in (r.get("clients") or {}).items()
               if i.get("path") and c != ag.get("command")]
     if others:
         lines.append(f"clients      {', '.join(others)}")
+    warned = [ag.get("outside")] + [i.get("outside") for c, i in (r.get("clients") or {}).items()
+                                    if c != ag.get("command")]
+    lines += [f"  ! {w}" for w in warned if w]
     for agent, st in r["mcp_registration"].items():
         if isinstance(st, dict):
             where = ", ".join(st.get("locations") or []) or "no"

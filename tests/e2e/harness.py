@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -277,6 +278,7 @@ class Session:
     stderr: str = ""
     facts: list[tuple[str, ...]] = field(default_factory=list)
     requests: list[dict] = field(default_factory=list)    # every model request, as the fake received it
+    elapsed_s: float = 0.0    # the client's whole run (capsule's start included in capsule mode)
 
     def tool_names(self) -> set[str]:
         return {t.get("name") or t.get("type") for b in self.requests for t in b.get("tools") or []}
@@ -325,11 +327,12 @@ def run_claude(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_en
                 "--allowedTools", "Bash", "--output-format", "json"]
         if mode == "capsule":
             argv = capsule_prefix() + argv
+        t0 = time.monotonic()
         proc = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
                               stdin=subprocess.DEVNULL)
         assert proc.returncode == 0, f"claude ({mode}) exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
         return Session("claude", mode, fake.tool_results(), home, proc.stdout, proc.stderr,
-                       [facts_for(c, head) for c in calls], fake.requests)
+                       [facts_for(c, head) for c in calls], fake.requests, time.monotonic() - t0)
     finally:
         fake.close()
 
@@ -349,11 +352,12 @@ def run_codex(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_env
                 PROMPT]
         if mode == "capsule":
             argv = capsule_prefix() + argv
+        t0 = time.monotonic()
         proc = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
                               stdin=subprocess.DEVNULL)
         assert proc.returncode == 0, f"codex ({mode}) exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
         return Session("codex", mode, fake.tool_results(), home, proc.stdout, proc.stderr,
-                       [facts_for(c, head) for c in calls], fake.requests)
+                       [facts_for(c, head) for c in calls], fake.requests, time.monotonic() - t0)
     finally:
         fake.close()
 
@@ -376,11 +380,13 @@ def run_claude_tools(ws: Path, home: Path, mode: str, calls: list[tuple[str, dic
         argv = [client_path("claude"), "-p", PROMPT, "--allowedTools", allowed, "--output-format", "json"]
         if mode == "capsule":
             argv = capsule_prefix() + argv
+        t0 = time.monotonic()
         proc = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
                               stdin=subprocess.DEVNULL)
         assert proc.returncode == 0, f"claude ({mode}) exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
         results = [result_text(r) for r in fake.tool_results()]
-        return Session("claude", mode, results, home, proc.stdout, proc.stderr, [], fake.requests), fake
+        return Session("claude", mode, results, home, proc.stdout, proc.stderr, [], fake.requests,
+                       time.monotonic() - t0), fake
     finally:
         fake.close()
 
