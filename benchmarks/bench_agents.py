@@ -12,8 +12,8 @@ Target (issue 25): capsule <= 0.55 of plain for each client, every fact kept.
     python benchmarks/bench_agents.py --container    # also inside the capsule image (`capsule up`,
         # the fake on a docker network's gateway), next to plain and --local; the image has no
         # pytest, so this table leaves out the pytest call in all three columns
-    python benchmarks/bench_agents.py --matrix       # each client at its oldest tested release
-        # (scripts/setup-clients.sh installs it apart) and its newest (the pin on PATH); Claude Code
+    python benchmarks/bench_agents.py --matrix       # each client at its oldest and its newest tested
+        # release (the pin, and the one scripts/setup-clients.sh installs apart); Claude Code
         # also runs a native Read and Grep through the hook door (proxy off); per client and version:
         # plain vs capsule tokens, facts, and the latency capsule adds per tool call
 """
@@ -82,26 +82,17 @@ def container_table(clients: list[str]) -> int:
     return 0
 
 
-def _versions(client: str) -> list[tuple[str, str | None]]:
-    """(version, bin dir or None for the one on PATH): the oldest tested release, then the pin."""
-    import subprocess  # noqa: PLC0415
-    import tomllib  # noqa: PLC0415
+def _versions(client: str) -> list[tuple[str, str]]:
+    """(version, bin dir) of the oldest and the newest tested release (the pin on PATH is one of them)."""
+    import os  # noqa: PLC0415
 
     from capsule.agents import versions  # noqa: PLC0415
 
-    pin = next(c for c in tomllib.loads((ROOT / "image/agent-clis.toml").read_text())["cli"] if c["command"] == client)
     out = []
-    for line in subprocess.run([sys.executable, str(ROOT / "image/agent_clis.py"), "matrix"], capture_output=True,
-                               text=True, check=True).stdout.splitlines():
-        cmd, spec, prefix = line.split(" ", 2)
-        if cmd == client:
-            bindir = Path(prefix) / "node_modules" / ".bin"
-            if not (bindir / cmd).exists():
-                raise SystemExit(f"{spec} is not installed in {prefix}: run scripts/setup-clients.sh")
-            out.append((spec.rsplit("@", 1)[1], str(bindir)))
-    low, high = versions.tested(client)
-    assert pin["version"] == high, f"image/agent-clis.toml pins {pin['version']}, the tested range ends at {high}"
-    return out + [(pin["version"], None)]
+    for which, version in zip(("oldest", "newest"), versions.tested(client)):
+        if not out or out[-1][0] != version:
+            out.append((version, os.path.dirname(harness.tested_client(client, which))))
+    return out
 
 
 def _ready_s(session) -> float:
@@ -126,7 +117,7 @@ def matrix_table(clients: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="capsule-bench-matrix-") as tmp:
         for client in clients:
             for version, bindir in _versions(client):
-                os.environ["PATH"] = f"{bindir}:{path0}" if bindir else path0
+                os.environ["PATH"] = f"{bindir}:{path0}"
                 try:
                     root = Path(tmp) / f"{client}-{version}"
                     plain, cap = harness.run_pair(client, root)

@@ -9,9 +9,9 @@ Standard library only: it runs on the host's python3 and inside bare base images
     agent_clis.py missing             the specs whose command is absent or at another version
     agent_clis.py labels              --label KEY=VERSION per line (docker build)
     agent_clis.py key                 a short hash of the pins (the CLI layer's cache key)
-    agent_clis.py matrix              COMMAND PACKAGE@VERSION PREFIX per line: each client's oldest tested
-                                      release (capsule/agents/data/client_versions.toml) where it differs
-                                      from the pin, installed apart (npm --prefix) for bench_agents --matrix
+    agent_clis.py matrix              COMMAND PACKAGE@VERSION PREFIX per line: each client's tested releases
+                                      (oldest, newest: capsule/agents/data/client_versions.toml) other than
+                                      its pin, installed apart (npm --prefix) for the tests and --matrix
     agent_clis.py pack NPM_ROOT OUT   check the host installs under NPM_ROOT, write OUT (tar)
 """
 
@@ -39,15 +39,16 @@ def matrix_root() -> Path:
 
 
 def matrix() -> list[tuple[str, str, Path]]:
-    """(command, PACKAGE@VERSION, npm prefix) of each client's oldest tested release that is not its pin."""
+    """(command, PACKAGE@VERSION, npm prefix) of each client's tested releases that are not its pin."""
     with open(TESTED, "rb") as f:
         tested = tomllib.load(f)
     out = []
     for cli in pins():
         spec = next((t for t in tested.values() if t.get("package") == cli["package"]), None)
-        if spec and spec["oldest"] != cli["version"]:
-            name = cli["package"].split("/")[-1]
-            out.append((cli["command"], f"{cli['package']}@{spec['oldest']}", matrix_root() / f"{name}-{spec['oldest']}"))
+        for version in dict.fromkeys((spec["oldest"], spec["newest"])) if spec else ():
+            if version != cli["version"]:
+                name = cli["package"].split("/")[-1]
+                out.append((cli["command"], f"{cli['package']}@{version}", matrix_root() / f"{name}-{version}"))
     return out
 
 

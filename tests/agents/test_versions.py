@@ -11,10 +11,10 @@ from capsule.agents import versions
 from tests.conftest import REPO
 
 
-def test_the_image_pins_the_newest_tested_release_of_each_client():
+def test_the_image_pins_a_tested_release_of_each_client():
     pins = {c["package"]: c["version"] for c in tomllib.loads((REPO / "image/agent-clis.toml").read_text())["cli"]}
     for client, spec in versions.data().items():
-        assert pins[spec["package"]] == spec["newest"], (client, pins)
+        assert pins[spec["package"]] in (spec["oldest"], spec["newest"]), (client, pins)
         assert versions.parse(spec["oldest"]) <= versions.parse(spec["newest"])
 
 

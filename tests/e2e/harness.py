@@ -283,6 +283,12 @@ class Session:
     def tool_names(self) -> set[str]:
         return {t.get("name") or t.get("type") for b in self.requests for t in b.get("tools") or []}
 
+    def offered(self, tool: str) -> bool:
+        """The client offered `tool` to the model: its definition, or (Claude Code 2.1.332 defers MCP
+        tools behind ToolSearch) its name in the deferred-tools list of a request."""
+        return tool in self.tool_names() or any(
+            DEFERRED in t and f"\n{tool}\n" in t for b in self.requests for t in _texts(b))
+
     def saw(self, text: str) -> bool:
         """True when any model request carried `text` (system prompt, instructions, messages)."""
         return any(text in json.dumps(b, ensure_ascii=False) for b in self.requests)
@@ -296,10 +302,42 @@ class Session:
         return [f for f in self.facts[i] if f not in self.results[i]]
 
 
+DEFERRED = "The following deferred tools are now available via ToolSearch"
+
+
+def _texts(body: dict):
+    for m in body.get("messages") or []:
+        for c in m.get("content") if isinstance(m.get("content"), list) else []:
+            if isinstance(c, dict) and isinstance(c.get("text"), str):
+                yield c["text"]
+
+
 def client_path(name: str) -> str:
     path = shutil.which(name)
     assert path, f"{name} is not installed; run scripts/setup-clients.sh"
     return path
+
+
+def tested_client(name: str, which: str = "newest") -> str:
+    """The binary of `name`'s oldest or newest tested release (capsule/agents/data/client_versions.toml):
+    the pin on PATH when it is that release, else the install scripts/setup-clients.sh made apart."""
+    import tomllib  # noqa: PLC0415
+
+    from capsule.agents import versions  # noqa: PLC0415
+
+    version = versions.data()[name][which]
+    pin = next(c for c in tomllib.loads((REPO / "image/agent-clis.toml").read_text())["cli"] if c["command"] == name)
+    if pin["version"] == version:
+        return client_path(name)
+    out = subprocess.run([sys.executable, str(REPO / "image/agent_clis.py"), "matrix"], capture_output=True,
+                         text=True, check=True).stdout
+    for line in out.splitlines():
+        cmd, spec, prefix = line.split(" ", 2)
+        if cmd == name and spec.endswith(f"@{version}"):
+            path = Path(prefix) / "node_modules" / ".bin" / name
+            assert path.exists(), f"{spec} is not installed in {prefix}; run scripts/setup-clients.sh"
+            return str(path)
+    raise AssertionError(f"no install of {name} {version}: run scripts/setup-clients.sh")
 
 
 def base_env(home: Path) -> dict[str, str]:
@@ -366,7 +404,7 @@ RUNNERS = {"claude": run_claude, "codex": run_codex}
 
 
 def run_claude_tools(ws: Path, home: Path, mode: str, calls: list[tuple[str, dict]], extra_env: dict | None = None,
-                     allowed: str = "Bash,Read,Grep,Glob") -> tuple[Session, object]:
+                     allowed: str = "Bash,Read,Grep,Glob", claude: str | None = None) -> tuple[Session, object]:
     """Claude Code with scripted calls of any of its tools (tests/fakes ToolCalls): (the session,
     the fake, closed), the fake's raw bodies kept for what the model saw."""
     from tests.fakes.anthropic import ToolCalls  # noqa: PLC0415
@@ -377,7 +415,7 @@ def run_claude_tools(ws: Path, home: Path, mode: str, calls: list[tuple[str, dic
         env = {**base_env(home), "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{fake.port}", "ANTHROPIC_API_KEY": "test",
                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
                "MCP_CONNECTION_NONBLOCKING": "0", **(extra_env or {})}
-        argv = [client_path("claude"), "-p", PROMPT, "--allowedTools", allowed, "--output-format", "json"]
+        argv = [claude or client_path("claude"), "-p", PROMPT, "--allowedTools", allowed, "--output-format", "json"]
         if mode == "capsule":
             argv = capsule_prefix() + argv
         t0 = time.monotonic()
