@@ -86,10 +86,10 @@ def _versions(client: str) -> list[tuple[str, str]]:
     """(version, bin dir) of the oldest and the newest tested release (the pin on PATH is one of them)."""
     import os  # noqa: PLC0415
 
-    from capsule.agents import versions  # noqa: PLC0415
+    from capsule.agents import clients  # noqa: PLC0415
 
     out = []
-    for which, version in zip(("oldest", "newest"), versions.tested(client)):
+    for which, version in zip(("oldest", "newest"), clients.get(client).tested):
         if not out or out[-1][0] != version:
             out.append((version, os.path.dirname(harness.tested_client(client, which))))
     return out

@@ -10,7 +10,7 @@ Standard library only: it runs on the host's python3 and inside bare base images
     agent_clis.py labels              --label KEY=VERSION per line (docker build)
     agent_clis.py key                 a short hash of the pins (the CLI layer's cache key)
     agent_clis.py matrix              COMMAND PACKAGE@VERSION PREFIX per line: each client's tested releases
-                                      (oldest, newest: capsule/agents/data/client_versions.toml) other than
+                                      (oldest, newest: capsule/agents/data/clients/<name>.toml) other than
                                       its pin, installed apart (npm --prefix) for the tests and --matrix
     agent_clis.py pack NPM_ROOT OUT   check the host installs under NPM_ROOT, write OUT (tar)
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 
 PINS = Path(__file__).with_name("agent-clis.toml")
 PREFIX = "usr/local"   # where the pack unpacks: /usr/local/lib/node_modules, /usr/local/bin
-TESTED = Path(__file__).resolve().parent.parent / "capsule" / "agents" / "data" / "client_versions.toml"
+TESTED = Path(__file__).resolve().parent.parent / "capsule" / "agents" / "data" / "clients"   # <name>.toml: tested
 MATRIX_ENV = "CAPSULE_CLIENTS_DIR"     # where the oldest releases go; default ~/.cache/capsule/clients
 
 
@@ -40,12 +40,11 @@ def matrix_root() -> Path:
 
 def matrix() -> list[tuple[str, str, Path]]:
     """(command, PACKAGE@VERSION, npm prefix) of each client's tested releases that are not its pin."""
-    with open(TESTED, "rb") as f:
-        tested = tomllib.load(f)
+    tested = [tomllib.loads(p.read_text()) for p in sorted(TESTED.glob("*.toml"))]
     out = []
     for cli in pins():
-        spec = next((t for t in tested.values() if t.get("package") == cli["package"]), None)
-        for version in dict.fromkeys((spec["oldest"], spec["newest"])) if spec else ():
+        spec = next((t for t in tested if t.get("package") == cli["package"]), None)
+        for version in dict.fromkeys(spec["tested"]) if spec else ():
             if version != cli["version"]:
                 name = cli["package"].split("/")[-1]
                 out.append((cli["command"], f"{cli['package']}@{version}", matrix_root() / f"{name}-{version}"))

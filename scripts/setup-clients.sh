@@ -31,7 +31,7 @@ for spec in "${pinned[@]}"; do
 done
 left="$("$PY" "$ROOT/image/agent_clis.py" missing)"
 [ -z "$left" ] || { echo "setup-clients: still not on PATH at the pinned version: $left" >&2; exit 1; }
-# the other tested releases (capsule/agents/data/client_versions.toml: oldest, newest), each in a prefix
+# the other tested releases (capsule/agents/data/clients/<name>.toml `tested`: oldest, newest), each in a prefix
 # of its own ($CAPSULE_CLIENTS_DIR, default ~/.cache/capsule/clients), for the tests that need the
 # newest client's features and benchmarks/bench_agents.py --matrix
 while read -r cmd spec prefix; do

@@ -12,12 +12,15 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from capsule.agents import clients
 from capsule.agents.common import ConfigError
 from capsule.ground import switches
 
-AGENTS = ("claude", "codex")
+AGENTS = clients.names()                 # every described client (data/clients/*.toml)
+REGISTERABLE = ("claude", "codex")       # `capsule mcp register`: the clients with a user-scope writer
 
-__all__ = ["AGENTS", "ConfigError", "RegisterResult", "footprint", "register", "registration_status"]
+__all__ = ["AGENTS", "REGISTERABLE", "ConfigError", "RegisterResult", "client_info", "doors", "footprint",
+           "register", "registration_status"]
 
 
 @dataclass
@@ -75,7 +78,7 @@ def register(agent: str, scope: str | None = None, project: Path | str = ".", no
             raise ConfigError(f"codex has one config scope (user: $CODEX_HOME/config.toml), not {scope!r}")
         result.changed = codex.register(env)
     else:
-        raise ConfigError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
+        raise ConfigError(f"unknown agent {agent!r}; known: {', '.join(REGISTERABLE)}")
     if note:
         target = notes.user_file(agent, env) if note == "user" else project / notes.FILES[agent]
         try:
@@ -136,7 +139,7 @@ def footprint(project: Path | str = ".", env=None) -> list[str]:
             what.append("enabledMcpjsonServers")
         if what:
             out.append(f"{path}: {', '.join(what)}")
-    for agent in AGENTS:
+    for agent in notes.FILES:
         for target in (project / notes.FILES[agent], notes.user_file(agent, env)):
             if notes.has(target):
                 out.append(f"{target}: read-door note")
@@ -148,37 +151,16 @@ def client_info(command: str, env=None) -> dict:
 
     The version comes from the npm package.json the binary belongs to (no need to start a 245 MB
     binary for `capsule ctx doctor`), else, for claude and codex only, from `COMMAND --version`
-    (5 s budget; another role command is never run); for a known client, its tested range
-    ("tested") and a warning line when the version is outside it ("outside"). Reads only."""
+    (5 s budget; another role command is never run). Reads only."""
+    import json
     import shutil
+    import subprocess
 
     env = os.environ if env is None else env
     path = shutil.which(command, path=env.get("PATH"))
     info: dict = {"command": command, "path": path, "version": None, "source": None}
     if path is None:
         return info
-    try:
-        return _with_range(_client_info(command, path, info, env))
-    except Exception:  # noqa: BLE001 - doctor reports what it found, never crashes on it
-        return info
-
-
-def _with_range(info: dict) -> dict:
-    """The tested range of a known client, and a warning when the installed one is outside it."""
-    from capsule.agents import versions  # noqa: PLC0415
-
-    name = os.path.basename(info["command"])
-    rng = versions.tested(name)
-    if rng is not None:
-        info["tested"] = f"{rng[0]} to {rng[1]}"
-        info["outside"] = versions.outside(name, info.get("version"))
-    return info
-
-
-def _client_info(command: str, path: str, info: dict, env) -> dict:
-    import json
-    import subprocess
-
     real = Path(path).resolve()
     info["path"] = str(real) if real != Path(path) else path
     for parent in list(real.parents)[:4]:
@@ -189,7 +171,7 @@ def _client_info(command: str, path: str, info: dict, env) -> dict:
         if isinstance(meta, dict) and isinstance(meta.get("version"), str) and isinstance(meta.get("name"), str):
             info.update(version=meta["version"], source=f"{meta['name']} (npm)")
             return info
-    if os.path.basename(command) not in AGENTS:
+    if os.path.basename(command) not in REGISTERABLE:
         return info
     try:
         proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=5,
@@ -200,3 +182,27 @@ def _client_info(command: str, path: str, info: dict, env) -> dict:
     except (OSError, subprocess.TimeoutExpired):
         pass
     return info
+
+
+def doors(kind: str, plan: dict | None = None, running: bool = False) -> dict:
+    """What doctor says of one client: its description and, per door it has, whether it is live.
+
+    `plan`: the subsystem decisions ({name: {"on": bool, ...}}); a door is live when its subsystem
+    is on (shims: shims; mcp: mcp and register; hooks: engine; proxy: proxy and a model API the
+    proxy speaks). Reads only."""
+    client = clients.get(kind)
+    if client is None:
+        return {}
+    plan = plan or {}
+
+    def on(*names: str) -> bool:
+        return all((plan.get(n) or {}).get("on", False) for n in names)
+
+    speaks = client.api in ("anthropic", "openai")
+    live = {"shims": on("shims"), "mcp": on("mcp", "register"), "hooks": on("engine"),
+            "proxy": on("proxy") and speaks}
+    return {"name": client.name, "title": client.title, "tested": list(client.tested),
+            "identity": f"{switches.AGENT_MARKER}={client.name} + {client.tool_env}"
+                        f"{'=' + client.tool_value if client.tool_value else ''}",
+            "transcripts": client.transcripts, "session": client.session,
+            "doors": {door: {"how": how, "live": live.get(door, False)} for door, how in client.doors.items()}}

@@ -1,30 +1,32 @@
-"""The tested client versions are data (capsule/agents/data/client_versions.toml), agree with the
-image's pins, and `capsule ctx doctor` warns when the installed client is outside them."""
+"""The tested client versions (capsule/agents/data/clients/<name>.toml `tested`) agree with the
+image's pins, the other tested release is installed apart, and `capsule ctx doctor` warns when an
+installed client is outside its range."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import tomllib
 
-from capsule.agents import versions
+from capsule.agents import clients
 from tests.conftest import REPO
 
 
-def test_the_image_pins_a_tested_release_of_each_client():
-    pins = {c["package"]: c["version"] for c in tomllib.loads((REPO / "image/agent-clis.toml").read_text())["cli"]}
-    for client, spec in versions.data().items():
-        assert pins[spec["package"]] in (spec["oldest"], spec["newest"]), (client, pins)
-        assert versions.parse(spec["oldest"]) <= versions.parse(spec["newest"])
+def _pins():
+    return {c["package"]: c["version"] for c in tomllib.loads((REPO / "image/agent-clis.toml").read_text())["cli"]}
 
 
-def test_outside_names_the_side_and_the_range():
-    low, high = versions.tested("claude")
-    assert versions.outside("claude", low) is None and versions.outside("claude", f"{high} (Claude Code)") is None
-    older = versions.outside("claude", "2.0.76")
-    assert "older than" in older and f"{low} to {high}" in older
-    assert "newer than" in versions.outside("claude", "9.0.0")
-    assert versions.outside("claude", "version unknown") is None and versions.outside("vim", "9.1.0") is None
+def test_the_image_pins_a_tested_release_and_setup_installs_the_other_apart():
+    pins = _pins()
+    out = subprocess.run([sys.executable, str(REPO / "image/agent_clis.py"), "matrix"], capture_output=True,
+                         text=True, check=True).stdout.split("\n")
+    apart = {line.split(" ")[1] for line in out if line}
+    for name in ("claude", "codex"):
+        c = clients.get(name)
+        assert pins[c.package] in c.tested, (name, pins)
+        assert {f"{c.package}@{v}" for v in c.tested if v != pins[c.package]} <= apart, apart
 
 
 def _fake_install(root, version):
@@ -39,11 +41,10 @@ def _fake_install(root, version):
     return root / "bin"
 
 
-def test_doctor_warns_about_a_client_outside_the_tested_range(tmp_path, capsule):
+def test_doctor_warns_about_an_installed_client_outside_the_tested_range(tmp_path, capsule):
     newer = _fake_install(tmp_path / "newer", "2.9.1")
-    out = capsule("ctx", "doctor", env={"PATH": f"{newer}:{os.environ['PATH']}"})
-    text = out.stdout.decode()
-    assert "claude 2.9.1 is newer than the versions capsule is tested with" in text, text
-    inside = _fake_install(tmp_path / "inside", versions.tested("claude")[1])
+    text = capsule("ctx", "doctor", env={"PATH": f"{newer}:{os.environ['PATH']}"}).stdout.decode()
+    assert f"claude 2.9.1: newer than the newest tested ({clients.get('claude').tested[1]})" in text, text
+    inside = _fake_install(tmp_path / "inside", clients.get("claude").tested[1])
     text = capsule("ctx", "doctor", env={"PATH": f"{inside}:{os.environ['PATH']}"}).stdout.decode()
-    assert "tested with" not in text and f"claude {versions.tested('claude')[1]}" in text, text
+    assert "newer than the newest tested" not in text and f"claude {clients.get('claude').tested[1]}" in text, text

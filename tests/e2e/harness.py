@@ -319,13 +319,13 @@ def client_path(name: str) -> str:
 
 
 def tested_client(name: str, which: str = "newest") -> str:
-    """The binary of `name`'s oldest or newest tested release (capsule/agents/data/client_versions.toml):
+    """The binary of `name`'s oldest or newest tested release (capsule/agents/data/clients/<name>.toml):
     the pin on PATH when it is that release, else the install scripts/setup-clients.sh made apart."""
     import tomllib  # noqa: PLC0415
 
-    from capsule.agents import versions  # noqa: PLC0415
+    from capsule.agents import clients  # noqa: PLC0415
 
-    version = versions.data()[name][which]
+    version = clients.get(name).tested[("oldest", "newest").index(which)]
     pin = next(c for c in tomllib.loads((REPO / "image/agent-clis.toml").read_text())["cli"] if c["command"] == name)
     if pin["version"] == version:
         return client_path(name)
