@@ -338,7 +338,7 @@ def render(r: dict) -> str:
         from capsule.measure import graduation  # noqa: PLC0415
 
         g = r["graduation"]
-        lines.append(f"graduation   {'error: ' + g['error'] if 'error' in g else graduation.describe(g)}")
+        lines.append(f"baseline     {'error: ' + g['error'] if 'error' in g else graduation.describe(g)}")
     md = r.get("media")
     if md:
         lines.append(f"media        error: {md['error']}" if "error" in md else
