@@ -77,12 +77,15 @@ def _standing(role) -> int:
 
 
 def _lanes(role):
-    """The role's lane model for a call's thread: main for the main thread, subagent for the others."""
+    """The role's lane model for a call's thread: main for the main thread, subagent for the others;
+    only for the role's own client (a Claude role's lanes say nothing of a Codex session)."""
     from capsule.route import lanes
 
     table = lanes.from_role(role)
 
     def model(call: dict):
+        if call["agent"] != role.agent.kind:
+            return None
         lane = table["subagent" if call.get("thread_id") else "main"]
         return lane.model if lane.model_from.startswith("role") else None
     return model

@@ -14,9 +14,11 @@ import pytest
 from tests.fakes.cache import CachingMessages, CachingResponses
 from tests.measure import clients
 
-# 1,200 lines of one shape (under Claude Code's 30,000-character cap): capsule folds them; the agent then asks about one in the middle
-LOOP = 'for i in $(seq 1 1200); do echo "processing item $i ok"; done'
-LATER = "1077"
+# 250 JSON records (under Claude Code's 30,000-character cap): capsule shows a sample and the range
+# of the ids it left out; the agent then asks for one of those
+RECORDS = [{"id": f"ord-{i:05d}", "status": "ok", "amount": 100 + i, "customer": f"cust-{i % 17:03d}",
+            "region": "eu-west"} for i in range(1, 251)]
+LATER = "ord-00137"
 
 
 def claude_script(body, turn):
@@ -24,8 +26,8 @@ def claude_script(body, turn):
     if "Bash" not in tools:
         return [{"type": "text", "text": "side answer"}]
     steps = [{"command": "ls -la", "description": "list"}, {"command": "git log --stat -n 30", "description": "log"},
-             {"command": LOOP, "description": "process"},
-             {"command": f"echo 'item {LATER} again'", "description": "redo one item"}]
+             {"command": "cat orders.json", "description": "the orders"},
+             {"command": f"grep -n {LATER} orders.json", "description": "one order"}]
     if turn < len(steps):
         return [{"type": "tool_use", "id": f"toolu_w{turn}", "name": "Bash", "input": steps[turn]}]
     return [{"type": "text", "text": "done"}]
@@ -44,6 +46,7 @@ def codex_script(body, done):
 def recorded(tmp_path_factory):
     root = tmp_path_factory.mktemp("whatif")
     ws = clients.make_workspace(root / "ws")
+    (ws / "orders.json").write_text(json.dumps(RECORDS, indent=1))
     cfg, home = root / "cc", root / "codex-home"
     home.mkdir()
     fake = CachingMessages(claude_script)
@@ -79,10 +82,12 @@ def test_whatif_on_real_claude_and_codex_sessions(recorded, capsule):
     lv = w["total"]["levers"]
     assert lv["tool_results"] < 0 and w["total"]["tokens_removed"] > 1000       # ls -la and git log shrink
     assert lv["standing_context"] > 0                                            # what capsule adds is counted
-    # the agent asked about a file in the middle of the folded listing: a bounce, its recovery added
+    # the agent asked for a record capsule would have left out: a bounce, its recovery added
     assert any(LATER in b["line"] for b in w["bounces"]), w["bounces"]
     assert lv["bounces"] > 0
-    # python-dev's lanes: sonnet on main; the recorded Claude session ran on the fake's default model
+    # python-dev (a Claude role) re-prices the Claude session on its lanes and leaves Codex's alone
+    codex = next(s for s in w["sessions"] if s["agent"] == "codex")
+    assert codex["levers"]["lanes"] == 0
     total = sum(lv.values())
     assert w["total"]["projected_usd"] == pytest.approx(w["total"]["actual_usd"] + total, abs=1e-5)
     assert "model's behaviour is taken as unchanged" in w["assumption"]
