@@ -125,6 +125,8 @@ class Engine:
                               measure_only=sw.measure_only or mode == "measure",
                               large_bytes=LARGE_BYTES, long_line_bytes=LONG_LINE_BYTES,
                               salient=salience.recall(self.state_dir, scope))
+            if obs.view is not None and obs.handle:     # a view the engine's read entry cut from an archived original
+                em.handle = obs.handle
             if obs.exit_code not in (0, None):      # a failure: what it names ranks first later in the session
                 head = whole if whole is not None else _head(obs.spool, salience.SCAN_BYTES)
                 text = head.decode("utf-8", "surrogateescape")

@@ -101,11 +101,12 @@ class Reads:
             raise RequestError(str(exc)) from None
 
     def _row(self, req: Request, raw: str, view: str, transform: str, command: str, started: float,
-             path: str | None = None, would: str | None = None, scope: str | None = None) -> Emission:
+             path: str | None = None, would: str | None = None, scope: str | None = None,
+             handle: str | None = None) -> Emission:
         """The request's one ledger row, through the engine's one entry; the view goes out as it is."""
         obs = Observation(raw.encode("utf-8", "surrogateescape"), command=command, stream="content",
                           scope=scope if scope is not None else req.scope or None, path=path, view=view,
-                          would_view=would, transform=transform, intent=req.intent or None,
+                          would_view=would, transform=transform, intent=req.intent or None, handle=handle,
                           mode="measure" if passive(self.engine.mode) else None,
                           duration_ms=(time.perf_counter() - started) * 1000)
         em = self.engine.observe(obs)
@@ -146,17 +147,21 @@ class Reads:
         cue = focus.cues(req.intent, names, self._recent_commands(scopes), lines)
         if not (cue.names or cue.terms or cue.lines):
             return None
-        shaped = outline(source, rel, eng.languages, detail="signatures")
-        if not shaped.removals:
+        bodies = outline(source, rel, eng.languages, detail="signatures")
+        plain = outline(source, rel, eng.languages)
+        if not bodies.removals or plain.text == source:
             return None
-        raw = source.encode("utf-8", "surrogateescape")
-        handle = eng.archive.put(raw, f"ctx_read {rel}")
-        text = focus.view(source, rel, shaped.text, shaped.removals, cue, handle)
+        stored: list[str] = []
+
+        def archive() -> str:     # the original archived only when a view is cut from it
+            stored.append(eng.archive.put(source.encode("utf-8", "surrogateescape"), f"ctx_read {rel}"))
+            return stored[0]
+
+        text = focus.view(source, rel, plain.text, bodies, cue, archive)
         if text is None:
             return None
-        em = self._row(req, source, text, "read:focus", f"ctx_read {rel} focus", started, path=rel)
-        em.handle = handle
-        return em
+        return self._row(req, source, text, "read:focus", f"ctx_read {rel} focus", started, path=rel,
+                         handle=stored[0])
 
     def _recent_commands(self, scopes: list[str]) -> list[str]:
         """The session's last shell commands (the ledger's rows of its scopes), newest first."""

@@ -82,6 +82,7 @@ _OBSERVATION = (
     ("view", None),          # what the door sends
     ("would_view", None),    # what it would send when active (a passive door counts, changes nothing)
     ("transform", None),     # with view: the door's name for what it did ("read:signatures")
+    ("handle", None),        # with view: the archived original it was cut from (a task-cut read)
     ("media", None),         # an image or a PDF (a Media): capsule/engine_media.py answers it
     ("request", None),       # a read door's tool call (a Request): Engine.request answers it
 )

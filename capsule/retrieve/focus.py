@@ -26,6 +26,7 @@ from capsule.retrieve.index import query_terms, split_identifier
 
 REGION_BUDGET_TOKENS = 2000     # what the kept regions may take beside the outline (~ the size gate's 8 KB)
 MAX_REGION_LINES = 400          # a body longer than this is shown as a window around its hot line
+HEADER_ROWS = 4                 # a body's header: at most this many kept rows above it
 WINDOW = 12                     # lines either side of a hot line outside any body
 MIN_SHARE = 0.35                # a BM25 hit below this share of the best is noise (a word in passing)
 MAX_FRAMES = 32
@@ -115,13 +116,17 @@ def cues(intent: str | None, names: list[str], commands: list[str], lines: list[
 
 
 def chunks(outline_removals, kept_rows: list[int]) -> list[tuple[int, int, str]]:
-    """(first, last, name) of each elided body, its first line its header (the kept row above it)."""
+    """(first, last, name) of each elided body, its first line its header: the kept rows just above
+    it (a signature over several lines, or a first comment line the outline kept; at most HEADER_ROWS)."""
+    kept = set(kept_rows)
     out = []
     for r in outline_removals:
         if not r.reason.startswith("body of ") or r.start is None:
             continue
-        above = [k for k in kept_rows if k < r.start]
-        out.append((above[-1] if above else r.start, r.end, r.reason[8:]))
+        first = r.start
+        while first - 1 in kept and r.start - first < HEADER_ROWS:
+            first -= 1
+        out.append((first, r.end, r.reason[8:]))
     return out
 
 
@@ -169,7 +174,7 @@ def regions(source_lines: list[str], parts: list[tuple[int, int, str]], cue: Cue
         leaf = p[2].rsplit(".", 1)[-1]
         if leaf in cue.names or leaf.lower() in lowered:
             picked.append(Region(p[0], p[1], f"{p[2]} (named)"))
-    for i in rank(source_lines, parts, cue):             # then what the words point at
+    for i in ([] if picked else rank(source_lines, parts, cue)):   # else what the words point at
         p = parts[i]
         picked.append(Region(p[0], p[1], f"{p[2]} (matches)"))
     out: list[Region] = []
@@ -185,20 +190,35 @@ def regions(source_lines: list[str], parts: list[tuple[int, int, str]], cue: Cue
     return out
 
 
-def view(source: str, rel: str, outline_text: str, outline_removals, cue: Cues, handle: str) -> str | None:
-    """The outline with the task's regions whole, or None when the cues point at nothing here."""
+def view(source: str, rel: str, outline_text: str, bodies, cue: Cues, archive) -> str | None:
+    """The outline (the plain read's own) with the task's regions whole, or None when the cues point
+    at nothing here. `bodies`: the signatures outline (every declaration at every depth), whose
+    elided bodies are the chunks ranked. `archive()` stores the original and returns its handle."""
     lines = split_lines(source)
-    shown: dict[int, str] = {}
-    for row in outline_text.split("\n"):
-        head, sep, _ = row.partition(": ")
-        if sep and head.isdigit():
-            shown[int(head)] = row
-    picked = regions(lines, chunks(outline_removals, sorted(shown)), cue)
+    shown = _rows(outline_text)
+    detail = _rows(bodies.text)
+    picked = regions(lines, chunks(bodies.removals, sorted(detail)), cue)
     if not picked:
         return None
     whole = {n for r in picked for n in range(r.first, r.last + 1)}
     out = [f"{n}: {lines[n - 1]}" if n in whole else shown[n] for n in sorted(whole | set(shown)) if n <= len(lines)]
+    handle = archive()
     kept = ", ".join(f"{r.first}-{r.last} {r.why}" for r in sorted(picked))
+    out = "\n".join(out).split("\n")
     out.append(f"[{rel}: outline of {len(lines)} lines with the task's regions whole: {kept}; any other lines: "
                f"capsule ctx expand '<<ccr:{handle}>>' --lines A-B (ctx_expand lines=A-B)]")
     return "\n".join(out) + "\n"
+
+
+def _rows(outline_text: str) -> dict[int, str]:
+    """Line number -> its outline text (a member list printed under a row stays with it)."""
+    shown: dict[int, str] = {}
+    last = None
+    for row in outline_text.split("\n"):
+        head, sep, _ = row.partition(": ")
+        if sep and head.isdigit():
+            last = int(head)
+            shown[last] = row
+        elif last is not None and not row.startswith("[outline"):
+            shown[last] += "\n" + row
+    return shown
