@@ -385,8 +385,9 @@ def run_in_container(client: str, root: Path, calls=CALLS, role: str = "python-d
             env += ["-e", "OPENAI_API_KEY=test", "-e", "CODEX_HOME=/workspace/.codex-home"]
             argv = ["codex", "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", PROMPT]
         try:
+            # the workspace is root's here: root is the agent only because asked (`up` refuses it by default)
             proc = subprocess.run([sys.executable, "-m", "capsule", "up", "--role", role, "--workspace", str(ws),
-                                   "--network", net, "--name", name, *env, "--", *argv],
+                                   "--network", net, "--name", name, "--user", "0:0", *env, "--", *argv],
                                   capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
             assert proc.returncode == 0, f"{client} (container) exited {proc.returncode}:\n{proc.stderr[-3000:]}"
             return Session(client, "container", fake.tool_results(), ws, proc.stdout, proc.stderr,
