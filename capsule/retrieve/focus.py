@@ -22,6 +22,7 @@ from pathlib import Path
 
 from capsule.ground import tokens
 from capsule.ground.lines import split_lines
+from capsule.observe import markers
 from capsule.retrieve.index import query_terms, split_identifier
 
 REGION_BUDGET_TOKENS = 2000     # what the kept regions may take beside the outline (~ the size gate's 8 KB)
@@ -191,34 +192,27 @@ def regions(source_lines: list[str], parts: list[tuple[int, int, str]], cue: Cue
 
 
 def view(source: str, rel: str, outline_text: str, bodies, cue: Cues, archive) -> str | None:
-    """The outline (the plain read's own) with the task's regions whole, or None when the cues point
-    at nothing here. `bodies`: the signatures outline (every declaration at every depth), whose
-    elided bodies are the chunks ranked. `archive()` stores the original and returns its handle."""
+    """The outline's declaration lines (the plain read's own) with the task's regions whole, every
+    other run of lines one marker (observe/markers.py: its count and line range), each shown line
+    as `N: text`; None when the cues point at nothing here. `bodies`: the signatures outline (every
+    declaration at every depth), whose elided bodies are the chunks ranked. `archive()` stores the
+    original and returns its handle."""
     lines = split_lines(source)
-    shown = _rows(outline_text)
-    detail = _rows(bodies.text)
-    picked = regions(lines, chunks(bodies.removals, sorted(detail)), cue)
+    picked = regions(lines, chunks(bodies.removals, sorted(_rows(bodies.text))), cue)
     if not picked:
         return None
-    whole = {n for r in picked for n in range(r.first, r.last + 1)}
-    out = [f"{n}: {lines[n - 1]}" if n in whole else shown[n] for n in sorted(whole | set(shown)) if n <= len(lines)]
+    keep = {n for r in picked for n in range(r.first, r.last + 1)} | set(_rows(outline_text))
+    keep |= {n + 1 for n in keep if n + 2 in keep}        # a one-line gap costs less shown than marked
+    shown = {n - 1: f"{n}: {lines[n - 1]}" for n in sorted(keep) if n <= len(lines)}
+    out = markers.render(lines, shown)
     handle = archive()
     kept = ", ".join(f"{r.first}-{r.last} {r.why}" for r in sorted(picked))
-    out = "\n".join(out).split("\n")
-    out.append(f"[{rel}: outline of {len(lines)} lines with the task's regions whole: {kept}; any other lines: "
-               f"capsule ctx expand '<<ccr:{handle}>>' --lines A-B (ctx_expand lines=A-B)]")
+    out.append(f"[{rel}: declarations of {len(lines)} lines with the task's regions whole: {kept}; any omitted "
+               f"lines: capsule ctx expand '<<ccr:{handle}>>' --lines A-B (ctx_expand lines=A-B)]")
     return "\n".join(out) + "\n"
 
 
-def _rows(outline_text: str) -> dict[int, str]:
-    """Line number -> its outline text (a member list printed under a row stays with it)."""
-    shown: dict[int, str] = {}
-    last = None
-    for row in outline_text.split("\n"):
-        head, sep, _ = row.partition(": ")
-        if sep and head.isdigit():
-            last = int(head)
-            shown[last] = row
-        elif last is not None and not row.startswith("[outline"):
-            shown[last] += "\n" + row
-    return shown
+def _rows(outline_text: str) -> set[int]:
+    """The line numbers an outline shows."""
+    return {int(head) for head, sep, _ in (row.partition(": ") for row in outline_text.split("\n"))
+            if sep and head.isdigit()}

@@ -134,3 +134,15 @@ def test_frames_are_remembered_per_session_owner_only(engine, ws, state_dir):
     path = state_dir / "focus" / "s4.json"
     assert path.stat().st_mode & 0o077 == 0
     assert [f[:2] for f in json.loads(path.read_text())] == [["x/argparse_copy.py", 7]]
+
+
+def test_the_view_keeps_the_marker_contract(engine, ws, source):
+    """One marker per omitted run with its range (observe/markers.py); shown lines are the file's own."""
+    from capsule.observe import markers
+
+    text = read(engine, ws, intent="_match_argument and parse_known_args", scope="s5")
+    body = text.rstrip("\n").split("\n")[:-1]                    # the last line names the handle
+    plain = [line.split(": ", 1)[1] if markers.parse(line) is None else line for line in body]
+    assert markers.check(len(source.split("\n")) - 1, plain) is None
+    assert all(source.split("\n")[int(line.split(":")[0]) - 1] == line.split(": ", 1)[1]
+               for line in body if markers.parse(line) is None)
