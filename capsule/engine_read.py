@@ -17,18 +17,21 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import namedtuple
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from capsule.ground.types import Observation, Request
-from capsule.observe.pipeline import Emission
 from capsule.policy.modes import passive
 from capsule.retrieve import focus, modes, packer, workspace
 from capsule.retrieve.expand import ExpandError, Selection
 from capsule.retrieve.reader import Reader, load_text
 from capsule.store.stubs import StubStore
 
+if TYPE_CHECKING:       # the pipeline is imported with the engine, not with the door's tool list
+    from capsule.observe.pipeline import Emission
+
 REFRESH_EVERY_S = 30.0
+MAX_MEDIA_BYTES = 32 << 20     # the model APIs' own request cap
 DEFAULT_BUDGET = 800
 RECENT_COMMANDS = 12      # the session's last shell commands read for a file view's cues
 RECENT_S = 1800.0
@@ -173,6 +176,32 @@ class Reads:
                 and r["family"] != "read"]
         return cmds[:RECENT_COMMANDS]
 
+    def _media(self, req: Request) -> Emission:
+        """An image or PDF file through the engine's media entry (engine_media.py): its parts (an image
+        sized for the model, a PDF's text), the original image when the layer sends it unchanged;
+        parts None when the file is not media (the door reads it as text)."""
+        from capsule import engine_media  # noqa: PLC0415 - Pillow and poppler only where media is read
+        from capsule.observe.media.pdf import Part  # noqa: PLC0415
+
+        real = workspace.resolve(req.root, req.target)
+        rel = workspace.relative(req.root, real)
+        data = workspace.read_inside(req.root, real, rel, MAX_MEDIA_BYTES)
+        table = dict(req.media)
+        obs = engine_media.observation(data, door="ctx_read", path=rel, scope=req.scope or None, media_type=None,
+                                       model=req.model, api="anthropic", table=table,
+                                       context_mode=self.engine.mode, workspace=req.root)
+        if obs is None:
+            from capsule.observe.pipeline import Emission  # noqa: PLC0415
+
+            return Emission(b"", 0, 0, "media", "not-media", applied=False)
+        em = self.engine.observe(obs)
+        if em.parts is None:
+            refusal = engine_media.refusal(data, rel, table, self.engine.mode)
+            if refusal:
+                raise RequestError(refusal)
+            em.parts = [Part("image", data=data, media_type=engine_media.mime(data))]
+        return em
+
     def _search(self, req: Request) -> Emission:
         started = time.perf_counter()
         if not req.target.strip():
@@ -232,3 +261,18 @@ class Reads:
         return self._row(req, text, text, f"expand:{how}",
                          " ".join(["ctx_expand", h] + ([f"lines={req.lines}"] if req.lines else [])
                                   + ([f"grep={req.grep}"] if req.grep else [])), started)
+
+
+def tool_surface() -> dict:
+    """The read door's tools as the standing-context budget counts them (prompt/surface.py): the door
+    lists exactly these."""
+    from capsule.prompt import surface  # noqa: PLC0415
+
+    return surface.load()
+
+
+def tool_arguments(name: str, given: dict) -> dict:
+    """One call's arguments checked against tool_surface() (ValueError naming the argument)."""
+    from capsule.prompt import surface  # noqa: PLC0415
+
+    return surface.arguments(name, given)

@@ -16,7 +16,15 @@ from capsule.ground import switches
 
 AGENTS = ("claude", "codex")
 
-__all__ = ["AGENTS", "ConfigError", "RegisterResult", "footprint", "register", "registration_status"]
+__all__ = ["AGENTS", "ConfigError", "RegisterResult", "footprint", "register", "registration_status", "role_context"]
+
+
+def role_context(name: str):
+    """The [context] table of the role `name` (policy/manifest.py), for a door that must not reach
+    below the engine; raises what load_role raises."""
+    from capsule.policy.manifest import load_role  # noqa: PLC0415
+
+    return load_role(name).context
 
 
 @dataclass

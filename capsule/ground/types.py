@@ -50,14 +50,15 @@ class Media(namedtuple("Media", ("model", "api", "table", "context_mode", "works
 
 
 class Request(namedtuple("Request", ("tool", "root", "target", "mode", "fresh", "scope", "intent", "lines", "grep",
-                                     "k", "section"),
-                         defaults=("auto", False, "", "", "", "", 10, ""))):
+                                     "k", "section", "model", "media"),
+                         defaults=("auto", False, "", "", "", "", 10, "", None, ()))):
     """One read-door tool call, as the door received it (capsule/engine_read.py answers it).
 
-    tool: read | search | doc | expand;  root: the workspace;  target: the path, query, document or
+    tool: read | media | search | doc | expand;  root: the workspace;  target: the path, query, document or
     handle;  mode: a read mode (auto, full, signatures, lines:A-B, section:H, anchored);  fresh: no
     stub;  scope: the stub scope ("" = unknown: a whole read, no stub);  intent: the step's goal;
-    lines, grep: an expansion's selection;  k: how many search hits;  section: a document's section."""
+    lines, grep: an expansion's selection;  k: how many search hits;  section: a document's section;
+    model, media: for an image or PDF read, the agent's model and the role's [context.media] table (items)."""
 
     __slots__ = ()
 

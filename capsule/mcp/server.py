@@ -24,14 +24,14 @@ from mcp.server.lowlevel import Server
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
 
+from capsule import agents
 from capsule.agents import claude, codex
-from capsule.prompt import surface
+from capsule.engine_read import tool_arguments, tool_surface
 from capsule.ground import switches
 from capsule.ground.types import Observation, Request
 
 SERVER_NAME = "capsule"
 MEDIA_EXTENSIONS = ("png", "jpg", "jpeg", "gif", "webp", "pdf")
-MAX_MEDIA_BYTES = 32 << 20     # the model APIs' own request cap
 
 
 def role_settings() -> tuple[tuple[str, ...], str | None, bool]:
@@ -40,9 +40,7 @@ def role_settings() -> tuple[tuple[str, ...], str | None, bool]:
     if not name:
         return (), None, True
     try:
-        from capsule.policy.manifest import load_role
-
-        ctx = load_role(name).context
+        ctx = agents.role_context(name)
     except Exception as exc:  # a broken role must not take the read door down; say so once
         print(f"capsule mcp: role {name!r} not loaded ({exc}); using defaults", file=sys.stderr)
         return (), None, True
@@ -54,19 +52,28 @@ class ReadDoor:
 
     def __init__(self, root: Path | str, scope: str | None = None, languages: tuple[str, ...] = (),
                  role_mode: str | None = None):
-        from capsule.engine import Engine  # noqa: PLC0415
-
         self.root = Path(root).resolve()
         self.scope = scope or os.environ.get(switches.SCOPE) or f"conv:{uuid.uuid4().hex[:12]}"
         self.languages = languages
         self.role_mode = role_mode
-        self.engine = Engine(languages=languages, role_mode=role_mode)
+        self._engine = None
         self._engine_lock = threading.Lock()
+        self._made_lock = threading.Lock()
         self._media: dict | None = None
 
+    @property
+    def engine(self):
+        """The door's one engine, made by the first call (or warm()), not at the handshake."""
+        with self._made_lock:
+            if self._engine is None:
+                from capsule.engine import Engine  # noqa: PLC0415
+
+                self._engine = Engine(languages=self.languages, role_mode=self.role_mode)
+            return self._engine
+
     def warm(self) -> None:
-        """The workspace index built in the background, so the first search is warm."""
-        self.engine.reads.warm(self.root)
+        """The engine and the workspace index made in the background, so the first search is warm."""
+        threading.Thread(target=lambda: self.engine.reads.warm(self.root), daemon=True).start()
 
     def _ask(self, tool: str, target: str, **kw) -> str:
         """One tool call through the engine; its text answer. A request the engine cannot serve is
@@ -106,40 +113,22 @@ class ReadDoor:
 
     def _read_media(self, path: str, scope: str):
         """An image sized to the agent model's family cap, a screenshot of a workspace file as a pointer,
-        a PDF as text with page markers; None when the file is not media (the text path answers)."""
-        from mcp.types import ImageContent, TextContent
-
-        from capsule import engine_media
-        from capsule.observe import media
-        from capsule.policy import media as media_policy
-        from capsule.retrieve import workspace
-
-        try:
-            real = workspace.resolve(self.root, path)
-            rel = workspace.relative(self.root, real)
-            data = workspace.read_inside(self.root, real, rel, MAX_MEDIA_BYTES)
-        except (workspace.WorkspaceError, OSError) as exc:
-            raise ToolError(str(exc)) from None
-        kind = media.kind_of(None, data)
-        if kind is None:
-            return None
-        ctx_mode = self.engine.mode
-        obs = engine_media.observation(data, door="ctx_read", path=rel, scope=scope or None, media_type=None,
-                                       model=os.environ.get(switches.AGENT_MODEL), api="anthropic",
-                                       table=self._media_table(), context_mode=ctx_mode, workspace=self.root)
-        with self._engine_lock:
-            parts = self.engine.observe(obs).parts
-        if parts is None:
-            if kind == "pdf":
-                policy = media_policy.from_table(self._media_table(), ctx_mode)
-                raise ToolError(f"{rel} is a PDF and the media layer is {policy.mode} ({policy.reason}); "
-                                "ctx_read serves its text only when [context.media] is on")
-            import base64
-
-            mime = media.image.probe(data)[0] if _probe_ok(data) else "image/png"
-            return [ImageContent(type="image", data=base64.b64encode(data).decode("ascii"), mime_type=mime)]
+        a PDF as text with page markers, as MCP content blocks; None when the file is not media."""
         import base64
 
+        from mcp.types import ImageContent, TextContent
+
+        from capsule.engine_read import RequestError  # noqa: PLC0415
+
+        req = Request("media", self.root, path, scope=scope, model=os.environ.get(switches.AGENT_MODEL),
+                      media=tuple(self._media_table().items()))
+        try:
+            with self._engine_lock:
+                parts = self.engine.request(Observation(request=req)).parts
+        except RequestError as exc:
+            raise ToolError(str(exc)) from None
+        if parts is None:
+            return None
         return [TextContent(type="text", text=p.text) if p.kind == "text" else
                 ImageContent(type="image", data=base64.b64encode(p.data).decode("ascii"), mime_type=p.media_type)
                 for p in parts]
@@ -150,9 +139,7 @@ class ReadDoor:
             name = os.environ.get(switches.ROLE)
             if name:
                 try:
-                    from capsule.policy.manifest import load_role
-
-                    self._media = dict(load_role(name).context.media)
+                    self._media = dict(agents.role_context(name).media)
                 except Exception:  # role_settings() already said the role did not load
                     pass
         return self._media
@@ -165,16 +152,6 @@ class ReadDoor:
 
     def expand(self, handle: str, lines: str = "", grep: str = "") -> str:
         return self._ask("expand", handle, lines=lines, grep=grep)
-
-
-def _probe_ok(data: bytes) -> bool:
-    from capsule.observe.media import image
-
-    try:
-        image.probe(data)
-        return True
-    except image.MediaError:
-        return False
 
 
 def _wire(text):
@@ -211,7 +188,7 @@ def build_server(door: ReadDoor) -> Server:
     """The SDK's low-level server with the two tool handlers only: with no resource or prompt
     handler it declares no resources capability, and Claude Code then adds none of its three MCP
     resource tools (~520 tokens on every call, measured on its requests)."""
-    listed = surface.load()
+    listed = tool_surface()
     tools = [types.Tool(name=t["name"], description=t["description"], input_schema=t["input_schema"])
              for t in listed["tools"]]
     calls = _calls(door)
@@ -221,7 +198,7 @@ def build_server(door: ReadDoor) -> Server:
 
     async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
-            args = surface.arguments(params.name, params.arguments or {})
+            args = tool_arguments(params.name, params.arguments or {})
             text = await anyio.to_thread.run_sync(calls[params.name], args, _meta(params))
         except (ToolError, ValueError) as exc:
             return types.CallToolResult(content=[types.TextContent(type="text", text=_wire(str(exc)))], is_error=True)
