@@ -197,7 +197,9 @@ def cmd_report(args) -> int:
     from capsule.cli.gain import parse_since
 
     target = report_out.html_target(args.html)
-    eng = _open(dsn_of(args))
+    dsn = dsn_of(args)
+    _must_exist(dsn)
+    eng = _open(dsn)
     from capsule.fleet import report
     from capsule.prompt import budget
 
@@ -207,6 +209,16 @@ def cmd_report(args) -> int:
     if not report_out.write(data, target, args.json, _fleet_html):
         print(report.render_text(data))
     return 0
+
+
+def _must_exist(dsn: str) -> None:
+    """A report reads a fleet database: one that names a missing SQLite file is a typo, and opening
+    it would create an empty database and report 0 capsules."""
+    if dsn.startswith("sqlite:///"):
+        path = Path(dsn[len("sqlite:///"):].split("?", 1)[0])
+        if str(path) not in ("", ":memory:") and not path.is_file():
+            raise UserError(f"fleet database: no database at {path}; `capsule fleet sync` with this DSN creates "
+                            "and fills it")
 
 
 def _fleet_html(data: dict) -> str:

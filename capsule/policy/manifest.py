@@ -25,7 +25,8 @@ SCHEMA_VERSIONS = {1: "role.v1.schema.json"}
 DEFAULT_ROLE = "default"
 DEFAULT_MODE = "measure"            # new roles count everything and change nothing
 DEFAULT_BUDGET = 1000          # standing-context tokens (INV-6); the shipped roles stay within it
-AGENT_COMMANDS = {"claude": ("claude",), "codex": ("codex",), "shell": ("bash",)}
+AGENT_COMMANDS = {"claude": ("claude",), "codex": ("codex",), "opencode": ("opencode",), "gemini": ("gemini",),
+                  "shell": ("bash",)}  # the clients of capsule/agents/data/clients (tests/agents check)
 
 
 class ManifestError(ValueError):
