@@ -1,8 +1,9 @@
 """What differs per agent: where its config lives and how capsule registers with it.
 
 Not responsible for the MCP server itself (capsule/mcp) or launching agents (capsule/supervisor).
-Invariant: JACKIN_CTX_NO_MCP and JACKIN_CTX_NO_REGISTER (and the master switch) leave every file
-untouched; registration is a verified merge, idempotent.
+Invariant: JACKIN_CTX_NO_MCP (and the master switch) leave every file untouched
+(JACKIN_CTX_NO_REGISTER is the output register's switch: the caller leaves it out of the note);
+registration is a verified merge, idempotent.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class RegisterResult:
 
 
 def _blocked(env) -> str | None:
-    for name in (switches.DISABLE, switches.NO_MCP, switches.NO_REGISTER):
+    for name in (switches.DISABLE, switches.NO_MCP):
         if switches.is_on(name, env):
             return f"{name} is set"
     role = env.get(switches.ROLE)
@@ -45,8 +46,8 @@ def _blocked(env) -> str | None:
             subsystems = load_role(role).context.subsystems
         except Exception:  # a broken role is reported by doctor; registration follows the switches alone
             return None
-        if not subsystems.mcp or not subsystems.register:
-            return f"role {role!r} turns {'mcp' if not subsystems.mcp else 'register'} off"
+        if not subsystems.mcp:
+            return f"role {role!r} turns mcp off"
     return None
 
 

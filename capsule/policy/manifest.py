@@ -101,7 +101,21 @@ def load_role(name_or_path: str | Path) -> Role:
     except tomllib.TOMLDecodeError as exc:
         raise ManifestError(f"role {path}: not valid TOML: {exc}") from None
     validate(data, path, source)
+    _refuse_reserved(data, path, source)
     return _build(data, path)
+
+
+def _refuse_reserved(data: dict[str, Any], path: Path, source: str) -> None:
+    """A role may not say who the agent runs as, nor where the supervisor (root at its start) writes:
+    `[agent] env` setting JACKIN_CTX_RUN_AS = "0:0" would run the agent as root (issue 31)."""
+    from capsule.ground import reserved
+
+    for name in (data.get("agent", {}).get("env") or {}):
+        why = reserved.refused(name)
+        if why:
+            line = _line_of(source, ("agent", "env", name))
+            raise ManifestError(f"role {path} line {line}: [agent] env may not set {name}: {why}; "
+                                f"hint: remove {name} from the role")
 
 
 def validate(data: dict[str, Any], path: Path, source: str) -> None:

@@ -5,7 +5,7 @@ Invariant: the socket is owner-only (0600); any failure answers RAW so the shim 
 running out of descriptors (EMFILE) or memory never stops the server: it sheds the oldest
 connections still waiting for their request, backs off and accepts again (the shed shims print raw).
 
-The wire protocol (OBS1, PING, STATUS; one request per connection; limits, timeouts and the
+The wire protocol (OBS1, HOOK1, PING, STATUS; one request per connection; limits, timeouts and the
 fail-open rules the shims follow) is written down once, in docs/shell-protocol.md.
 """
 
@@ -25,7 +25,7 @@ import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from capsule.agents import limits
-from capsule.shims import REPLY_SLACK, door
+from capsule.shims import REPLY_SLACK, door, hook_door
 
 log = logging.getLogger("capsule.supervisor")
 
@@ -142,6 +142,8 @@ class EngineServer:
             info = dict(self.status())
             info.update(served=self.served, failed=self.failed, shed=self.shed)
             return json.dumps(info, sort_keys=True).encode() + b"\n"
+        if verb == b"HOOK1" and len(fields) == 2:
+            return await self._hook(buf, int(fields[1]), key)
         if verb != b"OBS1" or len(fields) not in (7, 8, 9):
             raise ValueError(f"bad request header {head[:60]!r}")
         code, duration_us, n_cmd, n_out, n_err, n_scope, *rest = (int(f) for f in fields[1:])
@@ -173,6 +175,20 @@ class EngineServer:
             raise ValueError("emission over the protocol's bound")     # the shims would refuse it
         self.served += 1
         return b"OK %d %d\n" % (len(new_out), len(new_err)) + bytes(new_out) + bytes(new_err)
+
+    async def _hook(self, buf: BufferedByteReceiveStream, n: int, key: int | None) -> bytes:
+        """One tool result from the hook door, answered like a shim's command (one engine, one lock)."""
+        if not 0 <= n <= MAX_PAYLOAD:
+            raise ValueError("payload out of bounds")
+        event = json.loads(await _exactly(buf, n) or b"{}")
+        self._waiting.pop(key, None)
+        if self.engine is None:
+            return b"RAW\n"
+        async with self.lock:
+            value = await anyio.to_thread.run_sync(hook_door.answer, self.engine, event)
+        self.served += 1
+        out = hook_door.hook_output(value)
+        return b"OK %d\n" % len(out) + out
 
 
 async def _exactly(buf: BufferedByteReceiveStream, n: int) -> bytes:

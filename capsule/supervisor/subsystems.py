@@ -64,7 +64,7 @@ async def serve_forever(server) -> None:
 
 
 def start_proxy(*, kind: str, env: dict[str, str], state_dir: Path, mode: str, shims_on: bool, role: Role,
-                workspace: Path, routing):
+                workspace: Path, routing, hooks_on: bool = False):
     """The proxy door for the agent's client -> (ProxyServer or None, Redirect or None, info for
     doctor). If it cannot start, the agent keeps its own base URL and the info says why."""
     try:
@@ -77,7 +77,7 @@ def start_proxy(*, kind: str, env: dict[str, str], state_dir: Path, mode: str, s
         if target.skip:
             log.info("proxy not used: %s", target.skip)
             return None, None, {"state": "not used", "reason": target.skip}
-        settings = Settings(state_dir=state_dir, mode=mode, shims_on=shims_on,
+        settings = Settings(state_dir=state_dir, mode=mode, shims_on=shims_on, hooks_on=hooks_on,
                             languages=role.context.languages, media=dict(role.context.media),
                             workspace=workspace, routing=routing, agent_kind=kind,
                             stagger=settings_from((role.context.routing or {}).get("stagger") or {}),

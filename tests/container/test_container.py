@@ -3,6 +3,7 @@ kill switches, and manifest refusal."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -138,7 +139,7 @@ SWITCHES = {
     "JACKIN_CTX_NO_SHIMS": (False, False, None, True, True),
     "JACKIN_CTX_MEASURE_ONLY": (False, True, 0, True, True),
     "JACKIN_CTX_NO_MCP": (True, True, 1, False, True),
-    "JACKIN_CTX_NO_REGISTER": (True, True, 1, False, True),
+    "JACKIN_CTX_NO_REGISTER": (True, True, 1, True, True),     # the output register's switch, not MCP's
     "JACKIN_CTX_NO_ROUTING": (True, True, 1, True, False),
 }
 
@@ -195,7 +196,7 @@ def test_capsule_up_detach_ps_logs_down(image, tmp_path):
     subprocess.run([*env_cli, "down", name, "--volumes"], capture_output=True)
     ws = tmp_path / "ws"
     ws.mkdir()
-    ws.chmod(0o777)
+    os.chown(ws, 1000, 1000)          # `up` refuses a root-owned workspace (issue 31)
     up = subprocess.run([*env_cli, "up", "--role", "default", "--workspace", str(ws), "--detach", "--name", name,
                          "-e", "JACKIN_CTX_NO_SHIMS=1", "--", "bash", "-c",
                          "echo $JACKIN_CTX_NO_SHIMS > /workspace/seen; exec sleep infinity"],
