@@ -139,14 +139,6 @@ def test_a_huge_line_passes_whole_or_recoverable(world, impl):
     assert out == raw.stdout or (b"capsule ctx expand" in out and len(out) < len(raw.stdout)), out[:300]
 
 
-def test_the_socket_clients_shape_alike(world):
-    """The same output through either socket client: the same emission, the same stderr."""
-    got = {impl: world.call(impl, "talk", JACKIN_CTX_SCOPE=f"alike-{impl}") for impl in SOCKET_CLIENTS}
-    assert got["compiled"].returncode == got["python"].returncode == 5
-    assert got["compiled"].stdout == got["python"].stdout and b"capsule ctx expand" in got["compiled"].stdout
-    assert got["compiled"].stderr == got["python"].stderr == b"err line\n"
-
-
 @pytest.mark.parametrize("impl", SOCKET_CLIENTS)
 def test_a_dead_supervisor_gives_raw_output_at_once(world, impl, tmp_path):
     dead = tmp_path / "dead.sock"
