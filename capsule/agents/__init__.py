@@ -12,12 +12,15 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from capsule.agents import clients
 from capsule.agents.common import ConfigError
 from capsule.ground import switches
 
-AGENTS = ("claude", "codex")
+AGENTS = clients.names()                 # every described client (data/clients/*.toml)
+REGISTERABLE = ("claude", "codex")       # `capsule mcp register`: the clients with a user-scope writer
 
-__all__ = ["AGENTS", "ConfigError", "RegisterResult", "footprint", "register", "registration_status"]
+__all__ = ["AGENTS", "REGISTERABLE", "ConfigError", "RegisterResult", "client_info", "doors", "footprint",
+           "register", "registration_status"]
 
 
 @dataclass
@@ -75,7 +78,7 @@ def register(agent: str, scope: str | None = None, project: Path | str = ".", no
             raise ConfigError(f"codex has one config scope (user: $CODEX_HOME/config.toml), not {scope!r}")
         result.changed = codex.register(env)
     else:
-        raise ConfigError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
+        raise ConfigError(f"unknown agent {agent!r}; known: {', '.join(REGISTERABLE)}")
     if note:
         target = notes.user_file(agent, env) if note == "user" else project / notes.FILES[agent]
         try:
@@ -136,7 +139,7 @@ def footprint(project: Path | str = ".", env=None) -> list[str]:
             what.append("enabledMcpjsonServers")
         if what:
             out.append(f"{path}: {', '.join(what)}")
-    for agent in AGENTS:
+    for agent in notes.FILES:
         for target in (project / notes.FILES[agent], notes.user_file(agent, env)):
             if notes.has(target):
                 out.append(f"{target}: read-door note")
@@ -168,7 +171,7 @@ def client_info(command: str, env=None) -> dict:
         if isinstance(meta, dict) and isinstance(meta.get("version"), str) and isinstance(meta.get("name"), str):
             info.update(version=meta["version"], source=f"{meta['name']} (npm)")
             return info
-    if os.path.basename(command) not in AGENTS:
+    if os.path.basename(command) not in REGISTERABLE:
         return info
     try:
         proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=5,
@@ -179,3 +182,27 @@ def client_info(command: str, env=None) -> dict:
     except (OSError, subprocess.TimeoutExpired):
         pass
     return info
+
+
+def doors(kind: str, plan: dict | None = None, running: bool = False) -> dict:
+    """What doctor says of one client: its description and, per door it has, whether it is live.
+
+    `plan`: the subsystem decisions ({name: {"on": bool, ...}}); a door is live when its subsystem
+    is on (shims: shims; mcp: mcp and register; hooks: engine; proxy: proxy and a model API the
+    proxy speaks). Reads only."""
+    client = clients.get(kind)
+    if client is None:
+        return {}
+    plan = plan or {}
+
+    def on(*names: str) -> bool:
+        return all((plan.get(n) or {}).get("on", False) for n in names)
+
+    speaks = client.api in ("anthropic", "openai")
+    live = {"shims": on("shims"), "mcp": on("mcp", "register"), "hooks": on("engine"),
+            "proxy": on("proxy") and speaks}
+    return {"name": client.name, "title": client.title, "tested": list(client.tested),
+            "identity": f"{switches.AGENT_MARKER}={client.name} + {client.tool_env}"
+                        f"{'=' + client.tool_value if client.tool_value else ''}",
+            "transcripts": client.transcripts, "session": client.session,
+            "doors": {door: {"how": how, "live": live.get(door, False)} for door, how in client.doors.items()}}

@@ -83,7 +83,12 @@ def finish(session_dir: Path | None) -> None:
 
 def _hook_command(session_dir: Path, state_dir: Path, python: str) -> str:
     script = session_dir / "intent_hook.py"
-    text = HOOK_TEMPLATE.read_text(encoding="utf-8").replace("@INTENTS_DIR@", repr(str(intents_dir(state_dir))))
+    import sys  # noqa: PLC0415
+
+    # the hook redacts what it keeps with capsule's own pass: it needs capsule's import path (-IS drops it)
+    where = [p for p in sys.path if p and os.path.isdir(p)]
+    text = (HOOK_TEMPLATE.read_text(encoding="utf-8").replace("@INTENTS_DIR@", repr(str(intents_dir(state_dir))))
+            .replace("@IMPORT_PATH@", repr(where)).replace("@STATE_DIR@", repr(str(state_dir))))
     script.write_text(text, encoding="utf-8")
     return shlex.join([python, "-IS", str(script)])     # a shell runs it: a path is data, never code
 

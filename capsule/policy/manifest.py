@@ -25,7 +25,8 @@ SCHEMA_VERSIONS = {1: "role.v1.schema.json"}
 DEFAULT_ROLE = "default"
 DEFAULT_MODE = "measure"            # new roles count everything and change nothing
 DEFAULT_BUDGET = 1000          # standing-context tokens (INV-6); the shipped roles stay within it
-AGENT_COMMANDS = {"claude": ("claude",), "codex": ("codex",), "shell": ("bash",)}
+AGENT_COMMANDS = {"claude": ("claude",), "codex": ("codex",), "opencode": ("opencode",), "gemini": ("gemini",),
+                  "shell": ("bash",)}  # the clients of capsule/agents/data/clients (tests/agents check)
 
 
 class ManifestError(ValueError):
@@ -143,7 +144,19 @@ def _first_error(data: dict[str, Any], path: Path, source: str, version: int) ->
 
     validator = jsonschema.Draft202012Validator(_schema(version))
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
-    return _describe(errors[0], path, source) if errors else None
+    if errors:
+        return _describe(errors[0], path, source)
+    return _client_error(data, path, source)
+
+
+def _client_error(data: dict[str, Any], path: Path, source: str) -> str | None:
+    """Keys the schema allows that only some clients can honour."""
+    kind = (data.get("agent") or {}).get("kind", "claude")
+    if ((data.get("context") or {}).get("routing") or {}).get("advisor") and kind != "claude":
+        line = _line_of(source, ("context", "routing", "advisor"))
+        return (f"role {path} line {line}: \"context.routing.advisor\" needs Claude Code's session-scoped subagent "
+                f"pins, and agent.kind is {kind!r}; hint: remove advisor (a plan lane model does the same for a plan)")
+    return None
 
 
 @lru_cache(maxsize=None)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from capsule.agents import intent as intents
 from capsule.agents import claude, limits, session
-from capsule.ground import logs
+from capsule.ground import logs, switches
 from capsule.ground.types import Observation
 
 log = logs.get("capsule.hook")
@@ -153,7 +153,7 @@ def _answer(engine, event: dict):
     if memo.is_file():
         return json.loads(memo.read_text(encoding="utf-8"))["answer"]
     sid = str(event.get("session_id") or "") or None
-    limit = limits.detect({limits.data()["claude"]["detect_env"]: "1"})
+    limit = limits.detect({switches.AGENT_MARKER: "claude"})     # the hook runs for the Claude Code capsule launched
     intent = intents.lookup(session.intents_dir(engine.state_dir), sid, command)
     em = engine.observe(Observation(text.encode("utf-8", "surrogatepass"), command=command, stream="stdout",
                                     intent=intent, scope=sid, limit=limit, budget=limit.budget() if limit else None,

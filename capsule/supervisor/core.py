@@ -28,7 +28,7 @@ from capsule.route import policy as route
 from capsule.route import subagents
 from capsule.policy import plan as planning
 from capsule.supervisor import server, subsystems
-from capsule.supervisor.launch import agent_kind, agent_view_env, probe_conflicts, which
+from capsule.supervisor.launch import agent_kind, agent_view_env, mark, probe_conflicts, which
 from capsule.supervisor.pid1 import DEFAULT_GRACE_S, FORWARDED, Pid1
 from capsule.supervisor.server import EngineServer
 
@@ -318,14 +318,10 @@ class Supervisor:
             model = codex.model_of(self.agent_command(), env)
             if model:
                 env[switches.AGENT_MODEL] = model
-        # The marker says "every command is an agent tool call"; Claude Code and Codex mark their
-        # own tool calls, and their internal commands must stay raw, so only a shell agent gets it.
+        # capsule's marker: the agent it launched (and its tool children, its own calls too; the
+        # client's tool mark tells those apart: capsule/agents/clients.py).
         kind = agent_kind(self.role, self.opts.command)
-        env.pop(switches.AGENT_OUT, None)  # never inherit another session's "agent's view"
-        if kind == "shell":
-            env[switches.AGENT_MARKER] = "shell"
-        else:
-            env.pop(switches.AGENT_MARKER, None)
+        mark(kind, env)
         if shim_dir and self.plan["shims"].on:
             agent_view_env(kind, Path(shim_dir), env)
         # INV-1: Claude Code otherwise sends its first request before capsule's MCP server is
