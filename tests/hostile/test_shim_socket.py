@@ -21,7 +21,7 @@ from tests.fakes import unix_socket
 # 3000 lines on stdout (~100 KiB), two on stderr, exit 7: what the agent must see whole
 TALK = ("#!/bin/sh\ni=1; while [ $i -le 3000 ]; do echo \"out line $i of a long listing\"; i=$((i+1)); done\n"
         "echo 'err line 1' >&2; echo 'err line 2' >&2\nexit 7\n")
-AGENT = {"CLAUDECODE": "1"}
+AGENT = {"JACKIN_CTX_AGENT": "claude", "CLAUDECODE": "1"}
 WRAP = 1 << 64
 
 

@@ -48,7 +48,8 @@ class World:
     def call(self, impl: str, script: str, sock: Path | None = None, timeout: float = 60, stdin=None, **extra):
         """script as one agent tool call; `{run}` is where `ctx run --` goes for ctx-run."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("JACKIN_CTX_", "CLAUDECODE", "CODEX_"))}
-        env.update(CLAUDECODE="1", JACKIN_CTX_STATE_DIR=str(self.root / "run-state"), **extra)
+        env.update(CLAUDECODE="1", JACKIN_CTX_AGENT="claude", JACKIN_CTX_STATE_DIR=str(self.root / "run-state"),
+                   **extra)
         if impl == "ctx-run":
             env["PATH"] = f"{self.real}:/usr/bin:/bin"
             text = script.replace("{run}", f"{sys.executable} -m capsule ctx run --")
