@@ -323,7 +323,8 @@ class Proxy:
             try:
                 rejected = await anyio.to_thread.run_sync(self.route.on_response, api, response.status_code,
                                                           dict(response.headers), hmap or {}, session)
-            except Exception as exc:  # noqa: BLE001 - quota is measurement
+            except Exception as exc:  # noqa: BLE001 - quota is measurement; a 429 still says "do not retry"
+                rejected = response.status_code == 429
                 log.debug("proxy quota read failed: %r", exc)
         tap = None
         if session and response.status_code == 200:
