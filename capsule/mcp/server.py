@@ -78,6 +78,7 @@ class ReadDoor:
         self.languages = languages
         self._engine = None
         self._engine_lock = threading.Lock()
+        self._media_engines = threading.local()   # media reads: one engine per worker thread, no shared lock
         self.role_mode = role_mode
         self._media: dict | None = None
 
@@ -196,15 +197,22 @@ class ReadDoor:
         obs = engine_media.observation(data, door="ctx_read", path=rel, scope=scope or None, media_type=None,
                                        model=os.environ.get(switches.AGENT_MODEL), api="anthropic",
                                        table=self._media_table(), context_mode=ctx_mode, workspace=self.root)
-        with self._engine_lock:
-            if self._engine is None:
-                from capsule.engine import Engine  # noqa: PLC0415
+        # A decode can take seconds (the media budget bounds it): it runs on this worker thread's own
+        # engine, so a text read beside it never waits on the door's engine lock.
+        engine = getattr(self._media_engines, "engine", None)
+        if engine is None:
+            from capsule.engine import Engine  # noqa: PLC0415
 
-                self._engine = Engine(languages=self.languages)
-            parts = self._engine.observe(obs).parts
+            engine = self._media_engines.engine = Engine(languages=self.languages)
+        em = engine.observe(obs)
+        parts = em.parts
         if parts is None:
             if kind == "pdf":
                 policy = media_policy.from_table(self._media_table(), ctx_mode)
+                if policy.mode == "on":     # refused by the media layer: its reason, not the mode's
+                    why = em.warnings[0] if em.warnings else "its text would cost more than the PDF as it is"
+                    raise ToolError(f"{rel}: this PDF is not served by ctx_read ({why}); "
+                                    "read it with the client's own Read tool")
                 raise ToolError(f"{rel} is a PDF and the media layer is {policy.mode} ({policy.reason}); "
                                 "ctx_read serves its text only when [context.media] is on")
             import base64
