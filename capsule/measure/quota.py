@@ -40,7 +40,6 @@ CREATE TABLE IF NOT EXISTS quota_samples(
   source TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS quota_window ON quota_samples(account, window, ts);
-CREATE INDEX IF NOT EXISTS quota_ts ON quota_samples(ts);
 """
 QUOTA_DB = "quota.db"
 UNIFIED = "anthropic-ratelimit-unified-"
@@ -190,10 +189,12 @@ class QuotaStore:
         """The newest `limit` samples since `since`, oldest first; a row whose numbers are not finite
         and in range (stored before they were checked) is skipped."""
         cols = "ts, account, regime, api, window, utilization, status, resets_at, session, source"
-        rows = self.conn.execute(f"SELECT {cols} FROM quota_samples WHERE ts >= ? ORDER BY ts DESC, id DESC LIMIT ?",
+        # Newest by rowid (insertion order): a backward walk that stops at `limit`, no index on ts needed
+        rows = self.conn.execute(f"SELECT {cols}, id FROM quota_samples WHERE ts >= ? ORDER BY id DESC LIMIT ?",
                                  (since or 0.0, limit)).fetchall()
         out = []
-        for r in reversed(rows):
+        for r in sorted(rows, key=lambda r: (r[0], r[-1])):
+            r = r[:-1]
             s = Sample(*r)
             if (bounded(s.ts, 0.0, TIME_MAX) is None or bounded(s.utilization, 0.0, MAX_UTILIZATION) is None
                     or (s.resets_at is not None and bounded(s.resets_at, 0.0, TIME_MAX) is None)):
