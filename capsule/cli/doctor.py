@@ -154,10 +154,14 @@ def collect(role_arg: str | None = None) -> dict:
     except Exception as exc:  # noqa: BLE001 - a finding, not a crash
         outside = [f"(could not check: {exc})"]
     try:
-        from capsule.agents import AGENTS, client_info  # noqa: PLC0415
+        from capsule.agents import AGENTS, client_info, doors  # noqa: PLC0415
+        from capsule.agents import clients as described  # noqa: PLC0415
 
         command = role.agent.command[0] if role.agent.command else role.agent.kind
-        agent = {"kind": role.agent.kind, **client_info(command)}
+        agent = {"kind": role.agent.kind, **client_info(command),
+                 **doors(role.agent.kind, {k: v.as_dict() for k, v in subsystems.items()})}
+        if described.get(role.agent.kind) and agent.get("path"):
+            agent["version_warning"] = described.version_status(described.get(role.agent.kind), agent.get("version"))
         clients = {c: client_info(c) for c in AGENTS}
     except Exception as exc:  # noqa: BLE001 - a finding, not a crash
         agent, clients = {"kind": role.agent.kind, "error": str(exc)}, {}
@@ -302,7 +306,12 @@ def render(r: dict) -> str:
     ag = r.get("agent") or {}
     if ag:
         found_at = f"{ag.get('version') or 'version unknown'} at {ag['path']}" if ag.get("path") else "NOT FOUND on PATH"
-        lines.append(f"agent        {ag.get('command', ag.get('kind'))}: {found_at}")
+        lines.append(f"agent        {ag.get('title') or ag.get('command', ag.get('kind'))}: {found_at}"
+                     + (f"  (tested {ag['tested'][0]}..{ag['tested'][1]})" if ag.get("tested") else "")
+                     + (f"  ! {ag['version_warning']}" if ag.get("version_warning") else ""))
+        if ag.get("doors"):
+            lines.append("  doors      " + ", ".join(f"{d} {'live' if v['live'] else 'off'}" for d, v in ag["doors"].items())
+                         + f"; tool calls: {ag['identity']}; transcripts: {ag['transcripts']}")
     others = [f"{c} {i.get('version') or '?'}" for c, i in (r.get("clients") or {}).items()
               if i.get("path") and c != ag.get("command")]
     if others:

@@ -8,14 +8,20 @@ after saying what was copied (a re-run resumes); nothing here runs inside a caps
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 import time
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 from capsule.ground.errors import UserError
 
 FLEET_EXTRA = "pip install 'capsule[fleet]'"
 REPORT_TIMEOUT_S = 5.0      # a report is asked for by a person: a down database is said in seconds, not a minute
+DSN_ENV = "CAPSULE_FLEET_DSN"       # fleet/render.py's compose and Kubernetes files set it
+DSN_HELP = (f"the fleet database: --dsn-file FILE or ${DSN_ENV} (a password on the command line is "
+            "readable by every local user in /proc/PID/cmdline, so --dsn takes none)")
 
 
 def register(sub) -> None:
@@ -28,7 +34,7 @@ def register(sub) -> None:
     s = fsub.add_parser("sync", help="copy new rows from capsule state dirs into the fleet database",
                         description="Incremental (a cursor per source and table), idempotent (a row copied "
                         "twice is one row) and safe to run several at once or while capsules write.")
-    s.add_argument("--dsn", required=True, help="postgresql://USER@HOST:PORT/DB (or sqlite:///PATH)")
+    add_dsn_args(s)
     s.add_argument("--state", action="append", default=[], metavar="DIR", help="a capsule state dir; repeatable")
     s.add_argument("--docker", action="store_true", help="every capsule container's /state/context volume")
     s.add_argument("--container", help="tag and identity: a unique, stable container name (one --state; "
@@ -70,8 +76,17 @@ def register(sub) -> None:
     fleet.set_defaults(func=lambda args: (fleet.print_help(), 2)[1])
 
 
+def add_dsn_args(p) -> None:
+    p.add_argument("--dsn", help="postgresql://USER@HOST:PORT/DB (or sqlite:///PATH), no password; default: "
+                   f"--dsn-file, else ${DSN_ENV}")
+    p.add_argument("--dsn-file", type=Path, metavar="FILE", help="a file holding the DSN (its first line; keep it 0600)")
+
+
 def add_report_args(p, dsn_required: bool) -> None:
-    p.add_argument("--dsn", required=dsn_required, help="the fleet database: postgresql://USER@HOST:PORT/DB")
+    if dsn_required:
+        add_dsn_args(p)
+    else:
+        p.add_argument("--dsn", help="the fleet database: postgresql://USER@HOST:PORT/DB")
     p.add_argument("--since", metavar="WHEN", help="window start: 30m, 2h, 7d, or an ISO date/time")
     p.add_argument("--until", metavar="WHEN", help="window end (default: now)")
     if dsn_required:
@@ -79,6 +94,41 @@ def add_report_args(p, dsn_required: bool) -> None:
                        help="how long to wait for the fleet database (default: %(default)s)")
         p.add_argument("--json", action="store_true", help="machine-readable report")
         p.add_argument("--html", metavar="FILE", help="write the report as one self-contained HTML page")
+
+
+def dsn_of(args) -> str:
+    """The fleet DSN from --dsn (refused with a password: argv is public), --dsn-file or $CAPSULE_FLEET_DSN."""
+    dsn, path = getattr(args, "dsn", None), getattr(args, "dsn_file", None)
+    if dsn and path:
+        raise UserError("--dsn and --dsn-file: give one")
+    if dsn:
+        if has_password(dsn):
+            raise UserError(f"--dsn: a password on the command line is readable by every local user "
+                            f"(/proc/PID/cmdline); put the DSN in a file (--dsn-file FILE) or in ${DSN_ENV}")
+        return dsn
+    if path:
+        try:
+            lines = path.read_text(encoding="utf-8").split("\n")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserError(f"--dsn-file {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        if not lines[0].strip():
+            raise UserError(f"--dsn-file {path}: empty; its first line is the DSN (postgresql://USER:PASSWORD@HOST/DB)")
+        return lines[0].strip()
+    if os.environ.get(DSN_ENV, "").strip():
+        return os.environ[DSN_ENV].strip()
+    raise UserError(f"fleet: name {DSN_HELP}; or --dsn postgresql://USER@HOST:PORT/DB")
+
+
+def has_password(dsn: str) -> bool:
+    """A password in a URL DSN: user:PASSWORD@ or ?password=."""
+    try:
+        parts = urlsplit(dsn)
+        if parts.password:
+            return True
+        query = parts.query
+    except ValueError:                  # "[::1" and the like: the URL's own errors come later
+        return bool(re.search(r"://[^/@]*:[^/@]*@", dsn)) or "password=" in dsn.lower()
+    return "password" in {k.lower() for k in parse_qs(query)}
 
 
 def _engine(dsn: str, timeout_s: float | None = None):
@@ -130,10 +180,11 @@ def _sources(args):
 def cmd_sync(args) -> int:
     if not args.state and not args.docker:
         raise UserError("fleet sync: name the capsules: --state DIR (repeatable) or --docker")
+    dsn = dsn_of(args)
     if not 0 < args.source_budget < float("inf"):
         raise UserError(f"--source-budget {args.source_budget}: a positive number of seconds")
     _sources(args)              # bad input (a missing dir) exits 2 before any wait for the database
-    eng = _open(args.dsn, args.retry_for)
+    eng = _open(dsn, args.retry_for)
     from capsule.fleet.sync import SyncError, sync
     from capsule.ground.terminal import visible
 
@@ -166,7 +217,9 @@ def cmd_report(args) -> int:
     timeout = getattr(args, "timeout", REPORT_TIMEOUT_S)     # `ctx report --dsn` has no --timeout
     if not timeout > 0 or timeout == float("inf"):
         raise UserError(f"--timeout {timeout}: a positive number of seconds")
-    eng = _open(args.dsn, timeout)
+    dsn = dsn_of(args)
+    _must_exist(dsn)
+    eng = _open(dsn, timeout)
     from capsule.fleet import report
     from capsule.prompt import budget
 
@@ -178,6 +231,16 @@ def cmd_report(args) -> int:
 
         print(visible(report.render_text(data)))
     return 0
+
+
+def _must_exist(dsn: str) -> None:
+    """A report reads a fleet database: one that names a missing SQLite file is a typo, and opening
+    it would create an empty database and report 0 capsules."""
+    if dsn.startswith("sqlite:///"):
+        path = Path(dsn[len("sqlite:///"):].split("?", 1)[0])
+        if str(path) not in ("", ":memory:") and not path.is_file():
+            raise UserError(f"fleet database: no database at {path}; `capsule fleet sync` with this DSN creates "
+                            "and fills it")
 
 
 def _fleet_html(data: dict) -> str:

@@ -21,9 +21,22 @@ def register(sub) -> None:
                        description="Summarise the ledger: raw tokens, emitted tokens and saving per command family.")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--since", metavar="WHEN", help="only emissions since WHEN: 30m, 2h, 7d, or an ISO date/time")
-    p.add_argument("--emissions", metavar="N", type=int,
+    p.add_argument("--emissions", metavar="N", type=positive_int,
                    help="also list the last N emissions (id, command, transform, tokens, handle) for audit/expand")
     p.set_defaults(func=cmd_gain)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number >= 1 (`--emissions -5` would list all but the first five)."""
+    import argparse
+
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of at least 1")
+    return n
 
 
 def parse_since(spec: str) -> float:

@@ -7,12 +7,12 @@ Invariant: bad usage exits 2 with a message naming the problem; no traceback for
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import sys
 
 from capsule import __version__
+from capsule.cli.parser import Parser
 from capsule.ground.errors import UserError
 
 # Each module exposes register(subparsers) and sets args.func(args) -> int.
@@ -32,10 +32,10 @@ COMMAND_MODULES = [
 FAST_COMMANDS = {("ctx", "run"): "capsule.cli.run", ("ctx", "pipe"): "capsule.cli.run"}
 
 
-def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> Parser:
     """The whole parser; with argv naming a FAST_COMMANDS entry, only what parses that command."""
     fast = FAST_COMMANDS.get(tuple(argv[:2])) if argv else None
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="capsule",
         description="Context engine for AI coding agents: shrinks tool output once, "
         "never hides an error, keeps every original recoverable.",

@@ -1,7 +1,8 @@
 """`capsule mcp serve|register|status|forget`: the read door's command group.
 
 Not responsible for the tools (capsule/mcp/server.py) or agent config formats (capsule/agents/).
-Invariant: JACKIN_CTX_NO_MCP keeps the server off; JACKIN_CTX_NO_REGISTER keeps configs untouched.
+Invariant: JACKIN_CTX_NO_MCP keeps the server off and configs untouched (JACKIN_CTX_NO_REGISTER is the output
+register's switch, not registration's).
 """
 
 from __future__ import annotations

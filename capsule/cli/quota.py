@@ -54,6 +54,10 @@ def _t(ts) -> str:
 
 def render(q: dict) -> str:
     out = [f"QUOTA  billing regime: {q['regime']}" + ("" if q["windows"] else "  (no rate-limit headers seen yet)")]
+    if not q["windows"] and not q["sessions"]:
+        out.append("  the proxy records these from the API's answers: start the agent with `capsule up` (the proxy "
+                   "is on by default), or point it at `capsule proxy serve`; Codex sessions are read from "
+                   "their rollouts")
     for w in q["windows"]:
         burn = "-" if w.get("burn_per_hour") is None else f"{100 * w['burn_per_hour']:.1f}%/h"
         out.append(f"  {w['account']:<20} {w['name']:<10} {100 * w['utilization']:5.1f}%  {w.get('status') or '-':<15} "

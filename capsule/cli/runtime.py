@@ -15,7 +15,7 @@ from pathlib import Path
 
 from capsule.ground import paths
 from capsule.ground.errors import UserError
-from capsule.ground import switches
+from capsule.ground import reserved, switches
 from capsule.policy.manifest import DEFAULT_ROLE, ManifestError, Role, load_role
 
 IMAGE_ENV = "CAPSULE_IMAGE"
@@ -99,6 +99,9 @@ def _pairs(items: list[str]) -> dict[str, str]:
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise UserError(f"-e {item!r}: expected VAR=VALUE")
+        why = reserved.refused(name)
+        if why:
+            raise UserError(f"-e {name}: capsule sets it itself: {why}")
         env[name] = value
     return env
 
@@ -216,31 +219,54 @@ def _up_local(role: Role, extra: dict[str, str], argv: list[str], args) -> int:
     state = paths.state_dir()
     shim_dir = state / "shims"
     shims.install(shim_dir, socket=str(paths.socket_path()))
+    _owner_only(shim_dir)        # under the state dir: as private as the rest (install writes 0755)
     workdir = args.workspace.resolve() if args.workspace else None
     if workdir is not None and not workdir.is_dir():
         raise UserError(f"--workspace {args.workspace}: not a directory")
     setup_logging(state, verbose=False)
     sup = Supervisor(Options(role=role, command=argv or None, shim_dir=shim_dir, grace_s=args.grace,
                              workdir=workdir, env=extra, session_config=True))
-    return sup.run()
+    from capsule.cli import up_banner  # noqa: PLC0415
+    from capsule.supervisor.launch import agent_kind  # noqa: PLC0415
+
+    started = up_banner.now()
+    up_banner.say(up_banner.before(role, sup.plan, sup.mode, "local (no Docker; shims first on PATH)",
+                                   list(argv or role.agent.command), agent_kind(role, argv or None), str(state)))
+    code = sup.run()
+    up_banner.say(up_banner.after(state, started, code))
+    return code
 
 
-# What the container keeps of Docker's default capabilities: file ownership and signals, and the
-# id switch the supervisor makes to the workspace owner (after it, a non-root agent has none).
-# Dropped: NET_RAW, MKNOD, SYS_CHROOT, SETPCAP, SETFCAP, NET_BIND_SERVICE, AUDIT_WRITE.
-CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETUID", "SETGID")
+def _owner_only(folder: Path) -> None:
+    for path in [folder, *folder.rglob("*")]:
+        if not path.is_symlink():
+            paths.tighten(path)
+
+
+CAPABILITIES = reserved.CAPABILITIES     # what the container keeps (ground/reserved.py says why)
 
 
 def run_as(workspace: Path, override: str | None):
-    """The agent's uid/gid: --user (or $CAPSULE_USER) when given, else the workspace's owner."""
+    """The agent's uid/gid: --user (or $CAPSULE_USER) when given, else the workspace's owner. Never
+    root by default: root in the container can leave a setuid-root program in the bind-mounted
+    workspace, which no container option stops on the host (README, "Who the agent runs as")."""
     from capsule.supervisor import identity  # noqa: PLC0415
 
     if override:
         try:
-            return identity.parse(override, "--user")
+            user = identity.parse(override, "--user")
         except ValueError as exc:
             raise UserError(str(exc)) from None
-    return identity.owner_of(workspace)
+        if user.uid == 0:
+            print("capsule: --user 0:0: the agent runs as root, as asked; it can leave setuid-root files in "
+                  f"{workspace}", file=sys.stderr)
+        return user
+    owner = identity.owner_of(workspace)
+    if owner.uid == 0:
+        raise UserError(f"the workspace {workspace} is owned by root and capsule does not run the agent as root: "
+                        f"chown it to the user who works in it (chown -R 1000:1000 {workspace}) or pass "
+                        "--user UID:GID")
+    return owner
 
 
 def docker_run_argv(role: Role, extra: dict[str, str], argv: list[str], *, image: str, name: str,
@@ -253,11 +279,10 @@ def docker_run_argv(role: Role, extra: dict[str, str], argv: list[str], *, image
            "-v", f"{role.path}:{ROLE_IN_CONTAINER}:ro",
            "-v", f"{workspace}:{role.workspace_mount}{':ro' if role.workspace_read_only else ''}",
            "-w", role.workspace_mount,
-           "-e", f"{switches.ROLE}={ROLE_IN_CONTAINER}",
            "--security-opt", "no-new-privileges", "--cap-drop", "ALL",
            *[arg for cap in CAPABILITIES for arg in ("--cap-add", cap)]]
     if user is not None:
-        cmd += ["--user", "0:0", "-e", f"{switches.RUN_AS}={user}", "--label", f"capsule.user={user}"]
+        cmd += ["--user", "0:0", "--label", f"capsule.user={user}"]
     if network:
         cmd += ["--network", network]
     res = role.resources
@@ -267,11 +292,18 @@ def docker_run_argv(role: Role, extra: dict[str, str], argv: list[str], *, image
         cmd += ["--memory", str(res["memory"])]
     if "pids" in res:
         cmd += ["--pids-limit", str(res["pids"])]
-    env = dict(role.agent.env)
+    # the role's loader variables reach the agent through the supervisor, never PID 1 (root at start)
+    env = reserved.supervisor_env(role.agent.env)
     env.update({k: os.environ[k] for k in switches.ALL_SWITCHES if k in os.environ})
     env.update(extra)
+    # capsule's own values last: docker keeps the last -e of a name (the manifest and _pairs refuse
+    # these names already; this order holds even if a new path forgets to)
+    env = {k: v for k, v in env.items() if not reserved.refused(k)}
     for key in sorted(env):
         cmd += ["-e", f"{key}={env[key]}"]
+    cmd += ["-e", f"{switches.ROLE}={ROLE_IN_CONTAINER}"]
+    if user is not None:
+        cmd += ["-e", f"{switches.RUN_AS}={user}"]
     if detach:
         cmd += ["-d"]
     else:
@@ -291,6 +323,7 @@ def _up_docker(role: Role, extra: dict[str, str], argv: list[str], args) -> int:
     if subprocess.run([docker, "image", "inspect", args.image], capture_output=True).returncode != 0:
         _build_image(docker, args.image)
     name = args.name or f"capsule-{role.name}"
+    _say_before_docker(role, extra, argv, args.image, name)
     cmd = docker_run_argv(role, extra, argv, image=args.image, name=name, workspace=workspace,
                           detach=args.detach, interactive=sys.stdin.isatty() and sys.stdout.isatty(),
                           user=user, network=args.network)
@@ -300,7 +333,22 @@ def _up_docker(role: Role, extra: dict[str, str], argv: list[str], args) -> int:
             raise UserError(f"docker run failed: {proc.stderr.strip().splitlines()[-1:] or proc.returncode}")
         print(proc.stdout.strip())
         return 0
-    return subprocess.call([docker, *cmd])
+    code = subprocess.call([docker, *cmd])
+    print(f"capsule: container {name} exited {code}; its state stays in volume {STATE_VOLUME_PREFIX}{role.name} "
+          f"(`capsule down {role.name} --volumes` removes it)", file=sys.stderr)
+    return code
+
+
+def _say_before_docker(role: Role, extra: dict[str, str], argv: list[str], image: str, name: str) -> None:
+    from capsule.cli import up_banner  # noqa: PLC0415
+    from capsule.policy import plan as planning  # noqa: PLC0415
+    from capsule.supervisor.launch import agent_kind  # noqa: PLC0415
+
+    sw = switches.Switches.read({**{k: v for k, v in os.environ.items() if k in switches.ALL_SWITCHES}, **extra})
+    up_banner.say(up_banner.before(role, planning.plan(role, sw), planning.effective_mode(role, sw),
+                                   f"container {name} from image {image}", list(argv or role.agent.command),
+                                   agent_kind(role, argv or None),
+                                   f"volume {STATE_VOLUME_PREFIX}{role.name} at {paths.CONTAINER_STATE_DIR}"))
 
 
 def _build_image(docker: str, image: str) -> None:

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import yaml
 
-from capsule.ground import paths, switches
+from capsule.ground import paths, reserved, switches
 
 ROLE_MOUNT = "/etc/capsule/role.toml"
 LABEL = "capsule.managed"
 STATE_VOLUME_PREFIX = "capsule-state-"
+DSN_ENV = "CAPSULE_FLEET_DSN"         # `capsule fleet sync` reads the DSN from it (cli/fleet.py)
 DSN_SECRET = "capsule-fleet-dsn"      # a Secret with key `dsn`: the sync sidecar's fleet database
 SYNC_EVERY_S = 60
 
@@ -30,12 +31,20 @@ def slug(role) -> str:
 
 
 def env_for(role, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """What `capsule up` passes: the role's agent env, the switches set here, the role path."""
-    env = dict(role.agent.env)
+    """What `capsule up` passes: the role's agent env (its loader variables reach the agent through
+    the supervisor only), the switches set here, the role path (capsule's names are capsule's)."""
+    env = reserved.supervisor_env(role.agent.env)
     env.update({k: os.environ[k] for k in switches.ALL_SWITCHES if k in os.environ})
     env.update(extra or {})
+    env = {k: v for k, v in env.items() if not reserved.refused(k)}
     env[switches.ROLE] = ROLE_MOUNT
     return env
+
+
+# `capsule up`'s confinement: every capability dropped but reserved.CAPABILITIES, no new privileges.
+CAPABILITIES = reserved.CAPABILITIES
+CONFINED = {"cap_drop": ["ALL"], "security_opt": ["no-new-privileges:true"]}
+K8S_AGENT_UID = 1000                    # the image's `agent` user (Dockerfile)
 
 
 def literal(value: str) -> str:
@@ -65,7 +74,8 @@ def compose(role, replicas: int, image: str, workspace: Path, extra: dict[str, s
                "environment": {k: literal(v) for k, v in env_for(role, extra).items()},
                "volumes": [f"{volume}:{paths.CONTAINER_STATE_DIR}", literal(f"{role.path}:{ROLE_MOUNT}:ro"),
                            literal(f"{workspace}:{role.workspace_mount}{':ro' if role.workspace_read_only else ''}")],
-               "working_dir": role.workspace_mount, "init": False, "stop_grace_period": "15s"}
+               "working_dir": role.workspace_mount, "init": False, "stop_grace_period": "15s",
+               **CONFINED, "cap_add": list(CAPABILITIES)}
         if user is not None:
             svc["user"] = "0:0"
             svc["environment"] = {**svc["environment"], switches.RUN_AS: str(user)}
@@ -81,14 +91,16 @@ def compose(role, replicas: int, image: str, workspace: Path, extra: dict[str, s
         services[name] = svc
         volumes[volume] = {"name": volume, "labels": {LABEL: "1", "capsule.role": role.name}}
         if sync_image:
+            # the DSN (its password) in the environment, never in the command line (/proc/PID/cmdline)
             services[f"fleet-sync-{name}"] = {
                 "image": sync_image, "entrypoint": ["capsule"],
-                "command": ["fleet", "sync", "--dsn", "${CAPSULE_FLEET_DSN:?set the fleet database DSN}",
-                            "--state", "/fleet/state", "--container", f"capsule-{name}", "--role", role.name,
-                            "--every", str(SYNC_EVERY_S)],
-                "environment": {switches.ACCOUNT: (extra or {}).get(switches.ACCOUNT)
+                "command": ["fleet", "sync", "--state", "/fleet/state", "--container", f"capsule-{name}",
+                            "--role", role.name, "--every", str(SYNC_EVERY_S)],
+                "environment": {DSN_ENV: "${CAPSULE_FLEET_DSN:?set the fleet database DSN}",
+                                switches.ACCOUNT: (extra or {}).get(switches.ACCOUNT)
                                 or os.environ.get(switches.ACCOUNT, "default")},
-                "volumes": [f"{volume}:/fleet/state:ro"], "restart": "unless-stopped"}
+                "volumes": [f"{volume}:/fleet/state:ro"], "restart": "unless-stopped",
+                **CONFINED, "read_only": True, "tmpfs": ["/tmp"]}
     network = {"name": f"capsule-{slug(role)}", "labels": {LABEL: "1", "capsule.role": role.name}}
     return {"services": services, "volumes": volumes, "networks": {"default": network}}
 
@@ -130,18 +142,27 @@ def kubernetes(role, replicas: int, image: str, namespace: str | None = None,
              "volumeMounts": [state, {"name": "role", "mountPath": ROLE_MOUNT, "subPath": "role.toml",
                                       "readOnly": True},
                               {"name": "workspace", "mountPath": role.workspace_mount}],
-             "resources": {"limits": limits, "requests": dict(limits)}}
+             "resources": {"limits": limits, "requests": dict(limits)},
+             # non-root from the start (no supervisor drop: fsGroup gives the volumes to the agent);
+             # the agent writes its home and /tmp, so its root filesystem stays writable
+             "securityContext": {"runAsNonRoot": True, "runAsUser": K8S_AGENT_UID, "runAsGroup": K8S_AGENT_UID,
+                                 "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                                 "readOnlyRootFilesystem": False}}
     # The fleet side, not the engine (INV-10): reads the state volume read-only, writes to the fleet DSN.
     sync = {"name": "fleet-sync", "image": sync_image or image, "command": ["capsule"],
-            "args": ["fleet", "sync", "--dsn", "$(CAPSULE_FLEET_DSN)", "--state", str(paths.CONTAINER_STATE_DIR),
+            "args": ["fleet", "sync", "--state", str(paths.CONTAINER_STATE_DIR),
                      "--container", "$(POD_NAMESPACE)/$(POD_NAME)", "--host", "$(NODE_NAME)", "--role", role.name,
                      "--every", str(SYNC_EVERY_S)],
-             "env": [{"name": "CAPSULE_FLEET_DSN", "valueFrom": {"secretKeyRef": {"name": DSN_SECRET, "key": "dsn"}}},
+             # the DSN from the Secret into the environment only: args are in /proc/PID/cmdline
+             "env": [{"name": DSN_ENV, "valueFrom": {"secretKeyRef": {"name": DSN_SECRET, "key": "dsn"}}},
                      {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
                      {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
                      {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
              "volumeMounts": [{**state, "readOnly": True}],
-             "resources": {"limits": {"cpu": "250m", "memory": "256Mi"}}}
+             "resources": {"limits": {"cpu": "250m", "memory": "256Mi"}},
+             "securityContext": {"runAsNonRoot": True, "runAsUser": K8S_AGENT_UID, "runAsGroup": K8S_AGENT_UID,
+                                 "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                                 "readOnlyRootFilesystem": True}}
     claim = {"metadata": {"name": "state"},
              "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "2Gi"}}}}
     workspace = {"metadata": {"name": "workspace"},
@@ -150,6 +171,8 @@ def kubernetes(role, replicas: int, image: str, namespace: str | None = None,
            "spec": {"serviceName": name, "replicas": replicas, "selector": {"matchLabels": labels},
                     "template": {"metadata": {"labels": labels},
                                  "spec": {"containers": [agent, sync], "terminationGracePeriodSeconds": 15,
+                                          "securityContext": {"runAsNonRoot": True, "fsGroup": K8S_AGENT_UID,
+                                                              "seccompProfile": {"type": "RuntimeDefault"}},
                                           "volumes": [{"name": "role", "configMap": {"name": f"{name}-role"}}]}},
                     "volumeClaimTemplates": [claim, workspace]}}
     service = {"apiVersion": "v1", "kind": "Service", "metadata": meta,

@@ -107,8 +107,9 @@ class Ledger:
 
         d = asdict(row)
         d["command"], d["intent"] = redact.redacted(d["command"]), redact.redacted(d["intent"])   # a token on a command line
-        d["manifest"] = json.dumps(d["manifest"])
-        d["reports"] = json.dumps(d["reports"])
+        # the removed-line previews are the output's own lines: redacted like its archived copy (issue 31)
+        d["manifest"] = json.dumps(redact.redacted_value(d["manifest"]))
+        d["reports"] = json.dumps(redact.redacted_value(d["reports"]))
         d["applied"] = int(d["applied"])
         for key, value in d.items():
             if isinstance(value, str):

@@ -14,11 +14,12 @@ from functools import lru_cache
 from pathlib import Path
 
 from capsule.ground import tomlcache
+from capsule.observe import markers
 
 SMALL_LINES = 5
 SMALL_TOKENS = 64
 
-MARKER_RE = re.compile(r"^\[(\d+) more lines?\]$")
+MARKER_RE = markers.MARKER_RE      # the one marker form (observe/markers.py), ranged or bare
 # The wire marker `<<ccr:HASH>>` stays byte-compatible; the single quotes around it make the
 # footer's command run as printed in sh/bash (bare `<<` would start a here-document).
 FOOTER_PREFIX = "[full output: capsule ctx expand '<<ccr:"
@@ -47,8 +48,8 @@ def worth_counting(raw_chars: int, emitted_chars: int) -> bool:
     return raw_chars - emitted_chars >= budgets()["worth"]["min_saved_chars_share"] * raw_chars
 
 
-def marker(n: int) -> str:
-    return f"[{n} more line{'s' if n != 1 else ''}]"
+def marker(n: int, start: int | None = None, end: int | None = None) -> str:
+    return markers.marker(n, start, end)
 
 
 def footer(handle: str) -> str:

@@ -26,7 +26,8 @@ SCHEMA_VERSIONS = {1: "role.v1.schema.json"}
 DEFAULT_ROLE = "default"
 DEFAULT_MODE = "measure"            # new roles count everything and change nothing
 DEFAULT_BUDGET = 1000          # standing-context tokens (INV-6); the shipped roles stay within it
-AGENT_COMMANDS = {"claude": ("claude",), "codex": ("codex",), "shell": ("bash",)}
+AGENT_COMMANDS = {"claude": ("claude",), "codex": ("codex",), "opencode": ("opencode",), "gemini": ("gemini",),
+                  "shell": ("bash",)}  # the clients of capsule/agents/data/clients (tests/agents check)
 
 
 class ManifestError(ValueError):
@@ -102,7 +103,21 @@ def load_role(name_or_path: str | Path) -> Role:
     except tomllib.TOMLDecodeError as exc:
         raise ManifestError(f"role {path}: not valid TOML: {exc}") from None
     validate(data, path, source)
+    _refuse_reserved(data, path, source)
     return _build(data, path)
+
+
+def _refuse_reserved(data: dict[str, Any], path: Path, source: str) -> None:
+    """A role may not say who the agent runs as, nor where the supervisor (root at its start) writes:
+    `[agent] env` setting JACKIN_CTX_RUN_AS = "0:0" would run the agent as root (issue 31)."""
+    from capsule.ground import reserved
+
+    for name in (data.get("agent", {}).get("env") or {}):
+        why = reserved.refused(name)
+        if why:
+            line = _line_of(source, ("agent", "env", name))
+            raise ManifestError(f"role {path} line {line}: [agent] env may not set {name}: {why}; "
+                                f"hint: remove {name} from the role")
 
 
 def validate(data: dict[str, Any], path: Path, source: str) -> None:
@@ -131,7 +146,19 @@ def _first_error(data: dict[str, Any], path: Path, source: str, version: int) ->
 
     validator = jsonschema.Draft202012Validator(_schema(version))
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
-    return _describe(errors[0], path, source) if errors else None
+    if errors:
+        return _describe(errors[0], path, source)
+    return _client_error(data, path, source)
+
+
+def _client_error(data: dict[str, Any], path: Path, source: str) -> str | None:
+    """Keys the schema allows that only some clients can honour."""
+    kind = (data.get("agent") or {}).get("kind", "claude")
+    if ((data.get("context") or {}).get("routing") or {}).get("advisor") and kind != "claude":
+        line = _line_of(source, ("context", "routing", "advisor"))
+        return (f"role {path} line {line}: \"context.routing.advisor\" needs Claude Code's session-scoped subagent "
+                f"pins, and agent.kind is {kind!r}; hint: remove advisor (a plan lane model does the same for a plan)")
+    return None
 
 
 def _finite(node: Any, keys: tuple[str, ...], path: Path, source: str) -> None:

@@ -49,13 +49,15 @@ def plan(role: Role, sw: switches.Switches) -> dict[str, Decision]:
     decide("shims", [master, (sw.no_shims, f"switch {switches.NO_SHIMS}"),
                      (not sub.shims, "manifest [context.subsystems] shims=false"),
                      (not engine.on, "engine off")], "manifest")
-    mcp = decide("mcp", [master, (sw.no_mcp, f"switch {switches.NO_MCP}"),
+    decide("mcp", [master, (sw.no_mcp, f"switch {switches.NO_MCP}"),
                          (not sub.mcp, "manifest [context.subsystems] mcp=false")], "manifest")
+    # "register" is the output register of the standing instructions (register, guards, guard
+    # lines, codebook: prompt/pack.py), as the seeds mean it; the MCP server's registration with
+    # the agent follows "mcp" alone, so JACKIN_CTX_NO_REGISTER never takes the ctx_* tools away.
     decide("register", [master, (sw.no_register, f"switch {switches.NO_REGISTER}"),
                         (not sub.register, "manifest [context.subsystems] register=false"),
-                        (not mcp.on, "mcp off"),
-                        (role.agent.kind == "shell", "agent kind=shell has no config to register in")],
-           f"agent {role.agent.kind}")
+                        (role.agent.kind == "shell", "agent kind=shell has no prompt to put it in")],
+           f"agent {role.agent.kind}: [context.output]")
     decide("routing", [master, (sw.no_routing, f"switch {switches.NO_ROUTING}"),
                        (not sub.routing, "manifest [context.subsystems] routing=false"),
                        (not role.context.routing, "manifest has no [context.routing]")], "manifest [context.routing]")

@@ -41,6 +41,7 @@ class Settings:
     openai_upstream: str = OPENAI_DEFAULT
     mode: str | None = None          # the engine's mode; None: its default
     shims_on: bool = False           # shell-tool results belong to the shims (INV-8)
+    hooks_on: bool = False           # Claude Code's native reads belong to the hook door (shims/hook_door.py)
     languages: tuple[str, ...] = ()
     routing: object = None           # the session's lane table (capsule.route.lanes.Table); None: no pins
     agent_kind: str | None = None
@@ -239,7 +240,7 @@ class Proxy:
             return None if stored is None else _parts(stored)
 
         media_changed = proxy_media.rewrite(api, parsed, media, pdf_pages)
-        out = rewrite.rewrite(api, parsed, shrink, shims_on=self.settings.shims_on)
+        out = rewrite.rewrite(api, parsed, shrink, shims_on=self.settings.shims_on, hooks_on=self.settings.hooks_on)
         return rewrite.serialize(parsed) if out is None and media_changed else out
 
     def _pdf_pages(self, read: proxy_media.PdfPages, model, session: str):

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from capsule.ground import paths
-from capsule.agents import limits
+from capsule.agents import clients, limits
 from capsule.ground import switches
 
 PROGRAM = "capsule-shim"
@@ -78,6 +78,7 @@ def render(shim_dir: Path, python: str | None = None, socket: str | None = None)
         "@ENV_NESTED@": repr(NESTED),
         "@ENV_FORWARD@": repr(limits.env_names()),
         "@ENV_OUT@": repr(switches.AGENT_OUT),
+        "@TOOL_MARKS@": repr({c.name: (c.tool_env, c.tool_value) for c in clients.all_clients().values()}),
         "@ENV_STREAM_AFTER@": repr(switches.STREAM_AFTER),
         "@STREAM_AFTER_S@": repr(STREAM_AFTER_S),
         "@RAW_ARGS@": repr({k: v for k, v in tool_table().items() if v}),
@@ -124,6 +125,7 @@ def render_c(shim_dir: Path, socket: str | None = None) -> str:
         "@SW_DISABLE@": _c(switches.DISABLE), "@SW_NO_SHIMS@": _c(switches.NO_SHIMS),
         "@ENV_SOCKET@": _c(switches.SOCKET), "@ENV_MARKER@": _c(switches.AGENT_MARKER), "@ENV_NESTED@": _c(NESTED),
         "@ENV_OUT@": _c(switches.AGENT_OUT), "@RAW_ARGS@": _c_list(raw),
+        "@TOOL_MARKS@": _c_list(v for c in clients.all_clients().values() for v in (c.name, c.tool_env, c.tool_value)),
     }
     return _fill(C_TEMPLATE, values)
 

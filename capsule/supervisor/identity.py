@@ -3,10 +3,12 @@
 `capsule up` starts the container as root with $JACKIN_CTX_RUN_AS=UID:GID (the workspace owner,
 or --user); before anything else the supervisor maps the image's `agent` user onto that uid/gid,
 hands it the state volume (owner-only, 0700) and its home, and drops root for good, so the agent
-and everything it starts write workspace files the host user owns. UID 0 (a root-owned
-workspace) keeps root, confined by the capabilities `capsule up` leaves (capsule/cli/runtime.py).
+and everything it starts write workspace files the host user owns. UID 0 only when the operator
+asked (`capsule up --user 0:0` on a root-owned workspace; `up` refuses a root-owned one otherwise),
+confined by the capabilities `capsule up` leaves (capsule/cli/runtime.py).
 Invariant: after adopt() returns, the process's real, effective and saved ids are the target's,
-or the supervisor has exited 2 with a message naming what failed; nothing runs as root unasked.
+or the supervisor has exited 2 with a message naming what failed; nothing runs as root unasked,
+and never as root over a workspace someone else owns (the supervisor re-checks what it was told).
 """
 
 from __future__ import annotations
@@ -57,6 +59,11 @@ def adopt(spec: str, state_dir: Path, workspace: Path | None) -> None:
         target = parse(spec, "$JACKIN_CTX_RUN_AS")
     except ValueError as exc:
         _fail(str(exc))
+    if target.uid == 0 and workspace is not None and workspace.is_dir() and owner_of(workspace).uid != 0:
+        # $JACKIN_CTX_RUN_AS came from somewhere other than `capsule up` (which sends the owner): root
+        # here could leave a setuid-root program in a workspace a host user owns
+        _fail(f"$JACKIN_CTX_RUN_AS=0:0 but the workspace {workspace} is owned by {owner_of(workspace)}: "
+              "refusing to run the agent as root; start it with `capsule up` (the owner's ids) or --user UID:GID")
     home = _account(target)
     _own_tree(state_dir, target)
     os.environ.update({"HOME": str(home), "USER": AGENT_USER if target.uid else "root",

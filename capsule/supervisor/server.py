@@ -9,6 +9,8 @@ Wire protocol, one request per connection (the shim speaks it without importing 
   OBS1 <exit> <duration_us> <len cmd> <len stdout> <len stderr> <len scope> [<len cwd> [<len meta>]]\\n <bytes…>
       (meta: `NAME=VALUE` lines of the command's environment, capsule.agents.limits.env_names())
       -> OK <len stdout> <len stderr>\\n <bytes…>   |   RAW\\n
+  HOOK1 <len event>\\n <a Claude Code PostToolUse event, JSON>   (shims/hook_door.py)
+      -> OK <len answer>\\n <the hook's stdout: updatedToolOutput, or empty>   |   RAW\\n
   PING\\n   -> PONG <pid>\\n
   STATUS\\n -> JSON (one object) describing the supervisor
 """
@@ -29,7 +31,7 @@ import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from capsule.agents import limits
-from capsule.shims import door
+from capsule.shims import door, hook_door
 
 log = logging.getLogger("capsule.supervisor")
 
@@ -145,6 +147,8 @@ class EngineServer:
             info = dict(self.status())
             info.update(served=self.served, failed=self.failed, shed=self.shed)
             return json.dumps(info, sort_keys=True).encode() + b"\n"
+        if verb == b"HOOK1" and len(fields) == 2:
+            return await self._hook(buf, int(fields[1]), key)
         if verb != b"OBS1" or len(fields) not in (7, 8, 9):
             raise ValueError(f"bad request header {head[:60]!r}")
         code, duration_us, n_cmd, n_out, n_err, n_scope, *rest = (int(f) for f in fields[1:])
@@ -168,6 +172,21 @@ class EngineServer:
                         cwd=cwd, meta=meta))
         self.served += 1
         return b"OK %d %d\n" % (len(new_out), len(new_err)) + bytes(new_out) + bytes(new_err)
+
+
+    async def _hook(self, buf: BufferedByteReceiveStream, n: int, key: int | None) -> bytes:
+        """One tool result from the hook door, answered like a shim's command (one engine, one lock)."""
+        if not 0 <= n <= MAX_PAYLOAD:
+            raise ValueError("payload out of bounds")
+        event = json.loads(await _exactly(buf, n) or b"{}")
+        self._waiting.pop(key, None)
+        if self.engine is None:
+            return b"RAW\n"
+        async with self.lock:
+            value = await anyio.to_thread.run_sync(hook_door.answer, self.engine, event)
+        self.served += 1
+        out = hook_door.hook_output(value)
+        return b"OK %d\n" % len(out) + out
 
 
 async def _exactly(buf: BufferedByteReceiveStream, n: int) -> bytes:

@@ -122,7 +122,8 @@ def test_up_runs_the_agent_as_the_workspace_owner_or_the_override(tmp_path, monk
                            interactive=False, user=run_as(ws, None))
     joined = " ".join(argv)
     # started as root so the supervisor can hand over the state volume, then it drops to 501:20
-    assert "--user 0:0 -e JACKIN_CTX_RUN_AS=501:20" in joined
+    assert "--user 0:0 --label capsule.user=501:20" in joined
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "-e"][-1] == "JACKIN_CTX_RUN_AS=501:20"  # last: it wins
     assert "--security-opt no-new-privileges --cap-drop ALL" in joined
     assert [argv[i + 1] for i, a in enumerate(argv) if a == "--cap-add"] == list(CAPABILITIES)
     assert "NET_RAW" not in CAPABILITIES and "MKNOD" not in CAPABILITIES

@@ -4,7 +4,7 @@
 scripted fake model API (tests/e2e/harness.py) listens on that network's gateway address on the
 host. One session per client, run in parallel: Claude Code detached on a workspace owned by uid
 501 (ps, logs, doctor, usage, limits and ids checked while it runs, then `capsule down --volumes`
-delivers SIGTERM to its tool call), Codex in the foreground on a root-owned workspace (its exit
+delivers SIGTERM to its tool call), Codex in the foreground on a root-owned workspace with --user 0:0 (its exit
 status is the container's). Both: a compressed shim view, a program's raw capture, MCP
 ctx_expand of the handle the shim printed, the proxy door, and files created, edited and deleted
 in the workspace with the owners the rule in README.md says.
@@ -227,8 +227,9 @@ def _codex_session(net: tuple[str, str], tmp: Path) -> dict:
     (codex_home / "config.toml").write_text(fake.provider_config().replace("127.0.0.1", gateway))
     out: dict = {"ws": ws, "fake": fake, "volume": f"capsule-state-{role.stem}", "before": _files(ws), "role": role}
     try:
+        # root only because asked: `up` refuses a root-owned workspace by default (issue 31)
         proc = subprocess.run([*CLI, "up", "--role", str(role), "--workspace", str(ws), "--name",
-                               f"capsule-e2e-codex-{os.getpid()}", "--network", name,
+                               f"capsule-e2e-codex-{os.getpid()}", "--network", name, "--user", "0:0",
                                "-e", "OPENAI_API_KEY=test", "-e", "CODEX_HOME=/workspace/.codex-home", "--",
                                "codex", "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
                                "-m", h.CODEX_MODEL, h.PROMPT],

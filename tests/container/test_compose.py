@@ -34,5 +34,9 @@ def test_compose_runs_two_roles_with_separate_state():
         assert "init: false" in block  # the supervisor is PID 1
         # root starts it, the supervisor drops to the host user's ids (issue 22's rule, as `capsule up`)
         assert 'user: "0:0"' in block and "JACKIN_CTX_RUN_AS: ${CAPSULE_USER:-1000:1000}" in block
+        # and confined as `capsule up` confines it (issue 31): every capability but the listed, no new privileges
+        assert "cap_drop: [ALL]" in block and 'security_opt: ["no-new-privileges:true"]' in block
+        from capsule.ground.reserved import CAPABILITIES
+        assert f"cap_add: [{', '.join(CAPABILITIES)}]" in block
     declared = re.findall(r"^  ([\w-]+):\s*$", text.split("\nvolumes:\n", 1)[1], re.M)
     assert len(states) == 2 and states == set(declared)

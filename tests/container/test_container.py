@@ -3,6 +3,7 @@ kill switches, and manifest refusal."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import time
 import pytest
 
 
-AGENT_CALL = {"CLAUDECODE": "1"}
+AGENT_CALL = {"JACKIN_CTX_AGENT": "claude", "CLAUDECODE": "1"}   # as in a Bash call of the Claude Code capsule launched
 ENV_FILE = "/opt/capsule/shims/capsule-env.sh"
 # An agent's tool call: a shell that sources the image's capsule-env.sh first (as Claude Code's
 # CLAUDE_ENV_FILE and Codex's BASH_ENV do), so the call's output is the agent's view.
@@ -50,7 +51,7 @@ def test_codex_login_snapshot_and_bash_env_reach_the_shims_in_the_image(capsule)
     rc, path, _ = capsule.exec(["bash", "-lc", "echo $PATH"], env={"PATH": "/usr/bin:/bin"})
     assert rc == 0 and path.decode().split(":")[0] == "/opt/capsule/shims", path
     _, raw, _ = git_log(capsule)
-    env = {"PATH": path.decode().strip(), "BASH_ENV": ENV_FILE, "CODEX_THREAD_ID": "t-1", "CODEX_TOOL_CALL_ID": "c-1"}
+    env = {"PATH": path.decode().strip(), "BASH_ENV": ENV_FILE, "JACKIN_CTX_AGENT": "codex", "CODEX_THREAD_ID": "t-1", "CODEX_TOOL_CALL_ID": "c-1"}
     capture = "import subprocess, sys; sys.stdout.buffer.write(subprocess.run(['git', 'log'], capture_output=True).stdout)"
     rc, out, _ = capsule.exec(["bash", "-c", f"python3 -c \"{capture}\" > /tmp/captured; git log"], env=env,
                               workdir="/repo")
@@ -138,7 +139,7 @@ SWITCHES = {
     "JACKIN_CTX_NO_SHIMS": (False, False, None, True, True),
     "JACKIN_CTX_MEASURE_ONLY": (False, True, 0, True, True),
     "JACKIN_CTX_NO_MCP": (True, True, 1, False, True),
-    "JACKIN_CTX_NO_REGISTER": (True, True, 1, False, True),
+    "JACKIN_CTX_NO_REGISTER": (True, True, 1, True, True),     # the output register's switch, not MCP's
     "JACKIN_CTX_NO_ROUTING": (True, True, 1, True, False),
 }
 
@@ -195,7 +196,7 @@ def test_capsule_up_detach_ps_logs_down(image, tmp_path):
     subprocess.run([*env_cli, "down", name, "--volumes"], capture_output=True)
     ws = tmp_path / "ws"
     ws.mkdir()
-    ws.chmod(0o777)
+    os.chown(ws, 1000, 1000)          # `up` refuses a root-owned workspace (issue 31)
     up = subprocess.run([*env_cli, "up", "--role", "default", "--workspace", str(ws), "--detach", "--name", name,
                          "-e", "JACKIN_CTX_NO_SHIMS=1", "--", "bash", "-c",
                          "echo $JACKIN_CTX_NO_SHIMS > /workspace/seen; exec sleep infinity"],
@@ -247,7 +248,7 @@ def test_two_roles_side_by_side_share_nothing_but_the_image(image, repo):
                                  capture_output=True, text=True, timeout=120)
             assert f'"role": "{role}"' in out.stdout, out.stderr
         # a row in one role's ledger does not appear in the other's
-        subprocess.run(["docker", "exec", "-e", "CLAUDECODE=1", "-w", "/workspace", names["python-dev"], *AGENT_SHELL,
+        subprocess.run(["docker", "exec", "-e", "CLAUDECODE=1", "-e", "JACKIN_CTX_AGENT=claude", "-w", "/workspace", names["python-dev"], *AGENT_SHELL,
                         "git", "log"],
                        capture_output=True, timeout=120, check=True)
         count = ("import apsw; print(apsw.Connection('/state/context/ledger.db').execute("

@@ -361,6 +361,30 @@ def run_codex(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_env
 RUNNERS = {"claude": run_claude, "codex": run_codex}
 
 
+def run_claude_tools(ws: Path, home: Path, mode: str, calls: list[tuple[str, dict]], extra_env: dict | None = None,
+                     allowed: str = "Bash,Read,Grep,Glob") -> tuple[Session, object]:
+    """Claude Code with scripted calls of any of its tools (tests/fakes ToolCalls): (the session,
+    the fake, closed), the fake's raw bodies kept for what the model saw."""
+    from tests.fakes.anthropic import ToolCalls  # noqa: PLC0415
+
+    home.mkdir(parents=True, exist_ok=True)
+    fake = ToolCalls(calls)
+    try:
+        env = {**base_env(home), "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{fake.port}", "ANTHROPIC_API_KEY": "test",
+               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+               "MCP_CONNECTION_NONBLOCKING": "0", **(extra_env or {})}
+        argv = [client_path("claude"), "-p", PROMPT, "--allowedTools", allowed, "--output-format", "json"]
+        if mode == "capsule":
+            argv = capsule_prefix() + argv
+        proc = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
+                              stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, f"claude ({mode}) exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+        results = [result_text(r) for r in fake.tool_results()]
+        return Session("claude", mode, results, home, proc.stdout, proc.stderr, [], fake.requests), fake
+    finally:
+        fake.close()
+
+
 def run_in_container(client: str, root: Path, calls=CALLS, role: str = "python-dev") -> Session:
     """The same session with the client inside the capsule image (`capsule up`, no --local): the
     fake listens on the gateway of a docker network made for this run, the container joins it."""
@@ -385,8 +409,9 @@ def run_in_container(client: str, root: Path, calls=CALLS, role: str = "python-d
             env += ["-e", "OPENAI_API_KEY=test", "-e", "CODEX_HOME=/workspace/.codex-home"]
             argv = ["codex", "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", PROMPT]
         try:
+            # the workspace is root's here: root is the agent only because asked (`up` refuses it by default)
             proc = subprocess.run([sys.executable, "-m", "capsule", "up", "--role", role, "--workspace", str(ws),
-                                   "--network", net, "--name", name, *env, "--", *argv],
+                                   "--network", net, "--name", name, "--user", "0:0", *env, "--", *argv],
                                   capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
             assert proc.returncode == 0, f"{client} (container) exited {proc.returncode}:\n{proc.stderr[-3000:]}"
             return Session(client, "container", fake.tool_results(), ws, proc.stdout, proc.stderr,

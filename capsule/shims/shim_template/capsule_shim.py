@@ -20,6 +20,7 @@ ENV_MARKER = @ENV_MARKER@
 ENV_NESTED = @ENV_NESTED@
 ENV_FORWARD = @ENV_FORWARD@  # the client's markers and caps the engine reads (capsule.agents.limits)
 ENV_OUT = @ENV_OUT@
+TOOL_MARKS = @TOOL_MARKS@  # client -> (variable, value or "" for any): capsule/agents/clients.py
 ENV_STREAM_AFTER = @ENV_STREAM_AFTER@
 STREAM_AFTER_S = @STREAM_AFTER_S@  # a call still running then streams raw (servers, long builds)
 RAW_ARGS = @RAW_ARGS@  # tools.txt `raw:` tokens: calls whose output must stream pass raw
@@ -79,7 +80,15 @@ def quote(arg):
 
 
 def is_agent_call(env):
-    return env.get("CLAUDECODE") == "1" or bool(env.get("CODEX_THREAD_ID")) or on(ENV_MARKER, env)
+    """capsule's marker names the client it launched and that client's tool mark holds (its own
+    calls carry the marker, not the mark); another marker value (a shell agent): every call."""
+    if not on(ENV_MARKER, env):
+        return False
+    mark = TOOL_MARKS.get(env[ENV_MARKER])
+    if mark is None:
+        return True
+    value = env.get(mark[0], "")
+    return value == mark[1] if mark[1] else bool(value)
 
 
 def agent_view(env):
