@@ -86,3 +86,27 @@ def _with_handle(parts: list[Part], handle: str, after: int) -> tuple[list[Part]
             out[i] = Part("text", p.text.rstrip("\n") + footer)
             return out, after + tokens.count(footer)
     return parts, after
+
+
+def refusal(data: bytes, rel: str, table: dict, context_mode: str | None, warnings=()) -> str | None:
+    """Why a PDF read sends nothing, for the door's error: the media layer's own reason when it is on
+    and refused this PDF (`warnings`: the emission's, a 10,000-page or encrypted PDF, a time budget),
+    else that the layer is off or measuring; None for an image (its original is sent unchanged)."""
+    if media.kind_of(None, data) != "pdf":
+        return None
+    policy = media_policy.from_table(table, context_mode)
+    if policy.mode == "on":
+        why = warnings[0] if warnings else "its text would cost more than the PDF as it is"
+        return f"{rel}: this PDF is not served by ctx_read ({why}); read it with the client's own Read tool"
+    return (f"{rel} is a PDF and the media layer is {policy.mode} ({policy.reason}); "
+            "ctx_read serves its text only when [context.media] is on")
+
+
+def mime(data: bytes) -> str:
+    """An image's media type by its bytes (image/png when they cannot be probed)."""
+    from capsule.observe.media import image  # noqa: PLC0415
+
+    try:
+        return image.probe(data)[0]
+    except image.MediaError:
+        return "image/png"

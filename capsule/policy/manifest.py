@@ -40,6 +40,7 @@ class Agent:
     model: str | None
     command: tuple[str, ...]
     env: dict[str, str]
+    statusline: bool = False      # claude: Claude Code's statusLine is `capsule statusline` for the session
 
 
 @dataclass(frozen=True)
@@ -255,7 +256,7 @@ def _build(data: dict[str, Any], path: Path) -> Role:
         description=data.get("description", ""),
         agent=Agent(kind=kind, model=agent.get("model"),
                     command=tuple(agent.get("command", AGENT_COMMANDS[kind])),
-                    env=dict(agent.get("env", {}))),
+                    env=dict(agent.get("env", {})), statusline=bool(agent.get("statusline", False))),
         workspace_mount=workspace.get("mount", "/workspace"),
         workspace_read_only=bool(workspace.get("read_only", False)),
         resources=dict(data.get("resources", {})),
