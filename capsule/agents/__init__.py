@@ -1,8 +1,9 @@
 """What differs per agent: where its config lives and how capsule registers with it.
 
 Not responsible for the MCP server itself (capsule/mcp) or launching agents (capsule/supervisor).
-Invariant: JACKIN_CTX_NO_MCP and JACKIN_CTX_NO_REGISTER (and the master switch) leave every file
-untouched; registration is a verified merge, idempotent.
+Invariant: JACKIN_CTX_NO_MCP (and the master switch) leave every file untouched
+(JACKIN_CTX_NO_REGISTER is the output register's switch: the caller leaves it out of the note);
+registration is a verified merge, idempotent.
 """
 
 from __future__ import annotations
@@ -11,12 +12,23 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from capsule.agents import clients
 from capsule.agents.common import ConfigError
 from capsule.ground import switches
 
-AGENTS = ("claude", "codex")
+AGENTS = clients.names()                 # every described client (data/clients/*.toml)
+REGISTERABLE = ("claude", "codex")       # `capsule mcp register`: the clients with a user-scope writer
 
-__all__ = ["AGENTS", "ConfigError", "RegisterResult", "footprint", "register", "registration_status"]
+__all__ = ["AGENTS", "REGISTERABLE", "ConfigError", "RegisterResult", "client_info", "doors", "footprint",
+           "register", "registration_status", "role_context"]
+
+
+def role_context(name: str):
+    """The [context] table of the role `name` (policy/manifest.py), for a door that must not reach
+    below the engine; raises what load_role raises."""
+    from capsule.policy.manifest import load_role  # noqa: PLC0415
+
+    return load_role(name).context
 
 
 @dataclass
@@ -34,7 +46,7 @@ class RegisterResult:
 
 
 def _blocked(env) -> str | None:
-    for name in (switches.DISABLE, switches.NO_MCP, switches.NO_REGISTER):
+    for name in (switches.DISABLE, switches.NO_MCP):
         if switches.is_on(name, env):
             return f"{name} is set"
     role = env.get(switches.ROLE)
@@ -45,8 +57,8 @@ def _blocked(env) -> str | None:
             subsystems = load_role(role).context.subsystems
         except Exception:  # a broken role is reported by doctor; registration follows the switches alone
             return None
-        if not subsystems.mcp or not subsystems.register:
-            return f"role {role!r} turns {'mcp' if not subsystems.mcp else 'register'} off"
+        if not subsystems.mcp:
+            return f"role {role!r} turns mcp off"
     return None
 
 
@@ -74,7 +86,7 @@ def register(agent: str, scope: str | None = None, project: Path | str = ".", no
             raise ConfigError(f"codex has one config scope (user: $CODEX_HOME/config.toml), not {scope!r}")
         result.changed = codex.register(env)
     else:
-        raise ConfigError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
+        raise ConfigError(f"unknown agent {agent!r}; known: {', '.join(REGISTERABLE)}")
     if note:
         target = notes.user_file(agent, env) if note == "user" else project / notes.FILES[agent]
         try:
@@ -135,7 +147,7 @@ def footprint(project: Path | str = ".", env=None) -> list[str]:
             what.append("enabledMcpjsonServers")
         if what:
             out.append(f"{path}: {', '.join(what)}")
-    for agent in AGENTS:
+    for agent in notes.FILES:
         for target in (project / notes.FILES[agent], notes.user_file(agent, env)):
             if notes.has(target):
                 out.append(f"{target}: read-door note")
@@ -167,7 +179,7 @@ def client_info(command: str, env=None) -> dict:
         if isinstance(meta, dict) and isinstance(meta.get("version"), str) and isinstance(meta.get("name"), str):
             info.update(version=meta["version"], source=f"{meta['name']} (npm)")
             return info
-    if os.path.basename(command) not in AGENTS:
+    if os.path.basename(command) not in REGISTERABLE:
         return info
     try:
         proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=5,
@@ -178,3 +190,27 @@ def client_info(command: str, env=None) -> dict:
     except (OSError, subprocess.TimeoutExpired):
         pass
     return info
+
+
+def doors(kind: str, plan: dict | None = None, running: bool = False) -> dict:
+    """What doctor says of one client: its description and, per door it has, whether it is live.
+
+    `plan`: the subsystem decisions ({name: {"on": bool, ...}}); a door is live when its subsystem
+    is on (shims: shims; mcp: mcp and register; hooks: engine; proxy: proxy and a model API the
+    proxy speaks). Reads only."""
+    client = clients.get(kind)
+    if client is None:
+        return {}
+    plan = plan or {}
+
+    def on(*names: str) -> bool:
+        return all((plan.get(n) or {}).get("on", False) for n in names)
+
+    speaks = client.api in ("anthropic", "openai")
+    live = {"shims": on("shims"), "mcp": on("mcp", "register"), "hooks": on("engine"),
+            "proxy": on("proxy") and speaks}
+    return {"name": client.name, "title": client.title, "tested": list(client.tested),
+            "identity": f"{switches.AGENT_MARKER}={client.name} + {client.tool_env}"
+                        f"{'=' + client.tool_value if client.tool_value else ''}",
+            "transcripts": client.transcripts, "session": client.session,
+            "doors": {door: {"how": how, "live": live.get(door, False)} for door, how in client.doors.items()}}

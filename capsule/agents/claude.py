@@ -21,6 +21,17 @@ from capsule.agents.common import (MARKER_KEY, MARKER_VALUE, SERVER_NAME, Config
                                    write_atomic)
 
 TOOL_PERMISSION = f"mcp__{SERVER_NAME}"
+# The hook door's tools (capsule/shims/hook_door.py answers their PostToolUse events; the proxy then
+# leaves their results alone: one rewrite path per result). Bash is the shims' (INV-8), and
+# capsule's own MCP tools are the engine's own output.
+HOOK_TOOLS = ("Read", "Grep", "Glob", "WebFetch")
+HOOK_MATCHER = "Read|Grep|Glob|WebFetch|mcp__.*"
+OWN_TOOL_PREFIX = f"mcp__{SERVER_NAME}__"
+
+
+def hook_owns(tool: str) -> bool:
+    """Is `tool`'s result the hook door's when the door is on?"""
+    return tool in HOOK_TOOLS or (tool.startswith("mcp__") and not tool.startswith(OWN_TOOL_PREFIX))
 FORGET_HOOKS = (("PreCompact", ""), ("SessionStart", "clear|compact"))
 
 

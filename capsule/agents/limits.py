@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Mapping
 
+from capsule.agents import clients
 from capsule.ground import switches
 from capsule.ground.types import Limit
 
@@ -27,10 +28,10 @@ def data() -> dict:
 
 def env_names() -> tuple[str, ...]:
     """The environment entries a shim forwards with each observation (this module and intent.py read them)."""
-    names = [switches.AGENT_MODEL]
-    for client in ("claude", "codex"):
-        spec = data()[client]
-        names += [spec["detect_env"]] + [spec[k] for k in ("cap_env", "session_env") if k in spec]
+    names = [switches.AGENT_MARKER, switches.AGENT_MODEL]
+    for client in clients.all_clients().values():
+        spec = data().get(client.name, {})
+        names += [client.tool_env] + [spec[k] for k in ("cap_env", "session_env") if k in spec]
     return tuple(dict.fromkeys(names))
 
 
@@ -38,17 +39,24 @@ def detect(env: Mapping[str, str] | None) -> Limit | None:
     """The client behind an observation, from the environment its command ran in."""
     if not env:
         return None
+    # capsule's marker names the client it launched; without it (a client capsule did not launch)
+    # its tool mark is the hint.
+    client = clients.get(env.get(switches.AGENT_MARKER, "")) or clients.hinted(env)
+    name = client.name if client else None
     claude, codex = data()["claude"], data()["codex"]
-    if env.get(claude["detect_env"]) == "1":
+    if name == "claude":
         cap = int(claude["cap"])
         override = env.get(claude["cap_env"], "").strip()
         if override.isdigit() and int(override) > 0:
             cap = int(override)
         return _limit("claude", env.get(switches.AGENT_MODEL) or None, claude["unit"], cap)
-    if env.get(codex["detect_env"]):
+    if name == "codex":
         model = env.get(switches.AGENT_MODEL) or codex["default_model"]
         cap = int(codex["cap"]) if model in codex["catalog"] else int(codex["unknown_model_cap"])
         return _limit("codex", model, codex["unit"], cap)
+    spec = data().get(name or "")
+    if spec and "cap" in spec:           # a client with one fixed cap (gemini)
+        return _limit(name, env.get(switches.AGENT_MODEL) or None, spec["unit"], int(spec["cap"]))
     return None
 
 

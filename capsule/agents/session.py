@@ -27,8 +27,12 @@ SESSIONS_DIR = "sessions"
 INTENT_RETENTION_S = 24 * 3600     # recorded Bash descriptions and prompts of past sessions
 HOOK_TEMPLATE = Path(__file__).with_name("hook_template") / "intent_hook.py"
 BOUNDARY_TEMPLATE = Path(__file__).with_name("hook_template") / "boundary_hook.py"
-# Claude Code's task boundaries (all in 2.1.197's hook list), each logged to the ledger.
-BOUNDARY_EVENTS = ("SessionStart", "UserPromptSubmit", "SubagentStart", "PreCompact", "SessionEnd")
+TOOL_TEMPLATE = Path(__file__).with_name("hook_template") / "tool_hook.py"
+TOOL_HOOK_TIMEOUT_S = 60
+# Claude Code's task boundaries (all in 2.1.197's hook list), each logged to the ledger; the model
+# switch events are 2.1.332's (2.1.197 ignores hook events it does not know, checked).
+BOUNDARY_EVENTS = ("SessionStart", "UserPromptSubmit", "SubagentStart", "PreCompact", "SessionEnd",
+                   "PreModelSwitch", "PostModelSwitch")
 # Claude Code subcommands take no session flags (they configure, they do not converse).
 CLAUDE_SUBCOMMANDS = frozenset({"mcp", "config", "doctor", "update", "install", "migrate-installer",
                                 "setup-token", "plugin", "agents", "auth"})
@@ -79,7 +83,12 @@ def finish(session_dir: Path | None) -> None:
 
 def _hook_command(session_dir: Path, state_dir: Path, python: str) -> str:
     script = session_dir / "intent_hook.py"
-    text = HOOK_TEMPLATE.read_text(encoding="utf-8").replace("@INTENTS_DIR@", repr(str(intents_dir(state_dir))))
+    import sys  # noqa: PLC0415
+
+    # the hook redacts what it keeps with capsule's own pass: it needs capsule's import path (-IS drops it)
+    where = [p for p in sys.path if p and os.path.isdir(p)]
+    text = (HOOK_TEMPLATE.read_text(encoding="utf-8").replace("@INTENTS_DIR@", repr(str(intents_dir(state_dir))))
+            .replace("@IMPORT_PATH@", repr(where)).replace("@STATE_DIR@", repr(str(state_dir))))
     script.write_text(text, encoding="utf-8")
     return shlex.join([python, "-IS", str(script)])     # a shell runs it: a path is data, never code
 
@@ -96,22 +105,38 @@ def _boundary_command(session_dir: Path, state_dir: Path, python: str) -> str:
     return shlex.join([python, "-IS", str(script)])
 
 
+def _tool_hook_command(session_dir: Path, state_dir: Path, python: str, engine_python: str) -> str:
+    script = session_dir / "tool_hook.py"
+    from capsule.ground import paths  # noqa: PLC0415
+
+    values = {"@SOCKET@": str(paths.socket_path()), "@PYTHON@": engine_python, "@STATE_DIR@": str(state_dir),
+              "@SOCKET_ENV@": switches.SOCKET, "@STATE_ENV@": switches.STATE_DIR}
+    text = TOOL_TEMPLATE.read_text(encoding="utf-8")
+    for k, v in values.items():
+        text = text.replace(k, repr(v))
+    script.write_text(text, encoding="utf-8")
+    return shlex.join([python, "-IS", str(script)])
+
+
 def _binary_at(argv: list[str], name: str) -> int | None:
     """Where the agent's own binary is in `argv` (a wrapper such as `npx claude` comes first)."""
     return next((i for i, word in enumerate(argv) if os.path.basename(word) == name), None)
 
 
 def claude_argv(argv: list[str], session_dir: Path, state_dir: Path, *, mcp: bool, intent: bool,
-                python: str, boundaries: bool = False, instructions: str | None = None) -> list[str]:
+                python: str, boundaries: bool = False, instructions: str | None = None,
+                tool_hook: bool = False, statusline: bool = False) -> list[str]:
     """`argv` (claude …) with the session flags right after the binary; `instructions` (the role's
     compiled standing text, prompt/pack.py; None: the read-door note alone when mcp is on) goes in
-    --append-system-prompt, after any text the user gave that flag."""
+    --append-system-prompt, after any text the user gave that flag. `tool_hook`: the hook door
+    (PostToolUse on Read, Grep, Glob, WebFetch and MCP tools: capsule/shims/hook_door.py)."""
     at = _binary_at(argv, "claude")
     if at is None:
         return list(argv)
     if at:
         return argv[:at] + claude_argv(argv[at:], session_dir, state_dir, mcp=mcp, intent=intent, python=python,
-                                       boundaries=boundaries, instructions=instructions)
+                                       boundaries=boundaries, instructions=instructions, tool_hook=tool_hook,
+                                       statusline=statusline)
     first = next((a for a in argv[1:] if not a.startswith("-")), None)
     if first in CLAUDE_SUBCOMMANDS:
         return list(argv)
@@ -135,6 +160,17 @@ def claude_argv(argv: list[str], session_dir: Path, state_dir: Path, *, mcp: boo
         hooks = settings.setdefault("hooks", {})
         for event in BOUNDARY_EVENTS:
             hooks.setdefault(event, []).append({"hooks": [hook]})
+    if tool_hook:
+        import sys  # noqa: PLC0415
+
+        hook = {"type": "command", "command": _tool_hook_command(session_dir, state_dir, python, sys.executable),
+                "timeout": TOOL_HOOK_TIMEOUT_S}
+        settings.setdefault("hooks", {}).setdefault("PostToolUse", []).append(
+            {"matcher": claude.HOOK_MATCHER, "hooks": [hook]})
+    if statusline:    # the role asks for it ([agent] statusline = true): this session's only
+        command, args = server_command()
+        line = [command, *args[:-2], "statusline"] if args[-2:] == ["mcp", "serve"] else [command, "statusline"]
+        settings["statusLine"] = {"type": "command", "command": shlex.join(line), "padding": 0}
     if settings:
         (session_dir / "settings.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
         flags += ["--settings", str(session_dir / "settings.json")]
@@ -173,7 +209,7 @@ def codex_argv(argv: list[str], state_dir: Path, env=None, *, mcp: bool, instruc
         theirs = tomllib.loads(codex.config_path(env).read_text(encoding="utf-8")).get("developer_instructions") or ""
     except (OSError, tomllib.TOMLDecodeError):
         pass
-    text = notes.NOTE if instructions is None else instructions
+    text = (notes.NOTE if mcp else "") if instructions is None else instructions
     note = f"{theirs}\n\n{text}" if isinstance(theirs, str) and theirs and text else (text or theirs)
     if note:
         flags += ["-c", f"developer_instructions={_toml(note)}"]

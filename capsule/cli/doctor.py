@@ -154,11 +154,18 @@ def collect(role_arg: str | None = None) -> dict:
     except Exception as exc:  # noqa: BLE001 - a finding, not a crash
         outside = [f"(could not check: {exc})"]
     try:
-        from capsule.agents import AGENTS, client_info  # noqa: PLC0415
+        from capsule.agents import AGENTS, client_info, doors  # noqa: PLC0415
+        from capsule.agents import clients as described  # noqa: PLC0415
 
         command = role.agent.command[0] if role.agent.command else role.agent.kind
-        agent = {"kind": role.agent.kind, **client_info(command)}
+        agent = {"kind": role.agent.kind, **client_info(command),
+                 **doors(role.agent.kind, {k: v.as_dict() for k, v in subsystems.items()})}
+        if described.get(role.agent.kind) and agent.get("path"):
+            agent["version_warning"] = described.version_status(described.get(role.agent.kind), agent.get("version"))
         clients = {c: client_info(c) for c in AGENTS}
+        for name, info in clients.items():     # every installed client, not only the role's: outside its range?
+            if described.get(name) and info.get("path") and info.get("version"):
+                info["version_warning"] = described.version_status(described.get(name), info["version"])
     except Exception as exc:  # noqa: BLE001 - a finding, not a crash
         agent, clients = {"kind": role.agent.kind, "error": str(exc)}, {}
     standing = budget.standing_context(subsystems, role)
@@ -260,13 +267,16 @@ def _alive(pid) -> bool:
 def render(r: dict) -> str:
     emb = r.get("embedded")
     if emb:
-        lines = [f"capsule {r['version']}  embedded ({', '.join(emb['commands'])})  mode {r['mode']}  ({emb['reason']})"]
+        lines = [f"capsule {r['version']}  here, outside a role: {' and '.join(f'`{c}`' for c in emb['commands'])} run in "
+                 f"mode {r['mode']} ({emb['reason']})"]
     else:
         lines = [f"capsule {r['version']}  role {r['role']['name']} ({r['role']['agent']})  mode {r['mode']}"]
     sup = r["supervisor"]
     lines.append(f"supervisor   {'pid %s, up %.0fs, %s served' % (sup['pid'], sup['uptime_s'], sup['served']) if sup else 'not running (embedded mode)'}")
     if emb:
-        lines.append(f"role         {r['role']['name']} ({r['role']['agent']}), what `capsule up` would start: mode {r['role_mode']}")
+        what = {"measure": ": count every output, change none", "off": ": nothing counted or changed"}.get(r["role_mode"], "")
+        lines.append(f"role         {r['role']['name']} ({r['role']['agent']}): `capsule up` would start it in mode "
+                     f"{r['role_mode']}{what}")
     for name, d in r["subsystems"].items():
         lines.append(f"  {name:<10} {'on ' if d['on'] else 'off'}  {d['reason']}")
     on = [k for k, v in r["switches"].items() if v]
@@ -302,11 +312,18 @@ def render(r: dict) -> str:
     ag = r.get("agent") or {}
     if ag:
         found_at = f"{ag.get('version') or 'version unknown'} at {ag['path']}" if ag.get("path") else "NOT FOUND on PATH"
-        lines.append(f"agent        {ag.get('command', ag.get('kind'))}: {found_at}")
+        lines.append(f"agent        {ag.get('title') or ag.get('command', ag.get('kind'))}: {found_at}"
+                     + (f"  (tested {ag['tested'][0]}..{ag['tested'][1]})" if ag.get("tested") else "")
+                     + (f"  ! {ag['version_warning']}" if ag.get("version_warning") else ""))
+        if ag.get("doors"):
+            lines.append("  doors      " + ", ".join(f"{d} {'live' if v['live'] else 'off'}" for d, v in ag["doors"].items())
+                         + f"; tool calls: {ag['identity']}; transcripts: {ag['transcripts']}")
     others = [f"{c} {i.get('version') or '?'}" for c, i in (r.get("clients") or {}).items()
               if i.get("path") and c != ag.get("command")]
     if others:
         lines.append(f"clients      {', '.join(others)}")
+    lines += [f"  ! {c} {i.get('version')}: {i['version_warning']}" for c, i in (r.get("clients") or {}).items()
+              if i.get("version_warning") and c != ag.get("command")]
     for agent, st in r["mcp_registration"].items():
         if isinstance(st, dict):
             where = ", ".join(st.get("locations") or []) or "no"
@@ -324,7 +341,7 @@ def render(r: dict) -> str:
         from capsule.measure import graduation  # noqa: PLC0415
 
         g = r["graduation"]
-        lines.append(f"graduation   {'error: ' + g['error'] if 'error' in g else graduation.describe(g)}")
+        lines.append(f"baseline     {'error: ' + g['error'] if 'error' in g else graduation.describe(g)}")
     md = r.get("media")
     if md:
         lines.append(f"media        error: {md['error']}" if "error" in md else

@@ -219,13 +219,28 @@ def _up_local(role: Role, extra: dict[str, str], argv: list[str], args) -> int:
     state = paths.state_dir()
     shim_dir = state / "shims"
     shims.install(shim_dir, socket=str(paths.socket_path()))
+    _owner_only(shim_dir)        # under the state dir: as private as the rest (install writes 0755)
     workdir = args.workspace.resolve() if args.workspace else None
     if workdir is not None and not workdir.is_dir():
         raise UserError(f"--workspace {args.workspace}: not a directory")
     setup_logging(state, verbose=False)
     sup = Supervisor(Options(role=role, command=argv or None, shim_dir=shim_dir, grace_s=args.grace,
                              workdir=workdir, env=extra, session_config=True))
-    return sup.run()
+    from capsule.cli import up_banner  # noqa: PLC0415
+    from capsule.supervisor.launch import agent_kind  # noqa: PLC0415
+
+    started = up_banner.now()
+    up_banner.say(up_banner.before(role, sup.plan, sup.mode, "local (no Docker; shims first on PATH)",
+                                   list(argv or role.agent.command), agent_kind(role, argv or None), str(state)))
+    code = sup.run()
+    up_banner.say(up_banner.after(state, started, code))
+    return code
+
+
+def _owner_only(folder: Path) -> None:
+    for path in [folder, *folder.rglob("*")]:
+        if not path.is_symlink():
+            paths.tighten(path)
 
 
 CAPABILITIES = reserved.CAPABILITIES     # what the container keeps (ground/reserved.py says why)
@@ -308,6 +323,7 @@ def _up_docker(role: Role, extra: dict[str, str], argv: list[str], args) -> int:
     if subprocess.run([docker, "image", "inspect", args.image], capture_output=True).returncode != 0:
         _build_image(docker, args.image)
     name = args.name or f"capsule-{role.name}"
+    _say_before_docker(role, extra, argv, args.image, name)
     cmd = docker_run_argv(role, extra, argv, image=args.image, name=name, workspace=workspace,
                           detach=args.detach, interactive=sys.stdin.isatty() and sys.stdout.isatty(),
                           user=user, network=args.network)
@@ -317,7 +333,22 @@ def _up_docker(role: Role, extra: dict[str, str], argv: list[str], args) -> int:
             raise UserError(f"docker run failed: {proc.stderr.strip().splitlines()[-1:] or proc.returncode}")
         print(proc.stdout.strip())
         return 0
-    return subprocess.call([docker, *cmd])
+    code = subprocess.call([docker, *cmd])
+    print(f"capsule: container {name} exited {code}; its state stays in volume {STATE_VOLUME_PREFIX}{role.name} "
+          f"(`capsule down {role.name} --volumes` removes it)", file=sys.stderr)
+    return code
+
+
+def _say_before_docker(role: Role, extra: dict[str, str], argv: list[str], image: str, name: str) -> None:
+    from capsule.cli import up_banner  # noqa: PLC0415
+    from capsule.policy import plan as planning  # noqa: PLC0415
+    from capsule.supervisor.launch import agent_kind  # noqa: PLC0415
+
+    sw = switches.Switches.read({**{k: v for k, v in os.environ.items() if k in switches.ALL_SWITCHES}, **extra})
+    up_banner.say(up_banner.before(role, planning.plan(role, sw), planning.effective_mode(role, sw),
+                                   f"container {name} from image {image}", list(argv or role.agent.command),
+                                   agent_kind(role, argv or None),
+                                   f"volume {STATE_VOLUME_PREFIX}{role.name} at {paths.CONTAINER_STATE_DIR}"))
 
 
 def _build_image(docker: str, image: str) -> None:

@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS route_inputs(path TEXT PRIMARY KEY, offset INTEGER NO
 """
 MAX_LINE = 64 << 10
 KINDS = ("boundary", "decision", "change", "notice")
+CLIENT_HOOK = "client hook"    # the source of a change the client's own hook reported (not the proxy's view)
 COLS = ("id", "ts", "kind", "session", "conversation", "task_class", "source", "reason", "detail")
 
 
@@ -58,7 +59,8 @@ class RouteLog:
 
     def ingest(self, path: Path) -> int:
         """Boundary lines the client hooks appended (paths.BOUNDARIES_FILE), each once: the offset read
-        so far is stored with the rows, in one transaction. A torn or hostile line is skipped."""
+        so far is stored with the rows, in one transaction. A torn or hostile line is skipped. A line
+        may say `"kind": "change"` (a model switch the client reported, source `client hook`)."""
         try:
             size = path.stat().st_size
         except OSError:
@@ -82,8 +84,10 @@ class RouteLog:
                     continue
                 self.conn.execute("INSERT INTO route_events(ts, kind, session, conversation, task_class, source, "
                                   "reason, detail) VALUES(?,?,?,?,?,?,?,?)",
-                                  (float(rec["ts"]), "boundary", str(rec.get("session") or "")[:80], None,
-                                   str(rec.get("task_class") or "main")[:20], "claude hook",
+                                  (float(rec["ts"]), "change" if rec.get("kind") == "change" else "boundary",
+                                   str(rec.get("session") or "")[:80], None,
+                                   str(rec.get("task_class") or "main")[:20],
+                                   CLIENT_HOOK if rec.get("kind") == "change" else "claude hook",
                                    str(rec.get("reason") or "")[:200],
                                    json.dumps(rec.get("detail") if isinstance(rec.get("detail"), dict) else {},
                                               sort_keys=True)[:4000]))

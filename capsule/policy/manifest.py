@@ -8,6 +8,7 @@ Role; the error names the file, the key, its line and a hint.
 from __future__ import annotations
 
 import json
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -25,7 +26,8 @@ SCHEMA_VERSIONS = {1: "role.v1.schema.json"}
 DEFAULT_ROLE = "default"
 DEFAULT_MODE = "measure"            # new roles count everything and change nothing
 DEFAULT_BUDGET = 1000          # standing-context tokens (INV-6); the shipped roles stay within it
-AGENT_COMMANDS = {"claude": ("claude",), "codex": ("codex",), "shell": ("bash",)}
+AGENT_COMMANDS = {"claude": ("claude",), "codex": ("codex",), "opencode": ("opencode",), "gemini": ("gemini",),
+                  "shell": ("bash",)}  # the clients of capsule/agents/data/clients (tests/agents check)
 
 
 class ManifestError(ValueError):
@@ -38,6 +40,7 @@ class Agent:
     model: str | None
     command: tuple[str, ...]
     env: dict[str, str]
+    statusline: bool = False      # claude: Claude Code's statusLine is `capsule statusline` for the session
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,7 @@ def validate(data: dict[str, Any], path: Path, source: str) -> None:
         line = _line_of(source, ("schema",))
         raise ManifestError(f"role {path} line {line}: key \"schema\" is {version!r}; "
                             f"hint: set schema = {max(SCHEMA_VERSIONS)} (known: {sorted(SCHEMA_VERSIONS)})")
+    _finite(data, (), path, source)
     from capsule.store import memo
 
     # jsonschema costs ~100 ms to import: a role whose exact bytes already passed this exact
@@ -143,7 +147,34 @@ def _first_error(data: dict[str, Any], path: Path, source: str, version: int) ->
 
     validator = jsonschema.Draft202012Validator(_schema(version))
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
-    return _describe(errors[0], path, source) if errors else None
+    if errors:
+        return _describe(errors[0], path, source)
+    return _client_error(data, path, source)
+
+
+def _client_error(data: dict[str, Any], path: Path, source: str) -> str | None:
+    """Keys the schema allows that only some clients can honour."""
+    kind = (data.get("agent") or {}).get("kind", "claude")
+    if ((data.get("context") or {}).get("routing") or {}).get("advisor") and kind != "claude":
+        line = _line_of(source, ("context", "routing", "advisor"))
+        return (f"role {path} line {line}: \"context.routing.advisor\" needs Claude Code's session-scoped subagent "
+                f"pins, and agent.kind is {kind!r}; hint: remove advisor (a plan lane model does the same for a plan)")
+    return None
+
+
+def _finite(node: Any, keys: tuple[str, ...], path: Path, source: str) -> None:
+    """TOML has nan and inf literals, and JSON Schema's bounds let them through (nan compares false
+    with everything): no role value may be one ("degrade at nan%")."""
+    if isinstance(node, float) and not math.isfinite(node):
+        dotted = ".".join(keys) or "(top level)"
+        raise ManifestError(f"role {path} line {_line_of(source, keys)}: bad value for \"{dotted}\": {node!r}; "
+                            "hint: a finite number (TOML's nan and inf are not accepted)")
+    if isinstance(node, dict):
+        for k, v in node.items():
+            _finite(v, keys + (str(k),), path, source)
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            _finite(v, keys + (str(i),), path, source)
 
 
 @lru_cache(maxsize=None)
@@ -225,7 +256,7 @@ def _build(data: dict[str, Any], path: Path) -> Role:
         description=data.get("description", ""),
         agent=Agent(kind=kind, model=agent.get("model"),
                     command=tuple(agent.get("command", AGENT_COMMANDS[kind])),
-                    env=dict(agent.get("env", {}))),
+                    env=dict(agent.get("env", {})), statusline=bool(agent.get("statusline", False))),
         workspace_mount=workspace.get("mount", "/workspace"),
         workspace_read_only=bool(workspace.get("read_only", False)),
         resources=dict(data.get("resources", {})),

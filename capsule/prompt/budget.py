@@ -95,14 +95,16 @@ def texts(client: str, role, subsystems: dict, surface: dict | None = None) -> d
         instr = instructions_text(client, surface)
         if instr:
             out["mcp instructions"] = instr
-    if subsystems["register"].on:
+    register_on = subsystems["register"].on
+    if register_on or mcp_on:   # the read-door note is MCP's part, the rest the register's
         output = dict(role.context.output) if role is not None else {}
-        body = pack.parts(output, read_door=mcp_on, legend=legend_for(role))
+        body = pack.parts(output, read_door=mcp_on, legend=legend_for(role) if register_on else "",
+                          register=register_on)
         identity = clients()[client].get("append_identity")
         if body and identity:
             out[IDENTITY] = identity[1]
         out.update(body)
-        if client == "claude":   # in the prompt of each subagent capsule defines (Claude Code --agents)
+        if client == "claude" and register_on:   # in the prompt of each subagent capsule defines
             out["subagent contract"] = pack.report_contract()
     return out
 

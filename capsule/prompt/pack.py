@@ -31,26 +31,28 @@ def settings(output: dict | None) -> tuple[str, bool, bool]:
             bool(output.get("codebook", False)))
 
 
-def parts(output: dict | None, *, read_door: bool = True, legend: str = "") -> dict[str, str]:
-    """Part name -> text, in the order they are sent; a part that is off is absent."""
-    register, guard_lines, _codebook = settings(output)
+def parts(output: dict | None, *, read_door: bool = True, legend: str = "", register: bool = True) -> dict[str, str]:
+    """Part name -> text, in the order they are sent; a part that is off is absent. `register`
+    False (JACKIN_CTX_NO_REGISTER): no register, guards, guard lines or codebook; `read_door` False
+    (JACKIN_CTX_NO_MCP): no note about the ctx_* tools."""
+    name, guard_lines, _codebook = settings(output)
     pack = data()
     out: dict[str, str] = {}
-    if register != "off":
-        out["register"] = pack["register"][register]["text"]
+    if register and name != "off":
+        out["register"] = pack["register"][name]["text"]
         out["guards"] = pack["guards"]["text"]
-    if guard_lines:
+    if register and guard_lines:
         out["guard lines"] = pack["guard_lines"]["text"]
     if read_door:
         out["read-door note"] = pack["read_door"]["text"]
-    if legend:
+    if register and legend:
         out["codebook"] = legend
     return out
 
 
-def standing_text(output: dict | None, *, read_door: bool = True, legend: str = "") -> str:
+def standing_text(output: dict | None, *, read_door: bool = True, legend: str = "", register: bool = True) -> str:
     """What the client gets as standing instructions; "" when every part is off."""
-    return SEPARATOR.join(parts(output, read_door=read_door, legend=legend).values())
+    return SEPARATOR.join(parts(output, read_door=read_door, legend=legend, register=register).values())
 
 
 def report_contract() -> str:

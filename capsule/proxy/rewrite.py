@@ -17,6 +17,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Callable
 
+from capsule.agents import claude
+
 try:
     import orjson
 except ImportError:   # declared in pyproject; an environment installed before it still works, slower
@@ -53,12 +55,16 @@ class Call:
 Shrink = Callable[[Call, str], str]
 
 
-def rewrite(api: str, body: Any, shrink: Shrink, *, shims_on: bool) -> bytes | None:
-    """New request bytes with each tool result passed through `shrink`; None when nothing changed."""
+def rewrite(api: str, body: Any, shrink: Shrink, *, shims_on: bool, hooks_on: bool = False) -> bytes | None:
+    """New request bytes with each tool result passed through `shrink`; None when nothing changed.
+    hooks_on: Claude Code's hook door answers its native reads and other MCP servers' results
+    (agents/claude.py hook_owns): those pass untouched here, so no result is shrunk twice."""
     if not isinstance(body, dict):
         return None
-    walk = _anthropic if api == "anthropic" else _openai
-    if not walk(body, shrink, shims_on):
+    if api == "anthropic":
+        if not _anthropic(body, shrink, shims_on, hooks_on):
+            return None
+    elif not _openai(body, shrink, shims_on):
         return None
     return serialize(body)
 
@@ -127,7 +133,7 @@ def _session_from_user_id(user: Any) -> str | None:
 
 
 # ---- Anthropic Messages -----------------------------------------------------------------------------
-def _anthropic(body: dict, shrink: Shrink, shims_on: bool) -> bool:
+def _anthropic(body: dict, shrink: Shrink, shims_on: bool, hooks_on: bool = False) -> bool:
     msgs = body.get("messages")
     if not isinstance(msgs, list):
         return False
@@ -150,6 +156,8 @@ def _anthropic(body: dict, shrink: Shrink, shims_on: bool) -> bool:
                 continue
             name, args, intent = calls.get(str(b.get("tool_use_id")), ("", {}, None))
             call = _call("anthropic", cfg, str(b.get("tool_use_id", "")), name, args, intent, shims_on)
+            if hooks_on and call.owned_elsewhere is None and claude.hook_owns(name):
+                call = Call(**{**call.__dict__, "owned_elsewhere": "Claude Code tool: the hook door owns it"})
             content = b.get("content")
             if isinstance(content, str):
                 new = _one(call, content, shrink, cfg)

@@ -186,6 +186,21 @@ class RouteSide:
             log.debug("quota read failed: %r", exc)
             return 0.0, None
 
+    def recorded_calls(self) -> list[dict] | None:
+        """The last 30 days of recorded calls: what a lane change is priced on (route/payoff.py)."""
+        try:
+            from capsule.ground import paths  # noqa: PLC0415
+            from capsule.measure.usage import UsageStore  # noqa: PLC0415
+
+            store = UsageStore(self.state_dir / paths.USAGE_DB)
+            try:
+                return store.calls(since=time.time() - 30 * 86400)
+            finally:
+                store.close()
+        except Exception as exc:  # noqa: BLE001 - no history: the change is not priced
+            log.debug("usage read failed: %r", exc)
+            return None
+
     # ---- request side ----------------------------------------------------------------------------
     def on_request(self, api: str, body: dict, session: str, headers: dict[str, str]) -> bool:
         """Note the request; apply the conversation's pin. True when `body` was changed."""
@@ -245,7 +260,8 @@ class RouteSide:
         from capsule.route import governor  # noqa: PLC0415
 
         u, window = self.utilization(account, regime, conv.session)
-        choice = governor.choose(self.table, conv.task_class, u, window)
+        calls = self.recorded_calls() if u >= self.table.degrade_at else None
+        choice = governor.choose(self.table, conv.task_class, u, window, calls)
         lane = choice.lane
         role_model = lane.model if (choice.degraded or lane.model_from.startswith("role")) else None
         # A read-only class already carries its lane's pins (the --agents definitions), the main lane
@@ -263,7 +279,8 @@ class RouteSide:
                     {"degraded": choice.degraded, "utilization": u, "window": window,
                      "requested": {"model": body.get("model"), "effort": effort_of(api, body)},
                      "sent": {"model": conv.pin_model or body.get("model"),
-                              "effort": conv.pin_effort or effort_of(api, body)}})
+                              "effort": conv.pin_effort or effort_of(api, body)},
+                     **({"payoff": choice.payoff} if choice.payoff else {})})
 
     def _event(self, kind: str, conv: Conversation, reason: str, detail: dict, source: str = "proxy") -> None:
         try:
@@ -279,19 +296,26 @@ class RouteSide:
         from capsule.measure.quota import account_of, from_headers  # noqa: PLC0415
 
         account, regime = account_of(api, req_headers)
-        samples = from_headers(api, resp_headers, account, regime, session)
         try:
+            samples = from_headers(api, resp_headers, account, regime, session)
             self.quota_store().add(samples)
         except Exception as exc:  # noqa: BLE001
+            samples = []
             log.debug("quota store failed: %r", exc)
         h = {k.lower(): v for k, v in resp_headers.items()}
         rejected = status == 429 or h.get("anthropic-ratelimit-unified-status") == "rejected"
         if rejected:
             self.stats["rejected"] += 1
-            self._notice(api, account, samples, h, session)
+            try:
+                self._notice(api, account, samples, h, session)
+            except Exception as exc:  # noqa: BLE001 - the line is lost, the no-retry answer is not
+                log.warning("capsule: %s rate limit reached; not retrying (%s)", api, type(exc).__name__)
         return rejected
 
     def _notice(self, api: str, account: str, samples, h: dict[str, str], session: str | None) -> None:
+        """One line per account, window and reset. Whatever the upstream's numbers say (1e30, nan,
+        a reset before 1970), the line is printed and the answer stays marked rejected: the
+        caller's x-should-retry: false is the retry-storm protection, it must not depend on them."""
         from datetime import datetime, timezone  # noqa: PLC0415
 
         from capsule.measure.quota import _when  # noqa: PLC0415
@@ -299,7 +323,10 @@ class RouteSide:
         full = max(samples, key=lambda s: s.utilization, default=None)
         reset = (full.resets_at if full else None) or _when(h.get("anthropic-ratelimit-unified-reset")
                                                            or h.get("retry-after"), time.time())
-        when = datetime.fromtimestamp(reset, timezone.utc).strftime("%H:%M UTC") if reset else "an unknown time"
+        try:
+            when = datetime.fromtimestamp(reset, timezone.utc).strftime("%H:%M UTC") if reset else "an unknown time"
+        except (OverflowError, OSError, ValueError):   # _when bounds it; a Sample built elsewhere might not
+            reset, when = None, "an unknown time"
         window = f"{full.window} window at {100 * full.utilization:.0f}%" if full else "rate limit"
         key = (account, window, round(reset or 0))
         with self._lock:

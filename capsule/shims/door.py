@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from capsule.agents import codex, limits, session
+from capsule.agents import clients, codex, limits, session
 from capsule.agents import intent as intents
 from capsule.ground.types import Observation
 
@@ -20,8 +20,9 @@ def resolve_intent(state_dir: Path, meta: dict[str, str] | None, command: str) -
     if not meta:
         return None
     found = intents.lookup(session.intents_dir(state_dir), meta.get(limits.data()["claude"]["session_env"]), command)
-    if found is None and meta.get(limits.data()["codex"]["detect_env"]):
-        found = intents.codex_prompt(codex.codex_home(), meta[limits.data()["codex"]["detect_env"]])
+    thread = clients.get("codex").tool_env
+    if found is None and meta.get(thread):
+        found = intents.codex_prompt(codex.codex_home(), meta[thread])
     return found
 
 

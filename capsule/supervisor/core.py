@@ -28,7 +28,7 @@ from capsule.route import policy as route
 from capsule.route import subagents
 from capsule.policy import plan as planning
 from capsule.supervisor import server, subsystems
-from capsule.supervisor.launch import agent_kind, agent_view_env, probe_conflicts, which
+from capsule.supervisor.launch import agent_kind, agent_view_env, mark, probe_conflicts, which
 from capsule.supervisor.pid1 import DEFAULT_GRACE_S, FORWARDED, Pid1
 from capsule.supervisor.server import EngineServer
 
@@ -79,7 +79,7 @@ class Supervisor:
         subsystems.degrade_at_start(self.router, self.state_dir)
         self.conflicts = probe_conflicts() if self.plan["shims"].on else []
         if self.conflicts:  # INV-8: one shell-rewrite path; capsule steps back and says why
-            self.plan["shims"] = planning.Decision("shims", False, f"conflict (INV-8): {self.conflicts[0]}")
+            self.plan["shims"] = planning.Decision("shims", False, f"conflict: another tool already rewrites shell output ({self.conflicts[0]}); one rewrite path at a time")
         self.socket_path = paths.socket_path()
         if self.socket_path.exists() and server.ping(self.socket_path, 0.3):
             # Another live supervisor owns this state dir's socket (two `up --local` sessions): keep
@@ -166,7 +166,7 @@ class Supervisor:
         """The proxy door, then the agent pointed at it (fail open: subsystems.start_proxy)."""
         self.proxy, self.redirect, self.proxy_info = subsystems.start_proxy(
             kind=agent_kind(self.role, self.opts.command), env=self.agent_env(), state_dir=self.state_dir,
-            mode=self.mode, shims_on=self.plan["shims"].on, role=self.role,
+            mode=self.mode, shims_on=self.plan["shims"].on, hooks_on=self.hook_door_on, role=self.role,
             workspace=Path(self.opts.workdir or Path.cwd()),
             routing=self.router.table if self.router.enabled else None)
 
@@ -189,14 +189,15 @@ class Supervisor:
         if self.opts.session_config:
             self._prepare_session(kind)
             return
-        if not self.plan["register"].on or kind not in ("claude", "codex"):
+        if not self.plan["mcp"].on or kind not in ("claude", "codex"):
             return
         try:
             from capsule import agents  # noqa: PLC0415
 
             # the note goes to the agent's user-level file (its home in the container), not the workspace
-            result = agents.register(kind, project=self.opts.workdir or Path.cwd(), env=self.agent_env(), note="user",
-                                     note_text=self._standing_text())
+            text = self._standing_text()        # "": register and note both off, so no note file at all
+            result = agents.register(kind, project=self.opts.workdir or Path.cwd(), env=self.agent_env(),
+                                     note="user" if text != "" else False, note_text=text)
             self.registration = {kind: "; ".join(result.lines())}
         except Exception as exc:  # noqa: BLE001 - registration failing must not stop the agent
             log.warning("MCP registration for %s failed: %r", kind, exc)
@@ -212,7 +213,7 @@ class Supervisor:
 
             self.session_dir = session.prepare(self.state_dir)
             self.registration = {kind: f"session-scoped ({self.session_dir})"
-                                 if self.plan["register"].on else self.plan["register"].reason}
+                                 if self.plan["mcp"].on else self.plan["mcp"].reason}
         except Exception as exc:  # noqa: BLE001 - configuration failing must not stop the agent
             log.warning("session configuration for %s failed: %r", kind, exc)
             self.registration = {kind: f"failed: {exc}"}
@@ -239,11 +240,12 @@ class Supervisor:
             from capsule.prompt import codebook  # noqa: PLC0415 - reads the ledger, only with codebook = true
 
             legend = ""
-            if pack.settings(self.role.context.output)[2]:
+            register = self.plan["register"].on
+            if register and pack.settings(self.role.context.output)[2]:
                 codebook.pin_from_ledger(self.role, self.state_dir)
                 legend = codebook.legend(self.role, self.state_dir)
             self._standing = pack.standing_text(self.role.context.output, read_door=self.plan["mcp"].on,
-                                                legend=legend)
+                                                legend=legend, register=register)
             return self._standing
         except Exception as exc:  # noqa: BLE001
             log.warning("standing instructions failed: %r; the read-door note alone is sent", exc)
@@ -260,16 +262,24 @@ class Supervisor:
         try:
             text = self._standing_text()
             if kind == "claude":
-                return session.claude_argv(cmd, self.session_dir, self.state_dir, mcp=self.plan["register"].on,
+                return session.claude_argv(cmd, self.session_dir, self.state_dir, mcp=self.plan["mcp"].on,
                                            intent=self.plan["engine"].on and self.plan["shims"].on,
                                            python=shims.shim_python(), boundaries=self.plan["engine"].on,
-                                           instructions=text)
+                                           instructions=text, tool_hook=self.hook_door_on,
+                                           statusline=self.role.agent.statusline)
             if kind == "codex":
-                return session.codex_argv(cmd, self.state_dir, self.agent_env(), mcp=self.plan["register"].on,
+                return session.codex_argv(cmd, self.state_dir, self.agent_env(), mcp=self.plan["mcp"].on,
                                           instructions=text)
         except Exception as exc:  # noqa: BLE001
             log.warning("session flags for %s failed: %r; the agent runs without them", kind, exc)
         return cmd
+
+    @property
+    def hook_door_on(self) -> bool:
+        """Claude Code's PostToolUse hook door (shims/hook_door.py): a session-scoped hook, so only
+        under `up --local` (session settings), with the engine on."""
+        return (self.session_dir is not None and self.plan["engine"].on
+                and agent_kind(self.role, self.opts.command) == "claude")
 
     # ---- the agent -------------------------------------------------------------------
     def agent_command(self) -> list[str]:
@@ -309,14 +319,10 @@ class Supervisor:
             model = codex.model_of(self.agent_command(), env)
             if model:
                 env[switches.AGENT_MODEL] = model
-        # The marker says "every command is an agent tool call"; Claude Code and Codex mark their
-        # own tool calls, and their internal commands must stay raw, so only a shell agent gets it.
+        # capsule's marker: the agent it launched (and its tool children, its own calls too; the
+        # client's tool mark tells those apart: capsule/agents/clients.py).
         kind = agent_kind(self.role, self.opts.command)
-        env.pop(switches.AGENT_OUT, None)  # never inherit another session's "agent's view"
-        if kind == "shell":
-            env[switches.AGENT_MARKER] = "shell"
-        else:
-            env.pop(switches.AGENT_MARKER, None)
+        mark(kind, env)
         if shim_dir and self.plan["shims"].on:
             agent_view_env(kind, Path(shim_dir), env)
         # INV-1: Claude Code otherwise sends its first request before capsule's MCP server is

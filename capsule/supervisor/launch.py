@@ -12,20 +12,25 @@ import logging
 import os
 from pathlib import Path
 
+from capsule.agents import clients
 from capsule.ground import switches
 from capsule.policy.manifest import Role
 
 log = logging.getLogger("capsule.supervisor")
 
-# The file each client's tool shell sources before a call (see shims/shim_template/agent_env.sh).
-ENV_FILE_VAR = {"claude": "CLAUDE_ENV_FILE", "codex": "BASH_ENV"}
 
 
 def agent_kind(role: Role, command: list[str] | None) -> str:
-    if not command:
-        return role.agent.kind
-    base = os.path.basename(command[0])
-    return base if base in ("claude", "codex") else "shell"
+    """The described client the command names (capsule/agents/data/clients), else "shell"."""
+    return clients.kind_of(command, role.agent.kind)
+
+
+def mark(kind: str, env: dict[str, str]) -> None:
+    """The identity rule's first half: the agent capsule launched, and everything it starts,
+    carries capsule's marker naming its client (capsule/agents/clients.py); a shell agent's marker
+    makes every command a tool call. Never another session's "agent's view"."""
+    env.pop(switches.AGENT_OUT, None)
+    env[switches.AGENT_MARKER] = kind if clients.get(kind) else clients.SHELL
 
 
 def agent_view_env(kind: str, shim_dir: Path, env: dict[str, str]) -> None:
@@ -37,7 +42,8 @@ def agent_view_env(kind: str, shim_dir: Path, env: dict[str, str]) -> None:
     """
     from capsule import shims  # noqa: PLC0415
 
-    var = ENV_FILE_VAR.get(kind)
+    client = clients.get(kind)
+    var = client.env_file if client else None    # the file its tool shell sources (agent_env.sh)
     env_file = shim_dir / shims.ENV_FILE
     if var is None:
         try:

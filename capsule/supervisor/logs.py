@@ -7,6 +7,7 @@ is dropped, never a traceback on the agent's terminal.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -25,6 +26,8 @@ def setup_logging(state_dir: Path, verbose: bool = False) -> None:
 
     handlers: list[logging.Handler] = [_QuietStderr(sys.stderr)]
     try:
+        # created owner-only first: logging's FileHandler would make it 0644 under umask 022
+        os.close(paths.open_private(state_dir / paths.LOG_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND))
         handlers.append(QuietFileHandler(state_dir / paths.LOG_FILE))
     except OSError:
         pass

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -63,7 +64,7 @@ async def serve_forever(server) -> None:
 
 
 def start_proxy(*, kind: str, env: dict[str, str], state_dir: Path, mode: str, shims_on: bool, role: Role,
-                workspace: Path, routing):
+                workspace: Path, routing, hooks_on: bool = False):
     """The proxy door for the agent's client -> (ProxyServer or None, Redirect or None, info for
     doctor). If it cannot start, the agent keeps its own base URL and the info says why."""
     try:
@@ -76,7 +77,7 @@ def start_proxy(*, kind: str, env: dict[str, str], state_dir: Path, mode: str, s
         if target.skip:
             log.info("proxy not used: %s", target.skip)
             return None, None, {"state": "not used", "reason": target.skip}
-        settings = Settings(state_dir=state_dir, mode=mode, shims_on=shims_on,
+        settings = Settings(state_dir=state_dir, mode=mode, shims_on=shims_on, hooks_on=hooks_on,
                             languages=role.context.languages, media=dict(role.context.media),
                             workspace=workspace, routing=routing, agent_kind=kind,
                             stagger=settings_from((role.context.routing or {}).get("stagger") or {}),
@@ -94,19 +95,35 @@ def start_proxy(*, kind: str, env: dict[str, str], state_dir: Path, mode: str, s
 
 def warm_index(root: Path) -> None:
     """Build or refresh the workspace search index while the agent starts, so its first
-    ctx_search finds a warm index on disk. A daemon thread: it never delays shutdown, and
-    an interrupted build leaves only uncommitted segments, which tantivy discards."""
-    def build():
-        try:
-            from capsule.retrieve.index import WorkspaceIndex  # noqa: PLC0415
+    ctx_search finds a warm index on disk. In a child process at low priority, not a thread: a
+    build is seconds of CPU-bound Python that, beside the control socket in this process, held the
+    GIL against every shim's round trip (up to 5 ms per hand-off, several per request: bench_shim's
+    door column). pid1 reaps it; it dies with the supervisor; an interrupted build leaves only
+    uncommitted segments, which tantivy discards."""
+    try:
+        subprocess.Popen([sys.executable, "-c", "from capsule.supervisor import subsystems as s; s.build_index()",
+                          str(root)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, close_fds=True)
+    except OSError as exc:      # the MCP server builds on demand instead
+        log.warning("workspace index warm-up failed to start: %r", exc)
 
-            report = WorkspaceIndex(root).refresh()
-            log.info("workspace index warm: %d files (%d indexed) in %.1f s",
-                     report.files, report.indexed, report.seconds)
-        except Exception as exc:  # noqa: BLE001 - the MCP server builds on demand instead
-            log.warning("workspace index warm-up failed: %r", exc)
 
-    threading.Thread(target=build, name="capsule-index-warm", daemon=True).start()
+def build_index() -> None:
+    """The warm-up child (warm_index): sys.argv[1] is the workspace; it logs to the supervisor's log."""
+    from capsule.retrieve.index import WorkspaceIndex  # noqa: PLC0415
+    from capsule.supervisor.logs import setup_logging  # noqa: PLC0415
+
+    try:
+        os.nice(10)                 # the agent's own start and its commands come first
+    except OSError:
+        pass
+    setup_logging(paths.state_dir())
+    try:
+        report = WorkspaceIndex(Path(sys.argv[1])).refresh()
+        log.info("workspace index warm: %d files (%d indexed) in %.1f s",
+                 report.files, report.indexed, report.seconds)
+    except Exception as exc:  # noqa: BLE001 - the MCP server builds on demand instead
+        log.warning("workspace index warm-up failed: %r", exc)
 
 
 def ingest_usage(env: dict[str, str], state_dir: Path, budget_s: float) -> None:
@@ -145,14 +162,24 @@ def degrade_at_start(router, state_dir: Path) -> None:
         now = time.time()
         q["windows"] = [w for w in q["windows"] if not w.get("resets_at") or w["resets_at"] > now]
         u, window = quota.peak(q)
-        choices = route.degrade_at_start(router, u, (window or {}).get("name"))
+        calls = None
+        if u >= router.table.degrade_at and (state_dir / paths.USAGE_DB).exists():
+            from capsule.measure.usage import UsageStore  # noqa: PLC0415
+
+            usage = UsageStore(state_dir / paths.USAGE_DB)
+            try:
+                calls = usage.calls(since=now - 30 * 86400)     # what a change of model is priced on
+            finally:
+                usage.close()
+        choices = route.degrade_at_start(router, u, (window or {}).get("name"), calls)
         rlog = route_log.RouteLog(state_dir / paths.LEDGER_DB)
         try:
             for cls, ch in choices:
                 rlog.record("decision", session=f"supervisor:{os.getpid()}", task_class=cls, source="supervisor",
                             reason="session start: " + ch.reason,
                             detail={"degraded": ch.degraded, "utilization": u, "window": (window or {}).get("name"),
-                                    "sent": {"model": ch.lane.model, "effort": ch.lane.effort}})
+                                    "sent": {"model": ch.lane.model, "effort": ch.lane.effort},
+                                    **({"payoff": ch.payoff} if ch.payoff else {})})
         finally:
             rlog.close()
     except Exception as exc:  # noqa: BLE001 - no quota known: the role's lanes as written

@@ -101,7 +101,7 @@ def test_codex_corrupt_and_foreign_refused(env, project, tmp_path):
     assert cfg.read_text() == '[mcp_servers.capsule]\ncommand = "theirs"\n'
 
 
-@pytest.mark.parametrize("switch", ["JACKIN_CTX_NO_REGISTER", "JACKIN_CTX_NO_MCP"])
+@pytest.mark.parametrize("switch", ["JACKIN_CTX_DISABLE", "JACKIN_CTX_NO_MCP"])
 def test_switches_leave_files_untouched(switch, env, project, tmp_path):
     result = agents.register("claude", project=project, env={**env, switch: "1"})
     assert result.skipped and switch in result.lines()[0]
@@ -169,13 +169,13 @@ def test_forget_hook_command_purges_that_session_only(env, project, state_dir):
     assert StubStore().scopes() == []
 
 
-def test_role_that_turns_register_off_leaves_files_untouched(env, project, tmp_path):
+def test_role_that_turns_mcp_off_leaves_files_untouched(env, project, tmp_path):
     role = tmp_path / "quiet.toml"
     role.write_text('schema = 1\nname = "quiet"\ndescription = "no registration"\n\n[agent]\nkind = "shell"\n\n'
                     '[workspace]\nmount = "/workspace"\n\n[context]\nmode = "standard"\n\n'
-                    '[context.subsystems]\nregister = false\n')
+                    '[context.subsystems]\nmcp = false\n')
     result = agents.register("claude", project=project, env={**env, "JACKIN_CTX_ROLE": str(role)})
-    assert result.skipped and "register" in result.skipped
+    assert result.skipped and "mcp" in result.skipped
     assert not (tmp_path / "claude").exists()
 
 

@@ -25,10 +25,11 @@ def test_json_report_names_each_subsystem_and_reason(tmp_path):
     report = json.loads(got.stdout)
     assert report["role"]["name"] == "python-dev" and report["mode"] == "standard"
     assert report["subsystems"]["mcp"] == {"name": "mcp", "on": False, "reason": "switch JACKIN_CTX_NO_MCP"}
-    assert report["subsystems"]["register"]["on"] is False
+    assert report["subsystems"]["register"]["on"] is True        # the output register is not MCP's
     assert report["subsystems"]["shims"]["on"] is True
     assert report["switches"]["JACKIN_CTX_NO_MCP"] is True
-    assert report["standing_context"]["parts"] == {}  # nothing injected when MCP is off
+    parts = report["standing_context"]["parts"]      # no MCP tools and no note about them when MCP is off
+    assert "mcp tools" not in parts and "read-door note" not in parts and "register" in parts
     assert report["supervisor"] is None
 
 

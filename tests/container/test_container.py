@@ -12,7 +12,7 @@ import time
 import pytest
 
 
-AGENT_CALL = {"CLAUDECODE": "1"}
+AGENT_CALL = {"JACKIN_CTX_AGENT": "claude", "CLAUDECODE": "1"}   # as in a Bash call of the Claude Code capsule launched
 ENV_FILE = "/opt/capsule/shims/capsule-env.sh"
 # An agent's tool call: a shell that sources the image's capsule-env.sh first (as Claude Code's
 # CLAUDE_ENV_FILE and Codex's BASH_ENV do), so the call's output is the agent's view.
@@ -51,7 +51,7 @@ def test_codex_login_snapshot_and_bash_env_reach_the_shims_in_the_image(capsule)
     rc, path, _ = capsule.exec(["bash", "-lc", "echo $PATH"], env={"PATH": "/usr/bin:/bin"})
     assert rc == 0 and path.decode().split(":")[0] == "/opt/capsule/shims", path
     _, raw, _ = git_log(capsule)
-    env = {"PATH": path.decode().strip(), "BASH_ENV": ENV_FILE, "CODEX_THREAD_ID": "t-1", "CODEX_TOOL_CALL_ID": "c-1"}
+    env = {"PATH": path.decode().strip(), "BASH_ENV": ENV_FILE, "JACKIN_CTX_AGENT": "codex", "CODEX_THREAD_ID": "t-1", "CODEX_TOOL_CALL_ID": "c-1"}
     capture = "import subprocess, sys; sys.stdout.buffer.write(subprocess.run(['git', 'log'], capture_output=True).stdout)"
     rc, out, _ = capsule.exec(["bash", "-c", f"python3 -c \"{capture}\" > /tmp/captured; git log"], env=env,
                               workdir="/repo")
@@ -139,7 +139,7 @@ SWITCHES = {
     "JACKIN_CTX_NO_SHIMS": (False, False, None, True, True),
     "JACKIN_CTX_MEASURE_ONLY": (False, True, 0, True, True),
     "JACKIN_CTX_NO_MCP": (True, True, 1, False, True),
-    "JACKIN_CTX_NO_REGISTER": (True, True, 1, False, True),
+    "JACKIN_CTX_NO_REGISTER": (True, True, 1, True, True),     # the output register's switch, not MCP's
     "JACKIN_CTX_NO_ROUTING": (True, True, 1, True, False),
 }
 
@@ -238,8 +238,10 @@ def test_two_roles_side_by_side_share_nothing_but_the_image(image, repo):
     try:
         for role, name in names.items():
             subprocess.run([*cli, "down", name, "--volumes"], capture_output=True)
+            # the repo is root's: the agent runs as the image's user (`up` refuses root by default, issue 31)
             up = subprocess.run([*cli, "up", "--role", role, "--workspace", str(repo), "--detach", "--name", name,
-                                 "--", "sleep", "infinity"], capture_output=True, text=True, timeout=120)
+                                 "--user", "1000:1000", "--", "sleep", "infinity"], capture_output=True, text=True,
+                                timeout=120)
             assert up.returncode == 0, up.stderr
         for role, name in names.items():
             probe = ("from capsule.supervisor.server import wait_ready, status; import json; "
@@ -248,7 +250,7 @@ def test_two_roles_side_by_side_share_nothing_but_the_image(image, repo):
                                  capture_output=True, text=True, timeout=120)
             assert f'"role": "{role}"' in out.stdout, out.stderr
         # a row in one role's ledger does not appear in the other's
-        subprocess.run(["docker", "exec", "-e", "CLAUDECODE=1", "-w", "/workspace", names["python-dev"], *AGENT_SHELL,
+        subprocess.run(["docker", "exec", "-e", "CLAUDECODE=1", "-e", "JACKIN_CTX_AGENT=claude", "-w", "/workspace", names["python-dev"], *AGENT_SHELL,
                         "git", "log"],
                        capture_output=True, timeout=120, check=True)
         count = ("import apsw; print(apsw.Connection('/state/context/ledger.db').execute("

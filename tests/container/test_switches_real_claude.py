@@ -47,7 +47,7 @@ SWITCHES = {
     "JACKIN_CTX_NO_SHIMS": (False, True, 1, 1, True, True, True),
     "JACKIN_CTX_MEASURE_ONLY": (True, False, 1, 0, True, True, True),
     "JACKIN_CTX_NO_MCP": (True, True, 1, 1, False, True, True),
-    "JACKIN_CTX_NO_REGISTER": (True, True, 1, 1, False, True, True),
+    "JACKIN_CTX_NO_REGISTER": (True, True, 1, 1, True, True, True),    # the output register's switch
     "JACKIN_CTX_NO_ROUTING": (True, True, 1, 1, True, False, True),
     "JACKIN_CTX_NO_PROXY": (True, True, 1, 1, True, True, False),
 }

@@ -19,13 +19,18 @@ def test_counts_follow_the_plan():
     assert on["tokens"] == sum(on["parts"].values())
     assert on["largest"] == "mcp tools"
     off = standing_context(planning.plan(role, Switches.read({"JACKIN_CTX_NO_MCP": "1"})), role)
-    assert off["tokens"] == 0 and off["parts"] == {}
+    assert "mcp tools" not in off["parts"] and "read-door note" not in off["parts"]   # MCP's parts only
+    assert off["parts"]["register"] == on["parts"]["register"]
+    none = standing_context(planning.plan(role, Switches.read({"JACKIN_CTX_NO_MCP": "1", "JACKIN_CTX_NO_REGISTER": "1"})),
+                            role)
+    assert none["tokens"] == 0 and none["parts"] == {}
 
 
-def test_no_register_switch_drops_the_standing_text_but_not_the_tools():
+def test_no_register_switch_drops_the_register_but_not_the_tools_or_their_note():
     role = load_role("python-dev")
     got = standing_context(planning.plan(role, Switches.read({"JACKIN_CTX_NO_REGISTER": "1"})), role)
-    assert "register" not in got["parts"] and "read-door note" not in got["parts"]
+    assert "register" not in got["parts"] and "guard lines" not in got["parts"]
+    assert "read-door note" in got["parts"] and "mcp tools" in got["parts"]
 
 
 @pytest.mark.parametrize("name", role_names())

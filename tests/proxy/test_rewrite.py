@@ -186,3 +186,19 @@ def test_reads_through_the_proxy_follow_the_read_rules_of_the_real_engine(tmp_pa
                                        shims_on=False))["messages"][2]["content"][0]["content"]
     assert len(shown) < len(_numbered(source)) / 3
     assert "def step_250(value):" in shown and "<<ccr:" in shown
+
+
+def test_results_the_hook_door_owns_are_left_alone_when_it_is_on():
+    """Claude Code's hook door answers native reads and other MCP servers' results: with it on, the
+    proxy never shrinks them (a result is shrunk once); Bash stays the shims' business either way."""
+    calls = []
+    for tool, args in (("Read", None), ("Grep", {"pattern": "x"}), ("Glob", {"pattern": "*"}),
+                       ("WebFetch", {"url": "http://x"}), ("mcp__docs__search", {"q": "x"})):
+        assert rewrite.rewrite("anthropic", _anthropic(BIG, tool=tool, args=args), lambda c, t: calls.append(c) or "X",
+                               shims_on=True, hooks_on=True) is None
+        assert rewrite.rewrite("anthropic", _anthropic(BIG, tool=tool, args=args), lambda c, t: calls.append(c) or "X",
+                               shims_on=True, hooks_on=False) is not None
+    assert [c.tool for c in calls] == ["Read", "Grep", "Glob", "WebFetch", "mcp__docs__search"]
+    out = rewrite.rewrite("anthropic", _anthropic(BIG, tool="Bash", args={"command": "ls"}), lambda c, t: "X",
+                          shims_on=False, hooks_on=True)
+    assert json.loads(out)["messages"][2]["content"][0]["content"] == "X"

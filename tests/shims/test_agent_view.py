@@ -55,9 +55,9 @@ def agent(shimenv, repo, tmp_path_factory):
             e.update(PATH=f"{shim_dir}:/usr/bin:/bin", JACKIN_CTX_SOCKET=str(shimenv.socket),
                      GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1", PYTHON=sys.executable)
             if client == "claude":
-                e.update(CLAUDECODE="1", CLAUDE_CODE_SESSION_ID="s-1", CLAUDE_ENV_FILE=str(env_file))
+                e.update(JACKIN_CTX_AGENT="claude", CLAUDECODE="1", CLAUDE_CODE_SESSION_ID="s-1", CLAUDE_ENV_FILE=str(env_file))
             else:
-                e.update(CODEX_THREAD_ID="t-1", CODEX_TOOL_CALL_ID="call_7", BASH_ENV=str(env_file))
+                e.update(JACKIN_CTX_AGENT="codex", CODEX_THREAD_ID="t-1", CODEX_TOOL_CALL_ID="call_7", BASH_ENV=str(env_file))
             return e
 
         def call(self, client: str, command: str, tmp_path) -> bytes:
@@ -161,7 +161,7 @@ def test_stderr_redirected_elsewhere_keeps_its_bytes(shimenv, tmp_path):
     """fd 1 is the agent's, fd 2 goes to a log: stdout may shrink, the log gets the real stderr."""
     env_file = tmp_path / "shims" / shims.ENV_FILE
     shims.install(tmp_path / "shims", names=["talk"], socket=str(shimenv.socket))
-    env = shimenv.env(CLAUDECODE="1", PATH=f"{tmp_path / 'shims'}:{shimenv.real_dir}:/usr/bin:/bin")
+    env = shimenv.env(JACKIN_CTX_AGENT="claude", CLAUDECODE="1", PATH=f"{tmp_path / 'shims'}:{shimenv.real_dir}:/usr/bin:/bin")
     log = tmp_path / "err.log"
     r = subprocess.run(["bash", "-c", f". {env_file}; talk 3000 2000 2> {log}"], env=env, capture_output=True)
     want = subprocess.run([str(shimenv.real_dir / "talk"), "3000", "2000"], capture_output=True)

@@ -15,7 +15,7 @@ import pytest
 from capsule import shims
 from tests.fakes import unix_socket
 
-AGENT = {"CLAUDECODE": "1"}
+AGENT = {"JACKIN_CTX_AGENT": "claude", "CLAUDECODE": "1"}
 # a real tool reporting the program that ran it: the shim's exec chain, seen from below
 PARENT = "#!/bin/sh\nreadlink /proc/$PPID/exe\n"
 ARGS = "#!/bin/sh\necho \"$# arguments\"\necho 'and a line on stderr' >&2\n"

@@ -17,7 +17,7 @@ import pytest
 
 from capsule import shims
 
-AGENT = {"CLAUDECODE": "1"}
+AGENT = {"JACKIN_CTX_AGENT": "claude", "CLAUDECODE": "1"}
 READS = ["cat", "head", "tail", "sed", "nl", "python3"]
 
 

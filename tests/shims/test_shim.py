@@ -10,7 +10,7 @@ import pytest
 from capsule import shims
 from tests.fakes import unix_socket
 
-AGENT = {"CLAUDECODE": "1"}
+AGENT = {"JACKIN_CTX_AGENT": "claude", "CLAUDECODE": "1"}   # capsule launched Claude Code; its Bash tool
 
 
 def raw(shimenv, *argv):
@@ -46,14 +46,20 @@ def test_agent_call_long_output_is_compressed_with_a_handle(shimenv):
 
 @pytest.mark.parametrize("extra, engine", [
     ({}, False),                                           # not an agent tool call: raw
-    ({"CLAUDECODE": "1"}, True),
-    ({"CODEX_THREAD_ID": "t-1"}, True),
-    ({"JACKIN_CTX_AGENT": "shell"}, True),                 # the supervisor's marker
-    ({"CLAUDECODE": "0"}, False),
-    ({"CLAUDECODE": "1", "JACKIN_CTX_DISABLE": "1"}, False),
-    ({"CLAUDECODE": "1", "JACKIN_CTX_NO_SHIMS": "1"}, False),
-    ({"CLAUDECODE": "1", "JACKIN_CTX_NO_SHIMS": "0"}, True),
-    ({"CLAUDECODE": "1", shims.NESTED: "1"}, False),      # inside another shimmed command
+    (AGENT, True),
+    ({"CLAUDECODE": "1"}, False),                          # a vendor variable alone is a hint: no agent capsule launched
+    ({"JACKIN_CTX_AGENT": "claude"}, False),               # the client's own call (git for its prompt): no tool mark
+    ({"JACKIN_CTX_AGENT": "codex", "CODEX_THREAD_ID": "t-1"}, True),
+    ({"JACKIN_CTX_AGENT": "codex", "CLAUDECODE": "1"}, False),   # another client's mark
+    ({"JACKIN_CTX_AGENT": "opencode", "OPENCODE": "1", "AGENT": "1"}, False),  # OpenCode's own git calls carry these
+    ({"JACKIN_CTX_AGENT": "opencode", "JACKIN_CTX_TOOL": "opencode:toolu_1"}, True),  # its bash tool (session plugin)
+    ({"JACKIN_CTX_AGENT": "gemini", "GEMINI_CLI": "1"}, True),
+    ({"JACKIN_CTX_AGENT": "shell"}, True),                 # the supervisor's marker for a shell agent
+    ({"JACKIN_CTX_AGENT": "claude", "CLAUDECODE": "0"}, False),
+    ({**AGENT, "JACKIN_CTX_DISABLE": "1"}, False),
+    ({**AGENT, "JACKIN_CTX_NO_SHIMS": "1"}, False),
+    ({**AGENT, "JACKIN_CTX_NO_SHIMS": "0"}, True),
+    ({**AGENT, shims.NESTED: "1"}, False),                # inside another shimmed command
 ])
 def test_passthrough_rules(shimenv, extra, engine):
     before = shimenv.served()
@@ -157,7 +163,7 @@ def test_the_agents_session_is_the_ledger_scope(shimenv):
     import apsw
 
     shimenv.run("talk", "40", **AGENT, CLAUDE_CODE_SESSION_ID="sess-42")
-    shimenv.run("talk", "41", CODEX_THREAD_ID="thread-7")
+    shimenv.run("talk", "41", JACKIN_CTX_AGENT="codex", CODEX_THREAD_ID="thread-7")
     shimenv.served()   # STATUS answers once the rows deferred past each reply are written
     ledger = apsw.Connection(str(shimenv.socket.parent / "ledger.db"))
     scopes = [r[0] for r in ledger.execute("select scope from emissions order by id desc limit 2")]

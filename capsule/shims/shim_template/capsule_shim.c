@@ -24,8 +24,13 @@ static const char ENV_SOCKET[] = @ENV_SOCKET@;
 static const char ENV_MARKER[] = @ENV_MARKER@;
 static const char ENV_NESTED[] = @ENV_NESTED@;
 static const char ENV_OUT[] = @ENV_OUT@;
+/* client, variable, value ("": any) per described client: capsule/agents/clients.py, the identity rule */
+static const char *const TOOL_MARKS[] = {@TOOL_MARKS@ 0};
 /* tools.txt `raw:` tokens, name then tokens: a call whose output must stream passes raw */
 static const char *const RAW_ARGS[] = {@RAW_ARGS@ 0};
+/* tools that find their own installation by looking argv[0] up on PATH (they would find the shim:
+ * CPython would lose its venv): they get the real command's path as argv[0], the others the caller's */
+static const char *const ARGV0_PATH[] = {@ARGV0_PATH@ 0};
 
 #define MAXPATH 4096
 
@@ -126,6 +131,20 @@ static int on(const char *name) {
 }
 
 static int set(const char *name) { const char *v = getenv_(name); return v && *v; }
+
+/* An agent tool call: capsule's marker names the client it launched and that client's tool mark
+ * holds (its own calls, git for its prompt, carry the marker but not the mark); any other marker
+ * value (a shell agent) makes every call one. No marker: not an agent capsule launched. */
+static int agent_call_(void) {
+    if (!on(ENV_MARKER)) return 0;
+    const char *m = getenv_(ENV_MARKER);
+    for (int i = 0; TOOL_MARKS[i]; i += 3) {
+        if (!eq(m, TOOL_MARKS[i])) continue;
+        const char *v = getenv_(TOOL_MARKS[i + 1]);
+        return v && *v && (!*TOOL_MARKS[i + 2] || eq(v, TOOL_MARKS[i + 2]));
+    }
+    return 1;
+}
 
 /* "DEV:INO" of st, as the agent's shell recorded it (stat -c %d:%i) */
 static void ident(const struct stat *st, char *out) {
@@ -284,28 +303,29 @@ static int run(int argc, char **argv) {
     }
     const char *sock = getenv_(ENV_SOCKET);
     if (!sock || !*sock) sock = DEFAULT_SOCKET;
-    const char *cc = getenv_("CLAUDECODE");
-    int agent_call = (cc && eq(cc, "1")) || set("CODEX_THREAD_ID") || on(ENV_MARKER);
+    int agent_call = agent_call_();
     struct stat st;
     int handoff = !(on(SW_DISABLE) || on(SW_NO_SHIMS) || set(ENV_NESTED) || !agent_call || !*sock ||
                     sys_isatty(0) || streams(name, argv + 1)) && agent_view() && sys_stat(sock, &st);
     if (handoff) {
-        /* capsule-capture REAL NAME ARGS...: captures, asks the engine, emits; raw on any failure */
+        /* capsule-capture REAL ARGV0 ARGS...: captures, asks the engine, emits; raw on any failure */
         char *cargv[argc + 3];
         cargv[0] = (char *)CAPTURE;
         cargv[1] = real;
-        cargv[2] = (char *)name;
+        cargv[2] = argv[0];
         for (int i = 1; i <= argc; i++) cargv[i + 2] = argv[i];
         sys_execve(CAPTURE, cargv, ENVP);
         argv[0] = py;       /* no capsule-capture: the Python shim captures */
         sys_execve(py, argv, ENVP);
     }
-    argv[0] = real;
+    for (int i = 0; ARGV0_PATH[i]; i++)
+        if (eq(ARGV0_PATH[i], name)) argv[0] = real;
     if (sys_execve(real, argv, ENVP) == -8 /* ENOEXEC */) {
         /* a script without #!: the shell runs it, as execvp() and bash do for the real command */
         char *sargv[argc + 2];
         sargv[0] = (char *)"/bin/sh";
-        for (int i = 0; i <= argc; i++) sargv[i + 1] = argv[i];
+        sargv[1] = real;
+        for (int i = 1; i <= argc; i++) sargv[i + 1] = argv[i];
         sys_execve("/bin/sh", sargv, ENVP);
     }
     argv[0] = py;           /* the real command would not start: the Python shim reports it */
