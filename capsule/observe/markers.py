@@ -136,7 +136,11 @@ def align(original: list[str], emitted: list[str]) -> dict[int, str] | None:
     an emitted line is neither an original line nor a marker (a transform that rewrote the text):
     then no run can be told apart and the emission is not re-marked."""
     where: dict[str, list[int]] = {}
+    plain = not any("\x1b" in ln or "\r" in ln for ln in original)
     for i, line in enumerate(original):
+        if plain:               # most outputs: a line is shown only as itself
+            where.setdefault(line, []).append(i)
+            continue
         for norm in _norms(line):
             where.setdefault(norm, []).append(i)
     shown: dict[int, str] = {}

@@ -26,7 +26,7 @@ import re
 from collections import Counter, defaultdict
 from functools import lru_cache
 
-from capsule.observe import anomalies, digits, markers
+from capsule.observe import anomalies, digits, keep, markers
 
 NEIGHBOURS = 1          # lines kept either side of a salient line
 FOLD_MIN = 3            # a template with this many lines folds to its first and a marker
@@ -99,14 +99,19 @@ def templates(lines: list[str]) -> list[str]:
 
 def salient(lines: list[str]) -> set[int]:
     """The rare lines of this output (see the module's header), without their neighbours."""
-    return set(_salient(tuple(lines)))
+    return set(_salient("\n".join(lines)))
 
 
 @lru_cache(maxsize=4)
-def _salient(lines: tuple[str, ...]) -> frozenset[int]:
-    # asked twice of one output (the generic cut, then the pipeline's pass under it): worked out once
+def _salient(text: str) -> frozenset[int]:
+    # Asked twice of one output (the generic cut, then the pipeline's pass under it): worked out once.
+    # keep.py's analysis of a passing run (cached: the families and the guard ask it of the same text)
+    # holds anomalies.py's record rules; its failing-run rules (rare templates, one-token variants)
+    # are added for every run: a rare line is salient whatever the exit status.
+    lines, masked = keep.lines_of(text, 0)
     lines = list(lines)
-    return frozenset(anomalies.anomalies(lines, False) | anomalies.rare_templates(lines) | _narrow_outliers(lines))
+    masked = list(masked) if masked is not None else None
+    return frozenset(set(keep.extra(text, 0)) | anomalies.rare_lines(lines, masked) | _narrow_outliers(lines))
 
 
 def with_neighbours(found: set[int], total: int, n: int = NEIGHBOURS) -> set[int]:
@@ -163,12 +168,12 @@ def describe(lines: list[str], tpls: list[str], start: int, stop: int) -> str | 
     return f"'{tpl}'" + (f"; {', '.join(varied[:MAX_VARIED])}" if varied else "")
 
 
-def choose(lines: list[str], budget: int, pinned: set[int], tpls: list[str]) -> set[int]:
+def choose(lines: list[str], budget: int, pinned: set[int], tpls: list[str], rare: set[int] | None = None) -> set[int]:
     """The lines a cut keeps: the pinned and the salient (with neighbours) whatever the budget;
     then the first and last line, each repeated template's first line, and lines of no repeated
     template from the head and the tail, while the budget lasts."""
     n = len(lines)
-    keep = set(pinned) | with_neighbours(salient(lines), n)
+    kept = set(pinned) | with_neighbours(salient(lines) if rare is None else set(rare), n)
     groups: dict[str, list[int]] = defaultdict(list)
     for i, t in enumerate(tpls):
         groups[t].append(i)
@@ -180,10 +185,10 @@ def choose(lines: list[str], budget: int, pinned: set[int], tpls: list[str]) -> 
         order += [a, b]
     order += head[len(tail):] + tail[len(head):]
     for i in order:
-        if len(keep) >= budget:
+        if len(kept) >= budget:
             break
-        keep.add(i)
-    return keep
+        kept.add(i)
+    return kept
 
 
 def shape(text: str, budget: int, pinned: set[int]) -> tuple[str, int]:
@@ -196,11 +201,11 @@ def shape(text: str, budget: int, pinned: set[int]) -> tuple[str, int]:
     if len(lines) <= budget:
         return text, 0
     tpls = templates(lines)
-    keep = choose(lines, budget, pinned, tpls)
-    if len(keep) >= len(lines):
+    kept = choose(lines, budget, pinned, tpls, _salient(text))
+    if len(kept) >= len(lines):
         return text, 0
-    out = markers.render(lines, {i: lines[i] for i in keep}, lambda a, b: describe(lines, tpls, a, b))
-    return "\n".join(out) + ("\n" if trailing else ""), len(lines) - len(keep)
+    out = markers.render(lines, {i: lines[i] for i in kept}, lambda a, b: describe(lines, tpls, a, b))
+    return "\n".join(out) + ("\n" if trailing else ""), len(lines) - len(kept)
 
 
 def under(original: str, emitted: str) -> str | None:
@@ -220,7 +225,7 @@ def under(original: str, emitted: str) -> str | None:
         return None
     if len(shown) >= len(lines):
         return None             # nothing omitted: the family's lines stand as they are
-    for i in salient(lines) - shown.keys():      # the family's cut keeps its own context around them
+    for i in _salient(original) - shown.keys():      # the family's cut keeps its own context around them
         shown[i] = markers.shown_form(lines[i])
     tpls = templates(lines)
     body = markers.render(lines, shown, lambda a, b: describe(lines, tpls, a, b))
