@@ -23,7 +23,7 @@ Invariant: pure and deterministic; linear in the lines (anomalies.py's caps); in
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from functools import lru_cache
 
 from capsule.observe import anomalies, digits, keep, markers
@@ -58,6 +58,7 @@ _HOLE = "\x00"
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]i?B?|B)?$")
 _UNIT = {"": 1, "B": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _NUMBER = re.compile(r"\d+")
+_ZEROS = re.compile(r"0+")
 
 
 def template(line: str) -> str:
@@ -111,22 +112,23 @@ def _salient(text: str) -> frozenset[int]:
     lines, masked = keep.lines_of(text, 0)
     lines = list(lines)
     masked = list(masked) if masked is not None else None
-    return frozenset(set(keep.extra(text, 0)) | anomalies.rare_lines(lines, masked) | _narrow_outliers(lines))
+    return frozenset(set(keep.extra(text, 0)) | anomalies.rare_lines(lines, masked) | _narrow_outliers(lines, masked))
 
 
 def with_neighbours(found: set[int], total: int, n: int = NEIGHBOURS) -> set[int]:
     return {j for i in found for j in range(max(0, i - n), min(total, i + n + 1))}
 
 
-def _narrow_outliers(lines: list[str]) -> set[int]:
+def _narrow_outliers(lines: list[str], masked: list[str] | None = None) -> set[int]:
     """A table of two or three columns (`du`: size and path; `wc -l`; `sort | uniq -c`): a number
     far above its column's median, a value seen once in a column one value dominates. Sizes with
     a unit (`38G`, `4.0K`) are read as numbers."""
     rows: dict[int, list[int]] = defaultdict(list)
-    for i, ln in enumerate(lines):
-        n = ln.count("\t") + 1 if "\t" in ln else len(ln.split())
-        if n in NARROW:
-            rows[n].append(i)
+    masked = masked or digits.masked(lines) or lines
+    width = {m: m.count("\t") + 1 if "\t" in m else len(m.split()) for m in dict.fromkeys(masked)}
+    for i, m in enumerate(masked):      # a line and its digit-masked form have one width
+        if width[m] in NARROW:
+            rows[width[m]].append(i)
     keep: set[int] = set()
     for width, idx in rows.items():
         if len(idx) < MIN_ROWS:
@@ -149,23 +151,21 @@ def _size(value: str) -> str | None:
     return repr(float(m.group(1)) * _UNIT[unit])
 
 
-def describe(lines: list[str], tpls: list[str], start: int, stop: int) -> str | None:
+def describe(lines: list[str], masked: list[str] | None, start: int, stop: int) -> str | None:
     """What the run lines[start:stop] shares, for its marker: `'<template>'; 2…59` (the numbers that
-    varied), or None for a short or a mixed run."""
-    counts = Counter(t for t in tpls[start:stop] if t)
-    if stop - start < FOLD_MIN or not counts:
+    varied), or None for a short run or one whose lines differ in more than their digits (`masked`:
+    digits.masked(lines), so the check costs no masking)."""
+    if stop - start < FOLD_MIN or masked is None or not lines[start].strip():
         return None
-    if len(counts) > 1:
-        return None             # a mixed run: its count and range say enough (naming templates costs more)
-    tpl = next(iter(counts))
+    if len({_ZEROS.sub("0", m) for m in set(masked[start:stop])}) != 1:    # (`9` and `10` alike)
+        return None
     nums = [_NUMBER.findall(lines[i]) for i in range(start, stop)]
     varied = []
-    if len({len(n) for n in nums}) == 1:
-        for col in zip(*nums):
-            values = sorted(set(col), key=lambda v: (int(v), v))
-            if len(values) > 1 and f"{values[0]}…{values[-1]}" not in varied:
-                varied.append(f"{values[0]}…{values[-1]}")
-    return f"'{tpl}'" + (f"; {', '.join(varied[:MAX_VARIED])}" if varied else "")
+    for col in zip(*nums):
+        values = sorted(set(col), key=lambda v: (int(v), v))
+        if len(values) > 1 and f"{values[0]}…{values[-1]}" not in varied:
+            varied.append(f"{values[0]}…{values[-1]}")
+    return f"'{template(lines[start])}'" + (f"; {', '.join(varied[:MAX_VARIED])}" if varied else "")
 
 
 def choose(lines: list[str], budget: int, pinned: set[int], tpls: list[str], rare: set[int] | None = None) -> set[int]:
@@ -204,7 +204,8 @@ def shape(text: str, budget: int, pinned: set[int]) -> tuple[str, int]:
     kept = choose(lines, budget, pinned, tpls, _salient(text))
     if len(kept) >= len(lines):
         return text, 0
-    out = markers.render(lines, {i: lines[i] for i in kept}, lambda a, b: describe(lines, tpls, a, b))
+    masked = digits.masked(lines)
+    out = markers.render(lines, {i: lines[i] for i in kept}, lambda a, b: describe(lines, masked, a, b))
     return "\n".join(out) + ("\n" if trailing else ""), len(lines) - len(kept)
 
 
@@ -227,6 +228,7 @@ def under(original: str, emitted: str) -> str | None:
         return None             # nothing omitted: the family's lines stand as they are
     for i in _salient(original) - shown.keys():      # the family's cut keeps its own context around them
         shown[i] = markers.shown_form(lines[i])
-    tpls = templates(lines)
-    body = markers.render(lines, shown, lambda a, b: describe(lines, tpls, a, b))
+    masked = keep.lines_of(original, 0)[1]
+    masked = list(masked) if masked is not None and len(masked) == len(lines) else None
+    body = markers.render(lines, shown, lambda a, b: describe(lines, masked, a, b))
     return "\n".join(body) + ("\n" if trailing else "")
