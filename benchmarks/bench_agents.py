@@ -12,6 +12,10 @@ Target (issue 25): capsule <= 0.55 of plain for each client, every fact kept.
     python benchmarks/bench_agents.py --container    # also inside the capsule image (`capsule up`,
         # the fake on a docker network's gateway), next to plain and --local; the image has no
         # pytest, so this table leaves out the pytest call in all three columns
+    python benchmarks/bench_agents.py --matrix       # each client at its oldest and its newest tested
+        # release (the pin, and the one scripts/setup-clients.sh installs apart); Claude Code
+        # also runs a native Read and Grep through the hook door (proxy off); per client and version:
+        # plain vs capsule tokens, facts, and the latency capsule adds per tool call
 """
 
 from __future__ import annotations
@@ -34,7 +38,10 @@ def main() -> int:
                     help="run only this client (repeatable; default: both)")
     ap.add_argument("--json", type=Path, help="also write the raw numbers here")
     ap.add_argument("--container", action="store_true", help="also run each session inside the capsule image")
+    ap.add_argument("--matrix", action="store_true", help="oldest and newest tested release of each client")
     args = ap.parse_args()
+    if args.matrix:
+        return matrix_table(args.client or sorted(harness.RUNNERS))
     if args.container:
         return container_table(args.client or sorted(harness.RUNNERS))
     pairs = []
@@ -73,6 +80,81 @@ def container_table(clients: list[str]) -> int:
                         f"{kept[0]}/{n}{'':9} {kept[1]}/{n}{'':5} {kept[2]}/{n}")
     print("\n".join(rows))
     return 0
+
+
+def _versions(client: str) -> list[tuple[str, str]]:
+    """(version, bin dir) of the oldest and the newest tested release (the pin on PATH is one of them)."""
+    import os  # noqa: PLC0415
+
+    from capsule.agents import clients  # noqa: PLC0415
+
+    out = []
+    for which, version in zip(("oldest", "newest"), clients.get(client).tested):
+        if not out or out[-1][0] != version:
+            out.append((version, os.path.dirname(harness.tested_client(client, which))))
+    return out
+
+
+def _ready_s(session) -> float:
+    """The supervisor's start (its log's `ready in N ms`): paid once per session, not per tool call."""
+    import re  # noqa: PLC0415
+
+    log = session.home / ".local/state/capsule/capsule.log"
+    found = re.findall(r"ready in (\d+) ms", log.read_text()) if log.exists() else []
+    return int(found[-1]) / 1000 if found else 0.0
+
+
+def _per_call_ms(plain, cap, calls: int) -> float:
+    return (cap.elapsed_s - plain.elapsed_s - _ready_s(cap)) * 1000 / max(calls, 1)
+
+
+def matrix_table(clients: list[str]) -> int:
+    import os  # noqa: PLC0415
+
+    rows = [f"{'client':7} {'version':9} {'session':8} {'plain':>7} {'capsule':>8} {'ratio':>6} "
+            f"{'facts plain':>12} {'facts capsule':>14} {'+ms/call':>9}"]
+    path0 = os.environ["PATH"]
+    with tempfile.TemporaryDirectory(prefix="capsule-bench-matrix-") as tmp:
+        for client in clients:
+            for version, bindir in _versions(client):
+                os.environ["PATH"] = f"{bindir}:{path0}"
+                try:
+                    root = Path(tmp) / f"{client}-{version}"
+                    plain, cap = harness.run_pair(client, root)
+                    n = sum(len(f) for f in plain.facts)
+                    kept = [n - sum(len(s.missing(i)) for i in range(len(s.facts))) for s in (plain, cap)]
+                    tp, tc = sum(plain.tokens()), sum(cap.tokens())
+                    rows.append(f"{client:7} {version:9} {'shell':8} {tp:>7} {tc:>8} {tc / max(tp, 1):>6.2f} "
+                                f"{kept[0]:>10}/{n} {kept[1]:>12}/{n} {_per_call_ms(plain, cap, len(harness.CALLS)):>9.0f}")
+                    if client == "claude":
+                        rows.append(_hook_row(root, version))
+                finally:
+                    os.environ["PATH"] = path0
+    print("\n".join(rows))
+    print("(a shared, loaded machine: compare ratios within one run; +ms/call = (capsule - plain wall time - "
+          "capsule's start) / tool calls)")
+    return 0
+
+
+def _hook_row(root: Path, version: str) -> str:
+    """A native Read of 400 JSON Lines records and a Grep of 301 TODOs, through the hook door (proxy off)."""
+    facts = ((harness.BAD_ID, harness.BAD_ERROR), (harness.DECISIVE.split(":", 2)[2].strip(),))
+    sessions = []
+    for mode in ("plain", "capsule"):
+        ws = root / f"hook-{mode}" / "shop"
+        ws.mkdir(parents=True)
+        harness.build_workspace(ws)
+        calls = [("Read", {"file_path": str(ws / "data" / "orders.jsonl")}),
+                 ("Grep", {"pattern": "TODO", "path": str(ws / "src"), "output_mode": "content", "-n": True})]
+        session, _ = harness.run_claude_tools(ws, root / f"hook-{mode}" / "home", mode, calls,
+                                              {"JACKIN_CTX_NO_PROXY": "1"})
+        sessions.append(session)
+    plain, cap = sessions
+    n = sum(len(f) for f in facts)
+    kept = [sum(f in s.results[i] for i, fs in enumerate(facts) for f in fs) for s in sessions]
+    tp, tc = sum(plain.tokens()), sum(cap.tokens())
+    return (f"{'claude':7} {version:9} {'hook':8} {tp:>7} {tc:>8} {tc / max(tp, 1):>6.2f} "
+            f"{kept[0]:>10}/{n} {kept[1]:>12}/{n} {_per_call_ms(plain, cap, 2):>9.0f}")
 
 
 if __name__ == "__main__":

@@ -187,7 +187,7 @@ class Engine:
                   emitted_tokens=em.sent_tokens, raw_bytes=em.raw_bytes,
                   emitted_bytes=len(em.data) if em.applied else em.raw_bytes, exit_code=obs.exit_code,
                   handle=em.handle, duration_ms=obs.duration_ms, token_label=em.token_label or tokens.label(),
-                  would_emit_tokens=em.would_emit_tokens, intent=em.intent,
+                  would_emit_tokens=em.would_emit_tokens, intent=em.intent, project=paths.project_of(obs.cwd),
                   manifest=em.ledger_manifest if em.ledger_manifest is not None else [r.as_dict() for r in em.removals],
                   reports=em.ledger_reports if em.ledger_reports is not None else
                   [r.as_dict() for r in em.reports] + [{"name": "would_emit", "tokens": em.would_emit_tokens}])

@@ -9,6 +9,9 @@ Standard library only: it runs on the host's python3 and inside bare base images
     agent_clis.py missing             the specs whose command is absent or at another version
     agent_clis.py labels              --label KEY=VERSION per line (docker build)
     agent_clis.py key                 a short hash of the pins (the CLI layer's cache key)
+    agent_clis.py matrix              COMMAND PACKAGE@VERSION PREFIX per line: each client's tested releases
+                                      (oldest, newest: capsule/agents/data/clients/<name>.toml) other than
+                                      its pin, installed apart (npm --prefix) for the tests and --matrix
     agent_clis.py pack NPM_ROOT OUT   check the host installs under NPM_ROOT, write OUT (tar)
 """
 
@@ -24,6 +27,28 @@ from pathlib import Path
 
 PINS = Path(__file__).with_name("agent-clis.toml")
 PREFIX = "usr/local"   # where the pack unpacks: /usr/local/lib/node_modules, /usr/local/bin
+TESTED = Path(__file__).resolve().parent.parent / "capsule" / "agents" / "data" / "clients"   # <name>.toml: tested
+MATRIX_ENV = "CAPSULE_CLIENTS_DIR"     # where the oldest releases go; default ~/.cache/capsule/clients
+
+
+def matrix_root() -> Path:
+    import os  # noqa: PLC0415
+
+    explicit = os.environ.get(MATRIX_ENV)
+    return Path(explicit) if explicit else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "capsule" / "clients"
+
+
+def matrix() -> list[tuple[str, str, Path]]:
+    """(command, PACKAGE@VERSION, npm prefix) of each client's tested releases that are not its pin."""
+    tested = [tomllib.loads(p.read_text()) for p in sorted(TESTED.glob("*.toml"))]
+    out = []
+    for cli in pins():
+        spec = next((t for t in tested if t.get("package") == cli["package"]), None)
+        for version in dict.fromkeys(spec["tested"]) if spec else ():
+            if version != cli["version"]:
+                name = cli["package"].split("/")[-1]
+                out.append((cli["command"], f"{cli['package']}@{version}", matrix_root() / f"{name}-{version}"))
+    return out
 
 
 def pins(path: Path = PINS) -> list[dict]:
@@ -98,6 +123,8 @@ def main(argv: list[str]) -> int:
         print("\n".join(f"--label\n{c['label']}={c['version']}" for c in pins()))
     elif cmd == "key":
         print(hashlib.sha256(PINS.read_bytes() + Path(__file__).read_bytes()).hexdigest()[:16])
+    elif cmd == "matrix":
+        print("\n".join(f"{c} {spec} {prefix}" for c, spec, prefix in matrix()))
     elif cmd == "pack" and len(argv) == 3:
         pack(Path(argv[1]), Path(argv[2]))
     else:

@@ -83,7 +83,12 @@ def finish(session_dir: Path | None) -> None:
 
 def _hook_command(session_dir: Path, state_dir: Path, python: str) -> str:
     script = session_dir / "intent_hook.py"
-    text = HOOK_TEMPLATE.read_text(encoding="utf-8").replace("@INTENTS_DIR@", repr(str(intents_dir(state_dir))))
+    import sys  # noqa: PLC0415
+
+    # the hook redacts what it keeps with capsule's own pass: it needs capsule's import path (-IS drops it)
+    where = [p for p in sys.path if p and os.path.isdir(p)]
+    text = (HOOK_TEMPLATE.read_text(encoding="utf-8").replace("@INTENTS_DIR@", repr(str(intents_dir(state_dir))))
+            .replace("@IMPORT_PATH@", repr(where)).replace("@STATE_DIR@", repr(str(state_dir))))
     script.write_text(text, encoding="utf-8")
     return shlex.join([python, "-IS", str(script)])     # a shell runs it: a path is data, never code
 
@@ -120,7 +125,7 @@ def _binary_at(argv: list[str], name: str) -> int | None:
 
 def claude_argv(argv: list[str], session_dir: Path, state_dir: Path, *, mcp: bool, intent: bool,
                 python: str, boundaries: bool = False, instructions: str | None = None,
-                tool_hook: bool = False) -> list[str]:
+                tool_hook: bool = False, statusline: bool = False) -> list[str]:
     """`argv` (claude …) with the session flags right after the binary; `instructions` (the role's
     compiled standing text, prompt/pack.py; None: the read-door note alone when mcp is on) goes in
     --append-system-prompt, after any text the user gave that flag. `tool_hook`: the hook door
@@ -130,7 +135,8 @@ def claude_argv(argv: list[str], session_dir: Path, state_dir: Path, *, mcp: boo
         return list(argv)
     if at:
         return argv[:at] + claude_argv(argv[at:], session_dir, state_dir, mcp=mcp, intent=intent, python=python,
-                                       boundaries=boundaries, instructions=instructions, tool_hook=tool_hook)
+                                       boundaries=boundaries, instructions=instructions, tool_hook=tool_hook,
+                                       statusline=statusline)
     first = next((a for a in argv[1:] if not a.startswith("-")), None)
     if first in CLAUDE_SUBCOMMANDS:
         return list(argv)
@@ -161,6 +167,10 @@ def claude_argv(argv: list[str], session_dir: Path, state_dir: Path, *, mcp: boo
                 "timeout": TOOL_HOOK_TIMEOUT_S}
         settings.setdefault("hooks", {}).setdefault("PostToolUse", []).append(
             {"matcher": claude.HOOK_MATCHER, "hooks": [hook]})
+    if statusline:    # the role asks for it ([agent] statusline = true): this session's only
+        command, args = server_command()
+        line = [command, *args[:-2], "statusline"] if args[-2:] == ["mcp", "serve"] else [command, "statusline"]
+        settings["statusLine"] = {"type": "command", "command": shlex.join(line), "padding": 0}
     if settings:
         (session_dir / "settings.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
         flags += ["--settings", str(session_dir / "settings.json")]

@@ -67,7 +67,7 @@ def cmd_audit(args) -> int:
         print(json.dumps({"emission": args.emission, "transform": row.get("transform"),
                           "original_available": original is not None, **result.as_dict()}, indent=2))
         return 0
-    source = "original + manifest" if original is not None else "manifest previews only (original expired)"
+    source = "original + list of removals" if original is not None else "removal previews only (original expired)"
     print(visible(f"emission {args.emission} ({row.get('transform')}, {len(manifest)} removals; {source})"))
     for f in result.findings:
         where = f" line {f.line}" if f.line else ""

@@ -163,6 +163,9 @@ def collect(role_arg: str | None = None) -> dict:
         if described.get(role.agent.kind) and agent.get("path"):
             agent["version_warning"] = described.version_status(described.get(role.agent.kind), agent.get("version"))
         clients = {c: client_info(c) for c in AGENTS}
+        for name, info in clients.items():     # every installed client, not only the role's: outside its range?
+            if described.get(name) and info.get("path") and info.get("version"):
+                info["version_warning"] = described.version_status(described.get(name), info["version"])
     except Exception as exc:  # noqa: BLE001 - a finding, not a crash
         agent, clients = {"kind": role.agent.kind, "error": str(exc)}, {}
     standing = budget.standing_context(subsystems, role)
@@ -316,6 +319,8 @@ def render(r: dict) -> str:
               if i.get("path") and c != ag.get("command")]
     if others:
         lines.append(f"clients      {', '.join(others)}")
+    lines += [f"  ! {c} {i.get('version')}: {i['version_warning']}" for c, i in (r.get("clients") or {}).items()
+              if i.get("version_warning") and c != ag.get("command")]
     for agent, st in r["mcp_registration"].items():
         if isinstance(st, dict):
             where = ", ".join(st.get("locations") or []) or "no"
@@ -333,7 +338,7 @@ def render(r: dict) -> str:
         from capsule.measure import graduation  # noqa: PLC0415
 
         g = r["graduation"]
-        lines.append(f"graduation   {'error: ' + g['error'] if 'error' in g else graduation.describe(g)}")
+        lines.append(f"baseline     {'error: ' + g['error'] if 'error' in g else graduation.describe(g)}")
     md = r.get("media")
     if md:
         lines.append(f"media        error: {md['error']}" if "error" in md else

@@ -1,4 +1,5 @@
-"""`capsule ctx gain [--json] [--since WHEN]`: what the ledger says was saved, by family.
+"""`capsule ctx gain [--by day|week|month|project|session] [--json|--csv] [--since WHEN]`: what the
+ledger says was saved, by family or over time (measure/history.py).
 
 Not responsible for measuring (measure/ledger.py). Invariant: numbers come from ledger
 rows only; approximate token counts are labelled as such.
@@ -12,14 +13,18 @@ import sys
 import time
 from datetime import datetime
 
-from capsule.ground.terminal import visible
+from capsule.ground.terminal import colour_on, paint, visible
 from capsule.ground.errors import UserError
 
 
 def register(sub) -> None:
     p = sub.add_parser("gain", help="tokens saved, by command family",
                        description="Summarise the ledger: raw tokens, emitted tokens and saving per command family.")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--by", choices=("day", "week", "month", "project", "session"),
+                   help="a history: one row per day, ISO week, month, project (repository) or session")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="machine-readable output")
+    fmt.add_argument("--csv", action="store_true", help="the table as CSV (for a spreadsheet)")
     p.add_argument("--since", metavar="WHEN", help="only emissions since WHEN: 30m, 2h, 7d, or an ISO date/time")
     p.add_argument("--emissions", metavar="N", type=positive_int,
                    help="also list the last N emissions (id, command, transform, tokens, handle) for audit/expand")
@@ -54,17 +59,67 @@ def cmd_gain(args) -> int:
 
     since = parse_since(args.since) if args.since else None
     rows = Ledger(readonly=True).rows(since)
+    if args.by:
+        return _history(rows, args)
     summary = summarise(rows)
     recent = rows[-args.emissions:] if args.emissions else []
     if args.json:
         json.dump({**summary, "emissions": recent} if args.emissions else summary, sys.stdout, indent=2)
         print()
         return 0
+    if args.csv:
+        _csv(["family", *COLUMNS], [[f["family"], *(f[c] for c in COLUMNS)] for f in [*summary["families"], summary["total"]]])
+        return 0
     print(visible(render(summary)))
     if recent:
         print()
         print(visible(render_emissions(recent)))
     return 0
+
+
+COLUMNS = ("emissions", "raw_tokens", "emitted_tokens", "saved_tokens", "saved_pct", "would_save_tokens")
+
+
+def _csv(head: list[str], rows: list[list]) -> None:
+    import csv  # noqa: PLC0415
+
+    out = csv.writer(sys.stdout, lineterminator="\n")
+    out.writerow(head)
+    out.writerows(rows)
+
+
+def _history(rows: list[dict], args) -> int:
+    from capsule.measure.history import history  # noqa: PLC0415
+
+    h = history(rows, args.by)
+    if args.json:
+        json.dump(h, sys.stdout, indent=2)
+        print()
+    elif args.csv:
+        _csv([args.by, *COLUMNS], [[g["key"], *(g[c] for c in COLUMNS)] for g in [*h["rows"], h["total"]]])
+    else:
+        print(render_history(h, colour_on(sys.stdout)))
+    return 0
+
+
+def render_history(h: dict, colour: bool = False) -> str:
+    """Absolute and relative savings per period; every label from stored data made visible."""
+    width = max([len(h["by"]), 5, *(len(visible(g["key"])) for g in h["rows"])])
+    head = f"{h['by']:<{width}}  {'emissions':>9}  {'raw tok':>11}  {'emitted tok':>11}  {'saved tok':>11}  {'saved':>6}"
+    lines = [paint(head, "bold", colour), "-" * len(head)]
+    for g in [*h["rows"], h["total"]]:
+        if g is h["total"]:
+            lines.append("-" * len(head))
+        pct = paint(f"{g['saved_pct']:>5.1f}%", "green" if g["saved_pct"] >= 20 else "dim", colour)
+        line = (f"{visible(g['key']):<{width}}  {g['emissions']:>9,}  {g['raw_tokens']:>11,}  {g['emitted_tokens']:>11,}  "
+                f"{g['saved_tokens']:>11,}  {pct}")
+        lines.append(paint(line, "bold", colour) if g is h["total"] else line)
+    if not h["rows"]:
+        lines.insert(2, "(no emissions in the ledger yet: run a command through `capsule ctx run -- CMD`)")
+    if h["total"]["would_save_tokens"]:
+        lines.append(f"measure-only: {h['total']['measured_only']} emissions left untouched; applying the transforms "
+                     f"would have saved {h['total']['would_save_tokens']:,} more tokens")
+    return "\n".join(lines)
 
 
 def render_emissions(rows: list[dict]) -> str:
@@ -78,14 +133,14 @@ def render_emissions(rows: list[dict]) -> str:
 
 
 def render(summary: dict) -> str:
-    head = f"{'family':<18}{'emissions':>10}{'raw tok':>12}{'emitted tok':>13}{'saved':>8}"
+    head = f"{'family':<18}{'emissions':>10}{'raw tok':>12}{'emitted tok':>13}{'saved tok':>12}{'saved':>8}"
     lines = [head, "-" * len(head)]
     for f in [*summary["families"], summary["total"]]:
         if f["family"] == "TOTAL":
             lines.append("-" * len(head))
         note = "  (measured only)" if f["measured_only"] and f["measured_only"] == f["emissions"] else ""
         lines.append(f"{f['family']:<18}{f['emissions']:>10}{f['raw_tokens']:>12}{f['emitted_tokens']:>13}"
-                     f"{f['saved_pct']:>7.1f}%{note}")
+                     f"{f['saved_tokens']:>12}{f['saved_pct']:>7.1f}%{note}")
     if summary["approximate"]:
         lines.append("(approx) some token counts are estimates: the tokenizer was unavailable or the payload was huge")
     if summary["total"]["measured_only"]:

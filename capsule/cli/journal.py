@@ -11,12 +11,24 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import time
 
 from capsule.ground import paths
 
 DIR = "journal"
 STREAMS = ("stdout", "stderr")
+# What every secret pattern of store/data/secrets.toml needs: a credential word (its [lines] words and
+# the command-line forms), or a token of 16+ letters and digits (every token format).
+_CREDENTIAL_WORD = re.compile(r"(?i)key|pw|pass|token|secret|auth|cred|bearer|://|curl|mysql|mariadb|-p\S")
+_LONG_TOKEN = re.compile(r"[A-Za-z0-9_+=.-]{16,}")
+
+
+def _maybe_secret(command: str) -> bool:
+    if _CREDENTIAL_WORD.search(command):
+        return True
+    return any(any(c.isdigit() for c in m.group()) and any(c.isalpha() for c in m.group())
+               for m in _LONG_TOKEN.finditer(command))
 
 
 class Journal:
@@ -34,10 +46,15 @@ class Journal:
             tmp = f"{base}.tmp"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             fcntl.flock(fd, fcntl.LOCK_EX)        # held until we exit, however we exit
-            # The command line as typed, like the raw bytes beside it: this owner-only spool lives only
-            # while the run does (or until the next run recovers it). Every reader goes through
-            # _command(), which redacts: loading the secret patterns here cost each cold run ~20 ms.
-            os.write(fd, f"{command}\n{os.getcwd()}\n".encode("utf-8", "surrogateescape"))
+            # The command line redacted when it may hold a secret (issue 31: a live run's journal kept it
+            # as typed); loading the patterns costs a cold run ~100 ms, so a command with no credential
+            # word and no long token is written as it is. Readers go through _command(), which redacts too.
+            line = command
+            if _maybe_secret(command):
+                from capsule.store import redact
+
+                line = redact.redacted(command)
+            os.write(fd, f"{line}\n{os.getcwd()}\n".encode("utf-8", "surrogateescape"))
             os.rename(tmp, f"{base}.cmd")       # seen by recover() only once locked
             self._lock, self._base = fd, base
             for s in STREAMS:

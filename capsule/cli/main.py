@@ -12,7 +12,6 @@ import os
 import sys
 
 from capsule import __version__
-from capsule.cli.parser import Parser
 from capsule.ground.errors import UserError
 
 # Each module exposes register(subparsers) and sets args.func(args) -> int.
@@ -23,6 +22,7 @@ COMMAND_MODULES = [
     "capsule.cli.runtime",
     "capsule.cli.proxy",
     "capsule.cli.fleet",
+    "capsule.cli.statusline",
 ]
 
 
@@ -32,8 +32,15 @@ COMMAND_MODULES = [
 FAST_COMMANDS = {("ctx", "run"): "capsule.cli.run", ("ctx", "pipe"): "capsule.cli.run"}
 
 
-def build_parser(argv: list[str] | None = None) -> Parser:
-    """The whole parser; with argv naming a FAST_COMMANDS entry, only what parses that command."""
+def build_parser(argv: list[str] | None = None):
+    """The whole parser (cli/parser.Parser); with argv naming a FAST_COMMANDS entry, only what parses
+    that command."""
+    from capsule.cli.parser import Parser  # noqa: PLC0415 - `capsule statusline` runs without argparse
+
+    if argv and argv[0] == "statusline":   # runs after each message of a Claude Code session: its module alone
+        parser = Parser(prog="capsule")
+        importlib.import_module("capsule.cli.statusline").register(parser.add_subparsers(dest="command"))
+        return parser
     fast = FAST_COMMANDS.get(tuple(argv[:2])) if argv else None
     parser = Parser(
         prog="capsule",
@@ -52,6 +59,10 @@ def build_parser(argv: list[str] | None = None) -> Parser:
 
 def main(argv: list[str] | None = None) -> int:
     argv_list = sys.argv[1:] if argv is None else argv
+    if argv_list == ["statusline"]:       # after each message of a Claude Code session: no parser at all
+        from capsule.cli.statusline import cmd_statusline  # noqa: PLC0415
+
+        return cmd_statusline(None)
     parser = build_parser(argv_list)
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:

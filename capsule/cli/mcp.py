@@ -1,4 +1,4 @@
-"""`capsule mcp serve|register|status|forget`: the read door's command group.
+"""`capsule mcp serve|register|unregister|status|forget`: the read door's command group.
 
 Not responsible for the tools (capsule/mcp/server.py) or agent config formats (capsule/agents/).
 Invariant: JACKIN_CTX_NO_MCP keeps the server off and configs untouched (JACKIN_CTX_NO_REGISTER is the output
@@ -26,9 +26,19 @@ def register(subparsers) -> None:
     r.add_argument("--scope", default=None,
                    help="claude: user (~/.claude.json, default) or project (.mcp.json + approval); "
                         "codex: user ($CODEX_HOME/config.toml)")
-    r.add_argument("--project", default=".", help="project directory (for project scope and the note)")
-    r.add_argument("--no-note", action="store_true", help="do not add the note to CLAUDE.md / AGENTS.md")
+    r.add_argument("--project", default=".", help="project directory (for project scope and --note project)")
+    r.add_argument("--note", choices=["user", "project"], default="user",
+                   help="where the read-door note goes: the agent's user file (~/.claude/CLAUDE.md, "
+                        "$CODEX_HOME/AGENTS.md; default) or the project's CLAUDE.md / AGENTS.md")
+    r.add_argument("--no-note", action="store_true", help="write no note")
     r.set_defaults(func=_register)
+
+    u = sub.add_parser("unregister", help="undo `mcp register`: every file it changed back byte for byte",
+                       description="Restore each file `capsule mcp register` changed to the bytes and mode it "
+                       "had before the first registration, and remove the files and folders it created; a file "
+                       "changed since capsule wrote it is named and left as it is.")
+    u.add_argument("--agent", required=True, choices=["claude", "codex"])
+    u.set_defaults(func=_unregister)
 
     st = sub.add_parser("status", help="registration state per agent")
     st.add_argument("--project", default=".")
@@ -54,11 +64,28 @@ def _register(args) -> int:
     from capsule import agents
     from capsule.ground.errors import UserError
 
+    from pathlib import Path
+
+    from capsule.cli import mcp_undo
+
+    note = False if args.no_note else ("user" if args.note == "user" else True)
+    project = Path(args.project).resolve()
+    before = mcp_undo.snapshot(mcp_undo.candidates(args.agent, args.scope, project, note, None))
     try:
-        result = agents.register(args.agent, scope=args.scope, project=args.project, note=not args.no_note)
+        result = agents.register(args.agent, scope=args.scope, project=project, note=note)
     except agents.ConfigError as exc:
         raise UserError(str(exc)) from None
+    finally:
+        mcp_undo.remember(args.agent, before)
     for line in result.lines():
+        print(line)
+    return 0
+
+
+def _unregister(args) -> int:
+    from capsule.cli import mcp_undo
+
+    for line in mcp_undo.undo(args.agent):
         print(line)
     return 0
 

@@ -41,6 +41,7 @@ def build(args) -> dict:
     finally:
         ledger.close()
     out = report.build(data["calls"], data["events"], data["meta"], rows, budget.everything_on())
+    out["window"] = {"since": since, "until": None}
     out["ingest"] = data["ingest"]
     out["route"] = _route(data["calls"], since)
     from capsule.prompt import record

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from capsule.fleet import schema
-from capsule.measure import ledger, report as local_report
+from capsule.measure import figures, ledger, report as local_report
 from capsule.measure.summary import read_share
 from capsule.measure.usage import BUCKETS
 
@@ -60,7 +60,7 @@ def capsule_figures(conn, tags: dict, since, until, standing: dict) -> dict:
     return {**{k: tags[k] for k in ("capsule", "container", "role", "host", "account", "source")},
             "last_sync": tags["last_sync"], "total": gain["total"], "families": gain["families"],
             "approximate": gain["approximate"], "usage": rep["totals"], "savings": rep["savings"]["totals"],
-            "cache": cache, "ledger": {"emissions": rep["ledger"]["emissions"]}}
+            "cache": cache, "ledger": {"emissions": rep["ledger"]["emissions"]}, "figures": rep["figures"]}
 
 
 def _blank() -> dict:
@@ -94,6 +94,7 @@ def _finish(acc: dict) -> dict:
     acc["usage"]["cache_read_share"] = read_share(acc["usage"])
     acc["cache"]["cache_read_share"] = acc["usage"]["cache_read_share"]
     acc["savings"]["by_family"], acc["savings"]["by_door"] = acc.pop("by_family"), acc.pop("by_door")
+    acc["figures"] = figures.figures(acc["total"], acc["savings"], acc["usage"])   # as `ctx report` names them
     return acc
 
 
@@ -180,14 +181,16 @@ def build(eng: sa.Engine, standing: dict, since: float | None = None, until: flo
 
 def render_text(data: dict) -> str:
     head = (f"{'':<24}{'capsules':>9}{'calls':>8}{'cost $':>12}{'read%':>7}{'emissions':>10}{'raw tok':>11}"
-            f"{'saved':>7}{'net tok':>10}{'busts':>6}")
+            f"{'gross saved':>13}{'net saved':>11}{'busts':>6}")
     lines = []
 
     def row(name: str, g: dict) -> str:
-        u, t, s = g["usage"], g["total"], g["savings"]
+        u, t, f = g["usage"], g["total"], g["figures"]
         share = "-" if u["cache_read_share"] is None else f"{100 * u['cache_read_share']:.1f}"
-        return (f"{name[:23]:<24}{g.get('capsules', 1):>9}{u['calls']:>8}{u['cost_usd'] or 0:>12.4f}{share:>7}"
-                f"{t['emissions']:>10}{t['raw_tokens']:>11}{t['saved_pct']:>6.1f}%{s['net_tokens']:>10}"
+        cost = "n/a" if f["session_cost_usd"] is None else f"{f['session_cost_usd']:.4f}"
+        net = "n/a" if f["net_saved_tokens"] is None else f"{f['net_saved_tokens']:,}"
+        return (f"{name[:23]:<24}{g.get('capsules', 1):>9}{u['calls']:>8}{cost:>12}{share:>7}"
+                f"{t['emissions']:>10}{t['raw_tokens']:>11,}{f['gross_saved_tokens']:>13,}{net:>11}"
                 f"{g['cache']['busts']:>6}")
 
     for g in GROUPS:
@@ -195,6 +198,7 @@ def render_text(data: dict) -> str:
         lines += [row(a[g], a) for a in data[f"by_{g}"]]
         lines.append("")
     lines += [row("FLEET", data["fleet"]), ""]
+    lines += ["FLEET " + figures.lines(data["fleet"]["figures"])[0].strip(), *figures.lines(data["fleet"]["figures"])[1:], ""]
     for q in data["quota_share"]:
         parts = ", ".join(f"{r['role']} {100 * r['token_share']:.1f}%" for r in q["by_role"])
         lines.append(f"account {q['account']}: {q['tokens']:,} tokens, ${q['cost_usd']:.4f}; by role: {parts}")

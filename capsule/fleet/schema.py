@@ -65,6 +65,7 @@ emissions = Table(
     Column("duration_ms", Double),
     Column("token_label", Text, nullable=False),
     Column("intent", Text),
+    Column("project", Text),
     Column("manifest", Text, nullable=False),
     Column("reports", Text, nullable=False),
     PrimaryKeyConstraint(SOURCE, "id"),

@@ -22,6 +22,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from capsule.fleet import schema
 from capsule.fleet.sources import Source
+from capsule.store import redact
 
 BATCH_ROWS = 2000
 RETRY_FOR_S = 60.0       # how long a sync waits for the fleet database to come back before giving up
@@ -195,7 +196,8 @@ class Syncer:
         while True:
             def batch(conn):
                 start = self._cursor(conn, src, synced.name)
-                rows = [dict(zip(names, r)) for r in local.execute(sql, (start, self.batch_rows))]
+                # redacted again on the way out: a row stored before a pattern existed (issue 31)
+                rows = [redact.redacted_value(dict(zip(names, r))) for r in local.execute(sql, (start, self.batch_rows))]
                 if rows:
                     self._store(conn, src, synced, rows, rows[-1][names[at]])
                 return len(rows)

@@ -131,3 +131,15 @@ def proxy_db_path() -> Path:
 
 def proxy_state_path() -> Path:
     return state_dir() / PROXY_STATE
+
+
+def project_of(cwd) -> str | None:
+    """The project a command ran in: the nearest folder from `cwd` up that holds `.git`, else `cwd`
+    itself (the ledger's `project`, for `ctx gain --by project`); None without a cwd."""
+    if not cwd:
+        return None
+    here = Path(cwd)
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return str(folder)
+    return str(here)

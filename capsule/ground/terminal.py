@@ -23,3 +23,23 @@ def _show(m: re.Match) -> str:
 def visible(text: str, keep: str = "\n") -> str:
     """`text` with each control character as an escape (ESC -> \\e, BEL -> \\x07, U+202E -> \\u202e)."""
     return _CONTROL.sub(lambda m: m.group() if m.group() in keep else _show(m), text)
+
+
+def colour_on(stream) -> bool:
+    """Colour only for a terminal, and never with NO_COLOR set (https://no-color.org) or TERM=dumb."""
+    import os  # noqa: PLC0415
+
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+_CODES = {"bold": "1", "dim": "2", "green": "32", "yellow": "33", "red": "31"}
+
+
+def paint(text: str, style: str, on: bool) -> str:
+    """`text` in an SGR style when `on` (colour_on's answer), else unchanged."""
+    return f"\x1b[{_CODES[style]}m{text}\x1b[0m" if on else text

@@ -7,6 +7,7 @@ every mode (measure-only rows record what would have been saved).
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, asdict, field
 from pathlib import Path
@@ -38,17 +39,18 @@ CREATE TABLE IF NOT EXISTS emissions(
   duration_ms REAL,
   token_label TEXT NOT NULL,
   intent TEXT,
+  project TEXT,
   manifest TEXT NOT NULL,
   reports TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS emissions_ts ON emissions(ts);
 """
 # Columns added after the first schema: older ledgers gain them on open.
-ADDED_COLUMNS = {"would_emit_tokens": "INTEGER", "intent": "TEXT"}
+ADDED_COLUMNS = {"would_emit_tokens": "INTEGER", "intent": "TEXT", "project": "TEXT"}
 
 SUMMARY_COLUMNS = ("id", "ts", "scope", "command", "family", "transform", "stream", "mode", "applied",
                    "raw_tokens", "emitted_tokens", "would_emit_tokens", "raw_bytes", "emitted_bytes", "exit_code", "handle",
-                   "duration_ms", "token_label")
+                   "duration_ms", "token_label", "project")
 ALL_COLUMNS = SUMMARY_COLUMNS + ("intent", "manifest", "reports")
 
 
@@ -71,6 +73,7 @@ class Row:
     token_label: str
     would_emit_tokens: int | None = None   # what the transform would have emitted (measure-only rows)
     intent: str | None = None              # the step's goal, when the door knew it
+    project: str | None = None             # the repository (or folder) it ran in: paths.project_of
     manifest: list[dict] = field(default_factory=list)
     reports: list[dict] = field(default_factory=list)
     ts: float = field(default_factory=time.time)
@@ -106,9 +109,15 @@ class Ledger:
         import json     # here: a cold `ctx run` records in its finisher, after the output (~2 ms)
 
         d = asdict(row)
+        if d["project"] is None:      # a door that knew no cwd: the recording process's own
+            try:
+                d["project"] = paths.project_of(os.getcwd())
+            except OSError:
+                pass
         d["command"], d["intent"] = redact.redacted(d["command"]), redact.redacted(d["intent"])   # a token on a command line
-        d["manifest"] = json.dumps(d["manifest"])
-        d["reports"] = json.dumps(d["reports"])
+        # the removed-line previews are the output's own lines: redacted like its archived copy (issue 31)
+        d["manifest"] = json.dumps(redact.redacted_value(d["manifest"]))
+        d["reports"] = json.dumps(redact.redacted_value(d["reports"]))
         d["applied"] = int(d["applied"])
         for key, value in d.items():
             if isinstance(value, str):

@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from capsule.ground import paths
-from capsule.store import sqlite
+from capsule.store import redact, sqlite
 from capsule.store.sqlite import connect
 
 SCHEMA = """
@@ -164,7 +164,7 @@ class QuotaStore:
             return
         with sqlite.write(self.conn):
             for s in samples:
-                d = asdict(s)
+                d = redact.redacted_value(asdict(s))      # header and account text from outside (issue 31)
                 self.conn.execute("INSERT INTO quota_samples(ts, account, regime, api, window, utilization, status, "
                                   "resets_at, session, source) VALUES(:ts, :account, :regime, :api, :window, "
                                   ":utilization, :status, :resets_at, :session, :source)", d)

@@ -8,7 +8,8 @@ bin edges derived from the rows themselves).
 
 from __future__ import annotations
 
-from capsule.measure import cache, cost, discovery, savings, summary
+from capsule.measure import cache, cost, discovery, figures, savings, summary
+from capsule.measure.ledger import summarise
 from capsule.measure.usage import BUCKETS
 
 
@@ -57,12 +58,15 @@ def build(calls: list[dict], events: list[dict], session_meta: dict, ledger_rows
           standing: dict) -> dict:
     sessions = summary.sessions(calls, session_meta)
     saved = savings.analyse(events, ledger_rows, standing)
+    totals = summary.totals(sessions)
+    saved_totals = savings.totals(saved)
     return {
+        "figures": figures.figures(summarise(ledger_rows)["total"], saved_totals, totals),
         "sessions": sessions,
-        "totals": summary.totals(sessions),
+        "totals": totals,
         "timeline": timeline(calls),
         "cache": cache.analyse(calls, events, ledger_rows),
-        "savings": {"sessions": saved, "totals": savings.totals(saved)},
+        "savings": {"sessions": saved, "totals": saved_totals},
         "ledger": _ledger_rollup(ledger_rows),
         "discovery": discovery.analyse(events),
     }

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from capsule.measure import figures
+
 
 def _share(v) -> str:
     return "-" if v is None else f"{100 * v:.1f}%"
@@ -18,9 +20,11 @@ def _usd(v) -> str:
 
 def render(r: dict) -> str:
     t = r["totals"]
-    out = [f"USAGE  {t['sessions']} sessions, {t['calls']} calls, cost {_usd(t['cost_usd'])}"
+    out = [f"USAGE  {t['sessions']} sessions, {t['calls']} calls, session cost {_usd(t['cost_usd'])}"
            + (f" (+{t['unpriced_calls']} unpriced calls)" if t["unpriced_calls"] else "")
            + f", cache-read share {_share(t['cache_read_share'])}"]
+    if not t["calls"]:
+        out = ["USAGE  no agent sessions read: " + figures.NO_TRANSCRIPTS.split(": ", 1)[1]]
     out.append(f"  fresh in {t['input_tokens']:,}  cache read {t['cache_read_input_tokens']:,}  "
                f"write 5m {t['cache_creation_5m']:,}  write 1h {t['cache_creation_1h']:,}  out {t['output_tokens']:,}")
     for s in r["sessions"][-20:]:
@@ -34,7 +38,7 @@ def render(r: dict) -> str:
             + (f" ({x['output_per_call']:,.1f}/call)" if x["output_per_call"] is not None else "")
             for reg, x in regs.items()))
     out.append("")
-    out.append("CACHE HEALTH (INV-1 reads from the 2nd call; INV-2 read share >= 85%)")
+    out.append("CACHE HEALTH (every call from the 2nd on should read the prompt cache, and >= 85% of input should come from it)")
     bad = [c for c in r["cache"] if c["alert"] or c["busts"] or c["inv1_misses"]]
     if not r["cache"]:
         out.append("  no sessions")
@@ -51,11 +55,10 @@ def render(r: dict) -> str:
     out.append("")
     s = r["savings"]["totals"]
     out.append("NET SAVINGS (tokens, once per emission)")
-    out.append(f"  tool results received {s['received_tokens']:,}; capsule removed {s['removed_tokens']:,} "
-               f"(footers {s['footer_tokens']:,} included); added {s['added_tokens']:,} standing context; "
-               f"bounces {s['bounce_tokens']:,}; NET {s['net_tokens']:,}")
-    if s["would_remove_tokens"]:
-        out.append(f"  measure-only: would have removed {s['would_remove_tokens']:,} more")
+    out += figures.lines(r["figures"])
+    if r["figures"]["transcripts"]:
+        out.append(f"  in the agent sessions read: tool results received {s['received_tokens']:,}, of which capsule "
+                   f"removed {s['removed_tokens']:,} (footers {s['footer_tokens']:,} included)")
     led = r["ledger"]
     for title, rows in (("by family", led["by_family"]), ("by door", led["by_door"])):
         if rows:

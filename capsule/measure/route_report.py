@@ -64,7 +64,7 @@ def render_text(r: dict) -> list[str]:
     out = [f"ROUTE  boundaries {sum(r['boundaries'].values())} ("
            + (", ".join(f"{k} {v}" for k, v in sorted(r["boundaries"].items())) or "none") + f"); "
            f"decisions {len(r['decisions'])} ({sum(d['degraded'] for d in r['decisions'])} degraded)"]
-    out.append(f"  INV-9 audit: {a['capsule_changes']} model/effort changes inside a conversation by capsule; "
+    out.append(f"  model/effort changes inside a conversation (each rewrites the prompt cache): {a['capsule_changes']} by capsule; "
                f"{a['user_changes']} by the client (proxy); {len(a['in_conversation'])} model changes in usage rows")
     for c in a["in_conversation"][:5]:
         usd = "unpriced" if c["cache_write_usd"] is None else f"${c['cache_write_usd']:.4f}"

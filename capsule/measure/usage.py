@@ -240,6 +240,7 @@ ON CONFLICT(agent, call_id) DO UPDATE SET
   cache_creation_1h = CASE WHEN {take} THEN excluded.cache_creation_1h ELSE cache_creation_1h END,
   cost_usd = CASE WHEN {take} THEN coalesce(excluded.cost_usd, cost_usd) ELSE coalesce(cost_usd, excluded.cost_usd) END,
   model = coalesce(model, excluded.model),
+  thread_id = coalesce(thread_id, excluded.thread_id),
   complete = max(complete, excluded.complete),
   output_tokens = CASE WHEN {take} THEN excluded.output_tokens ELSE output_tokens END,
   source = CASE WHEN excluded.source = 'proxy' THEN 'proxy' ELSE source END

@@ -39,6 +39,7 @@ class Agent:
     model: str | None
     command: tuple[str, ...]
     env: dict[str, str]
+    statusline: bool = False      # claude: Claude Code's statusLine is `capsule statusline` for the session
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,19 @@ def _first_error(data: dict[str, Any], path: Path, source: str, version: int) ->
 
     validator = jsonschema.Draft202012Validator(_schema(version))
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
-    return _describe(errors[0], path, source) if errors else None
+    if errors:
+        return _describe(errors[0], path, source)
+    return _client_error(data, path, source)
+
+
+def _client_error(data: dict[str, Any], path: Path, source: str) -> str | None:
+    """Keys the schema allows that only some clients can honour."""
+    kind = (data.get("agent") or {}).get("kind", "claude")
+    if ((data.get("context") or {}).get("routing") or {}).get("advisor") and kind != "claude":
+        line = _line_of(source, ("context", "routing", "advisor"))
+        return (f"role {path} line {line}: \"context.routing.advisor\" needs Claude Code's session-scoped subagent "
+                f"pins, and agent.kind is {kind!r}; hint: remove advisor (a plan lane model does the same for a plan)")
+    return None
 
 
 @lru_cache(maxsize=None)
@@ -226,7 +239,7 @@ def _build(data: dict[str, Any], path: Path) -> Role:
         description=data.get("description", ""),
         agent=Agent(kind=kind, model=agent.get("model"),
                     command=tuple(agent.get("command", AGENT_COMMANDS[kind])),
-                    env=dict(agent.get("env", {}))),
+                    env=dict(agent.get("env", {})), statusline=bool(agent.get("statusline", False))),
         workspace_mount=workspace.get("mount", "/workspace"),
         workspace_read_only=bool(workspace.get("read_only", False)),
         resources=dict(data.get("resources", {})),

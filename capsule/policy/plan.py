@@ -40,29 +40,29 @@ def plan(role: Role, sw: switches.Switches) -> dict[str, Decision]:
 
     master = (sw.disable, f"switch {switches.DISABLE}")
     if sw.measure_only and mode in ("standard", "aggressive"):
-        engine_on = f"measure-only (switch {switches.MEASURE_ONLY}; manifest mode={mode})"
+        engine_on = f"measure-only (switch {switches.MEASURE_ONLY}; role mode={mode})"
     elif mode == "measure":
-        engine_on = "measure-only (manifest mode=measure)"
+        engine_on = "measure-only (role mode=measure)"
     else:
-        engine_on = f"manifest mode={mode}"
-    engine = decide("engine", [master, (mode == "off", "manifest mode=off")], engine_on)
+        engine_on = f"role mode={mode}"
+    engine = decide("engine", [master, (mode == "off", "role mode=off")], engine_on)
     decide("shims", [master, (sw.no_shims, f"switch {switches.NO_SHIMS}"),
-                     (not sub.shims, "manifest [context.subsystems] shims=false"),
-                     (not engine.on, "engine off")], "manifest")
+                     (not sub.shims, "role [context.subsystems] shims=false"),
+                     (not engine.on, "engine off")], "the role allows it")
     decide("mcp", [master, (sw.no_mcp, f"switch {switches.NO_MCP}"),
-                         (not sub.mcp, "manifest [context.subsystems] mcp=false")], "manifest")
+                         (not sub.mcp, "role [context.subsystems] mcp=false")], "the role allows it")
     # "register" is the output register of the standing instructions (register, guards, guard
     # lines, codebook: prompt/pack.py), as the seeds mean it; the MCP server's registration with
     # the agent follows "mcp" alone, so JACKIN_CTX_NO_REGISTER never takes the ctx_* tools away.
     decide("register", [master, (sw.no_register, f"switch {switches.NO_REGISTER}"),
-                        (not sub.register, "manifest [context.subsystems] register=false"),
+                        (not sub.register, "role [context.subsystems] register=false"),
                         (role.agent.kind == "shell", "agent kind=shell has no prompt to put it in")],
            f"agent {role.agent.kind}: [context.output]")
     decide("routing", [master, (sw.no_routing, f"switch {switches.NO_ROUTING}"),
-                       (not sub.routing, "manifest [context.subsystems] routing=false"),
-                       (not role.context.routing, "manifest has no [context.routing]")], "manifest [context.routing]")
+                       (not sub.routing, "role [context.subsystems] routing=false"),
+                       (not role.context.routing, "the role has no [context.routing]")], "role [context.routing]")
     decide("proxy", [master, (sw.no_proxy, f"switch {switches.NO_PROXY}"),
-                     (not sub.proxy, "manifest [context.subsystems] proxy=false"),
+                     (not sub.proxy, "role [context.subsystems] proxy=false"),
                      (not engine.on, "engine off"),
                      (role.agent.kind == "shell", "agent kind=shell has no model API to point at")],
            f"agent {role.agent.kind}: tool results and usage through the model API proxy")

@@ -186,6 +186,21 @@ class RouteSide:
             log.debug("quota read failed: %r", exc)
             return 0.0, None
 
+    def recorded_calls(self) -> list[dict] | None:
+        """The last 30 days of recorded calls: what a lane change is priced on (route/payoff.py)."""
+        try:
+            from capsule.ground import paths  # noqa: PLC0415
+            from capsule.measure.usage import UsageStore  # noqa: PLC0415
+
+            store = UsageStore(self.state_dir / paths.USAGE_DB)
+            try:
+                return store.calls(since=time.time() - 30 * 86400)
+            finally:
+                store.close()
+        except Exception as exc:  # noqa: BLE001 - no history: the change is not priced
+            log.debug("usage read failed: %r", exc)
+            return None
+
     # ---- request side ----------------------------------------------------------------------------
     def on_request(self, api: str, body: dict, session: str, headers: dict[str, str]) -> bool:
         """Note the request; apply the conversation's pin. True when `body` was changed."""
@@ -245,7 +260,8 @@ class RouteSide:
         from capsule.route import governor  # noqa: PLC0415
 
         u, window = self.utilization(account, regime, conv.session)
-        choice = governor.choose(self.table, conv.task_class, u, window)
+        calls = self.recorded_calls() if u >= self.table.degrade_at else None
+        choice = governor.choose(self.table, conv.task_class, u, window, calls)
         lane = choice.lane
         role_model = lane.model if (choice.degraded or lane.model_from.startswith("role")) else None
         # A read-only class already carries its lane's pins (the --agents definitions), the main lane
@@ -263,7 +279,8 @@ class RouteSide:
                     {"degraded": choice.degraded, "utilization": u, "window": window,
                      "requested": {"model": body.get("model"), "effort": effort_of(api, body)},
                      "sent": {"model": conv.pin_model or body.get("model"),
-                              "effort": conv.pin_effort or effort_of(api, body)}})
+                              "effort": conv.pin_effort or effort_of(api, body)},
+                     **({"payoff": choice.payoff} if choice.payoff else {})})
 
     def _event(self, kind: str, conv: Conversation, reason: str, detail: dict, source: str = "proxy") -> None:
         try:

@@ -3,8 +3,9 @@
 Not responsible for reading headers (measure/quota.py), for applying a choice (launch flags in
 route/policy.py, the proxy's first request of a conversation) or for logging it (the caller writes
 the decision to the route log). Invariant: a choice is made only when asked at a boundary and is
-a pure function of (table, class, peak utilization): past the role's degrade_at, routine lanes take
-their degraded_* values; main and plan only when degrade_main; output is never cut (no max_tokens).
+a pure function of (table, class, peak utilization, recorded calls): past the role's degrade_at,
+routine lanes take their degraded_* values, main and plan only when degrade_main, and a change of
+model only when it pays for the cache write it causes (route/payoff.py); output is never cut.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
+from capsule.route import payoff
 from capsule.route.lanes import Lane, Table
 
 
@@ -21,9 +23,13 @@ class Choice:
     lane: Lane
     degraded: bool
     reason: str
+    payoff: dict | None = None      # route/payoff.py's figures when the change was priced
 
 
-def choose(table: Table, task_class: str, utilization: float, window: str | None = None) -> Choice:
+def choose(table: Table, task_class: str, utilization: float, window: str | None = None,
+           calls: list[dict] | None = None) -> Choice:
+    """`calls`: the usage store's recorded calls; given, a change of model is made only when it
+    pays for the cache write it causes (route/payoff.py) on the lane's own history."""
     lane = table[task_class]
     where = f"{window} at {100 * utilization:.0f}%" if window else f"{100 * utilization:.0f}%"
     if utilization < table.degrade_at:
@@ -34,8 +40,18 @@ def choose(table: Table, task_class: str, utilization: float, window: str | None
     cheaper = lane.degraded()
     if cheaper == lane:
         return Choice(lane, False, f"{where} >= degrade_at: the {task_class} lane names nothing cheaper")
-    return Choice(cheaper, True, f"{where} >= degrade_at {100 * table.degrade_at:.0f}%: {task_class} lane degraded to "
-                                 f"{cheaper.model or 'client default'}/{cheaper.effort or '-'}")
+    reason = (f"{where} >= degrade_at {100 * table.degrade_at:.0f}%: {task_class} lane degraded to "
+              f"{cheaper.model or 'client default'}/{cheaper.effort or '-'}")
+    if calls is None or not (cheaper.model and lane.model) or cheaper.model == lane.model:
+        return Choice(cheaper, True, reason)        # no model change: no cache to rewrite
+    hist = payoff.history(calls, lane.model, subagent=task_class != "main")
+    priced = payoff.price(lane.model, cheaper.model, hist) if hist else None
+    if priced is None:
+        return Choice(cheaper, True, reason + " (not priced: no recorded conversations of this lane yet)")
+    if not priced.pays:
+        return Choice(lane, False, f"{where} >= degrade_at {100 * table.degrade_at:.0f}%, but "
+                                   + priced.reason(cheaper.model) + ": role lane kept", priced.as_dict())
+    return Choice(cheaper, True, reason + "; " + priced.reason(cheaper.model), priced.as_dict())
 
 
 def budget_windows(role_arg, now: float | None = None, regime: str = "api_key", calls: list[dict] | None = None) -> list[dict]:

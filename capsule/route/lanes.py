@@ -55,6 +55,7 @@ class Table:
     degrade_main: bool = False
     budget_usd_day: float | None = None
     budget_usd_session: float | None = None
+    advisor: str | None = None          # the model the main lane consults for plans and reviews
 
     def __getitem__(self, task_class: str) -> Lane:
         return self.lanes[task_class]
@@ -65,7 +66,7 @@ class Table:
     def as_dict(self) -> dict:
         return {"lanes": [self.lanes[c].as_dict() for c in CLASSES], "degrade_at": self.degrade_at,
                 "degrade_main": self.degrade_main, "budget_usd_day": self.budget_usd_day,
-                "budget_usd_session": self.budget_usd_session}
+                "budget_usd_session": self.budget_usd_session, "advisor": self.advisor}
 
 
 def _role_line(role, keys: tuple[str, ...]) -> str:
@@ -103,7 +104,8 @@ def from_role(role) -> Table:
         lanes[cls] = lane
     return Table(lanes, degrade_at=float(routing.get("degrade_at", DEFAULT_DEGRADE_AT)),
                  degrade_main=bool(routing.get("degrade_main", False)),
-                 budget_usd_day=routing.get("budget_usd_day"), budget_usd_session=routing.get("budget_usd_session"))
+                 budget_usd_day=routing.get("budget_usd_day"), budget_usd_session=routing.get("budget_usd_session"),
+                 advisor=routing.get("advisor"))
 
 
 def resolve(role, kind: str, env: dict[str, str] | None = None, argv: list[str] | None = None) -> Table:

@@ -103,9 +103,11 @@ def router_for(role, switches: Switches | None = None, enabled: bool | None = No
     return Router(kind, decision if enabled else Decision(reason="routing off"), enabled=enabled, table=table)
 
 
-def degrade_at_start(router: Router, utilization: float, window: str | None) -> list:
-    """Session start is a task boundary: lanes past the threshold launch degraded. Returns the
-    governor's choices (one per class that has something to decide) for the route log."""
+def degrade_at_start(router: Router, utilization: float, window: str | None,
+                     calls: list[dict] | None = None) -> list:
+    """Session start is a task boundary: lanes past the threshold launch degraded, a change of model
+    only where it pays for its cache write on the recorded `calls`. Returns the governor's choices
+    (one per class that has something to decide) for the route log."""
     from capsule.route import governor  # noqa: PLC0415
 
     if not router.enabled or router.table is None:
@@ -114,7 +116,7 @@ def degrade_at_start(router: Router, utilization: float, window: str | None) -> 
     for cls, lane in router.table.lanes.items():
         if not (lane.model or lane.effort or lane.degraded_model or lane.degraded_effort):
             continue
-        choice = governor.choose(router.table, cls, utilization, window)
+        choice = governor.choose(router.table, cls, utilization, window, calls)
         choices.append((cls, choice))
         if choice.degraded:
             c = choice.lane

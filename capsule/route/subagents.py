@@ -1,4 +1,5 @@
-"""Session-scoped subagent definitions with the lanes' model and effort pins (Claude Code --agents).
+"""Session-scoped subagent definitions with the lanes' model and effort pins (Claude Code --agents),
+and the advisor a cheaper main lane consults for plans and reviews.
 
 Not responsible for what a subagent is told beyond its role (the prompt layer extends the prompt
 through EXTENSIONS) nor for launching (route/policy.py passes the JSON). Invariant: the same lanes
@@ -44,6 +45,12 @@ def definitions(table: Table, kind: str = "claude") -> dict[str, dict]:
         if lane.effort:
             d["effort"] = client_effort(kind, lane.effort)
         out[tpl.get("name", name)] = d
+    if table.advisor and kind == "claude":
+        tpl = templates()["advisor"]
+        d = {"description": tpl["description"], "prompt": tpl["prompt"], "tools": list(tpl["tools"])}
+        for ext in EXTENSIONS:
+            d = ext("advisor", d)
+        out[tpl["name"]] = {**d, "model": table.advisor}
     return out
 
 

@@ -57,12 +57,40 @@ def redacted(text: str | None) -> str | None:
     return redact_text(text)[0]
 
 
+def redacted_value(value):
+    """A JSON-like value about to be stored (a ledger manifest, a synced row) with every string in it
+    redacted, keys and structure kept; as it is when the switch says so."""
+    if not enabled():
+        return value
+    return _value(value)
+
+
+def _value(value):
+    if isinstance(value, str):
+        return redact_text(value)[0] if value else value
+    if isinstance(value, dict):
+        return {k: _value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_value(v) for v in value)
+    return value
+
+
 def count_markers(data: bytes) -> int:
     return len(MARKER_RE.findall(data.decode("utf-8", "replace")))
 
 
 def find(text: str) -> list[tuple[int, int, str]]:
-    """The secrets in `text` as (start, end, kind), sorted, not overlapping (the earliest, then longest, wins)."""
+    """The secrets in `text` as (start, end, kind), sorted, not overlapping (the earliest, then longest, wins):
+    the patterns' own, those a terminal's colour escapes cut in two (`grep --color`), those inside a
+    base64 run, and the rest of a token a terminal wrapped onto the next line."""
+    found = _find_plain(text)
+    if "\x1b" in text:
+        found += _through_escapes(text)
+    found += _in_base64(text)
+    return _wrapped(text, _merge(found))
+
+
+def _find_plain(text: str) -> list[tuple[int, int, str]]:
     whole, by_line, words = patterns()
     found: list[tuple[int, int, str]] = []
     try:
@@ -94,6 +122,10 @@ def find(text: str) -> list[tuple[int, int, str]]:
                 i = bisect.bisect_right(starts, a) - 1
                 shift = spans[i][0] - starts[i]
                 found.append((a + shift, min(b, starts[i] + spans[i][1] - spans[i][0]) + shift, kind))
+    return _merge(found)
+
+
+def _merge(found: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
     found.sort(key=lambda s: (s[0], -s[1]))
     merged: list[tuple[int, int, str]] = []
     for s in found:
@@ -103,6 +135,104 @@ def find(text: str) -> list[tuple[int, int, str]]:
             continue
         merged.append(s)
     return merged
+
+
+# CSI and two-character escapes (what `grep --color`, `ls --color` and the like write)
+_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]")
+# the rest of a wrapped token: one line of token characters only, letters and digits both
+_CONTINUATION = re.compile(r"[A-Za-z0-9_+/=.-]{8,}")
+_WRAP_LINES = 8                 # a token wrapped over more lines than this is not one we can tell apart
+_B64_SOURCE = r"[A-Za-z0-9+/]{16,}={0,2}"
+PEM_WIDTH = 64                  # characters of a PEM body line
+_B64_MAX = 4096                 # a base64'd credential is short; longer runs are data (images, bundles)
+_b64 = _b64_re = None
+
+
+def _through_escapes(text: str) -> list[tuple[int, int, str]]:
+    """Secrets in `text` read without its escape sequences, as spans of `text` (escapes inside included)."""
+    kept_at, orig_at, pieces = [], [], []
+    at = n = 0
+    for m in _ESCAPE.finditer(text):
+        if m.start() > at:
+            kept_at.append(n)
+            orig_at.append(at)
+            pieces.append(text[at:m.start()])
+            n += m.start() - at
+        at = m.end()
+    if at < len(text):
+        kept_at.append(n)
+        orig_at.append(at)
+        pieces.append(text[at:])
+    if not pieces:
+        return []
+
+    def back(i: int) -> int:
+        k = bisect.bisect_right(kept_at, i) - 1
+        return orig_at[k] + i - kept_at[k]
+
+    return [(back(a), back(b - 1) + 1, kind) for a, b, kind in _find_plain("".join(pieces))]
+
+
+def _in_base64(text: str) -> list[tuple[int, int, str]]:
+    """Base64 runs whose decoded text holds a secret (a base64'd key, `echo $TOKEN | base64`), whole;
+    and a PEM body line on its own (64 base64 characters, mixed case and digits: a hex digest is not)."""
+    global _b64, _b64_re
+    if _b64 is None:
+        _b64_re = re.compile(_B64_SOURCE)
+        _b64 = _re2(_B64_SOURCE, 0) or _b64_re
+    import binascii
+
+    runs: list[tuple[int, int]] = []
+    decoded: list[str] = []
+    pem: list[tuple[int, int, str]] = []
+    # RE2 on the ASCII bytes (the common case); re where the text is not ASCII
+    regex, subject = (_b64, text.encode("ascii")) if text.isascii() and _b64 is not _b64_re else (_b64_re, text)
+    for m in regex.finditer(subject):
+        a, b = m.span()
+        if b - a > _B64_MAX or (b - a) % 4:
+            continue
+        run = text[a:b]
+        if run.islower() or run.isupper() or run.isdigit():
+            continue            # not padded base64, or one case only (a hex digest, a word)
+        if b - a == PEM_WIDTH and (a == 0 or text[a - 1] == "\n") and text.startswith(("\n", "\r\n"), b) | (b == len(text)) \
+                and any(c.isdigit() for c in run):
+            pem.append((a, b, "private-key"))
+            continue
+        try:
+            plain = binascii.a2b_base64(run, strict_mode=True).decode("ascii")
+        except (binascii.Error, ValueError):
+            continue
+        if sum(c.isprintable() or c in "\n\t" for c in plain) < 0.95 * len(plain):
+            continue
+        runs.append((a, b))
+        decoded.append(plain.replace("\n", " "))
+    if not runs:
+        return pem
+    starts, at = [], 0
+    for d in decoded:
+        starts.append(at)
+        at += len(d) + 1
+    hits = {bisect.bisect_right(starts, a) - 1: kind for a, _, kind in _find_plain("\n".join(decoded))}
+    return pem + [(*runs[i], f"base64-{kind}") for i, kind in sorted(hits.items())]
+
+
+def _wrapped(text: str, spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """`spans` plus the continuation of each secret that ends a line a terminal wrapped (each line's own span)."""
+    out = []
+    for a, b, kind in spans:
+        out.append((a, b, kind))
+        for _ in range(_WRAP_LINES):
+            j = b + 2 if text.startswith("\r\n", b) else b + 1 if text.startswith("\n", b) else -1
+            if j < 0:
+                break
+            k = text.find("\n", j)
+            line = text[j:len(text) if k < 0 else k].rstrip("\r")
+            if not (_CONTINUATION.fullmatch(line) and any(c.isdigit() for c in line)
+                    and any(c.isalpha() for c in line)):
+                break
+            a, b = j, j + len(line)
+            out.append((a, b, kind))
+    return _merge(out)
 
 
 class _Pattern:

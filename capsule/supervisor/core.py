@@ -81,7 +81,7 @@ class Supervisor:
         subsystems.degrade_at_start(self.router, self.state_dir)
         self.conflicts = probe_conflicts() if self.plan["shims"].on else []
         if self.conflicts:  # INV-8: one shell-rewrite path; capsule steps back and says why
-            self.plan["shims"] = planning.Decision("shims", False, f"conflict (INV-8): {self.conflicts[0]}")
+            self.plan["shims"] = planning.Decision("shims", False, f"conflict: another tool already rewrites shell output ({self.conflicts[0]}); one rewrite path at a time")
         self.socket_path = paths.socket_path()
         if self.socket_path.exists() and server.ping(self.socket_path, 0.3):
             # Another live supervisor owns this state dir's socket (two `up --local` sessions): keep
@@ -269,7 +269,8 @@ class Supervisor:
                 return session.claude_argv(cmd, self.session_dir, self.state_dir, mcp=self.plan["mcp"].on,
                                            intent=self.plan["engine"].on and self.plan["shims"].on,
                                            python=shims.shim_python(), boundaries=self.plan["engine"].on,
-                                           instructions=text, tool_hook=self.hook_door_on)
+                                           instructions=text, tool_hook=self.hook_door_on,
+                                           statusline=self.role.agent.statusline)
             if kind == "codex":
                 return session.codex_argv(cmd, self.state_dir, self.agent_env(), mcp=self.plan["mcp"].on,
                                           instructions=text)

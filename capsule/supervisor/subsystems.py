@@ -145,14 +145,24 @@ def degrade_at_start(router, state_dir: Path) -> None:
         now = time.time()
         q["windows"] = [w for w in q["windows"] if not w.get("resets_at") or w["resets_at"] > now]
         u, window = quota.peak(q)
-        choices = route.degrade_at_start(router, u, (window or {}).get("name"))
+        calls = None
+        if u >= router.table.degrade_at and (state_dir / paths.USAGE_DB).exists():
+            from capsule.measure.usage import UsageStore  # noqa: PLC0415
+
+            usage = UsageStore(state_dir / paths.USAGE_DB)
+            try:
+                calls = usage.calls(since=now - 30 * 86400)     # what a change of model is priced on
+            finally:
+                usage.close()
+        choices = route.degrade_at_start(router, u, (window or {}).get("name"), calls)
         rlog = route_log.RouteLog(state_dir / paths.LEDGER_DB)
         try:
             for cls, ch in choices:
                 rlog.record("decision", session=f"supervisor:{os.getpid()}", task_class=cls, source="supervisor",
                             reason="session start: " + ch.reason,
                             detail={"degraded": ch.degraded, "utilization": u, "window": (window or {}).get("name"),
-                                    "sent": {"model": ch.lane.model, "effort": ch.lane.effort}})
+                                    "sent": {"model": ch.lane.model, "effort": ch.lane.effort},
+                                    **({"payoff": ch.payoff} if ch.payoff else {})})
         finally:
             rlog.close()
     except Exception as exc:  # noqa: BLE001 - no quota known: the role's lanes as written

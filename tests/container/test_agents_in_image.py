@@ -281,8 +281,12 @@ def test_claude_container_doctor_ps_logs_usage_limits_and_down(sessions):
     s = sessions["claude"]
     assert s["doctor"].returncode == 0, s["doctor"].stderr
     doctor = json.loads(s["doctor"].stdout)
-    assert doctor["agent"]["command"] == "claude" and doctor["agent"]["version"] == "2.1.197"
-    assert doctor["clients"]["codex"]["version"] == "0.171.0"
+    import tomllib
+
+    pins = {c["command"]: c["version"] for c in tomllib.loads((Path(__file__).resolve().parents[2] / "image/agent-clis.toml").read_text())["cli"]}
+    assert doctor["agent"]["command"] == "claude" and doctor["agent"]["version"] == pins["claude"]
+    assert doctor["clients"]["codex"]["version"] == pins["codex"]
+    assert doctor["agent"]["outside"] is None
     assert doctor["supervisor"]["pid"] == 1
     assert doctor["supervisor"]["proxy"]["state"] == "running"               # the proxy door ...
     assert doctor["supervisor"]["proxy"]["stats"]["requests"] >= 3           # ... carried the turns so far

@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -322,9 +323,16 @@ class Session:
     facts: list[tuple[str, ...]] = field(default_factory=list)
     requests: list[dict] = field(default_factory=list)    # every model request, as the fake received it
     fake: object = None       # the fake model itself (its usage log), where a test reads it back
+    elapsed_s: float = 0.0    # the client's whole run (capsule's start included in capsule mode)
 
     def tool_names(self) -> set[str]:
         return {t.get("name") or t.get("type") for b in self.requests for t in b.get("tools") or []}
+
+    def offered(self, tool: str) -> bool:
+        """The client offered `tool` to the model: its definition, or (Claude Code 2.1.332 defers MCP
+        tools behind ToolSearch) its name in the deferred-tools list of a request."""
+        return tool in self.tool_names() or any(
+            DEFERRED in t and f"\n{tool}\n" in t for b in self.requests for t in _texts(b))
 
     def saw(self, text: str) -> bool:
         """True when any model request carried `text` (system prompt, instructions, messages)."""
@@ -339,10 +347,42 @@ class Session:
         return [f for f in self.facts[i] if f not in self.results[i]]
 
 
+DEFERRED = "The following deferred tools are now available via ToolSearch"
+
+
+def _texts(body: dict):
+    for m in body.get("messages") or []:
+        for c in m.get("content") if isinstance(m.get("content"), list) else []:
+            if isinstance(c, dict) and isinstance(c.get("text"), str):
+                yield c["text"]
+
+
 def client_path(name: str) -> str:
     path = shutil.which(name)
     assert path, f"{name} is not installed; run scripts/setup-clients.sh"
     return path
+
+
+def tested_client(name: str, which: str = "newest") -> str:
+    """The binary of `name`'s oldest or newest tested release (capsule/agents/data/clients/<name>.toml):
+    the pin on PATH when it is that release, else the install scripts/setup-clients.sh made apart."""
+    import tomllib  # noqa: PLC0415
+
+    from capsule.agents import clients  # noqa: PLC0415
+
+    version = clients.get(name).tested[("oldest", "newest").index(which)]
+    pin = next(c for c in tomllib.loads((REPO / "image/agent-clis.toml").read_text())["cli"] if c["command"] == name)
+    if pin["version"] == version:
+        return client_path(name)
+    out = subprocess.run([sys.executable, str(REPO / "image/agent_clis.py"), "matrix"], capture_output=True,
+                         text=True, check=True).stdout
+    for line in out.splitlines():
+        cmd, spec, prefix = line.split(" ", 2)
+        if cmd == name and spec.endswith(f"@{version}"):
+            path = Path(prefix) / "node_modules" / ".bin" / name
+            assert path.exists(), f"{spec} is not installed in {prefix}; run scripts/setup-clients.sh"
+            return str(path)
+    raise AssertionError(f"no install of {name} {version}: run scripts/setup-clients.sh")
 
 
 def base_env(home: Path) -> dict[str, str]:
@@ -370,11 +410,12 @@ def run_claude(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_en
                 "--allowedTools", "Bash", "--output-format", "json"]
         if mode == "capsule":
             argv = capsule_prefix() + argv
+        t0 = time.monotonic()
         proc = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
                               stdin=subprocess.DEVNULL)
         assert proc.returncode == 0, f"claude ({mode}) exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
         return Session("claude", mode, fake.tool_results(), home, proc.stdout, proc.stderr,
-                       [facts_for(c, head) for c in calls], fake.requests)
+                       [facts_for(c, head) for c in calls], fake.requests, time.monotonic() - t0)
     finally:
         fake.close()
 
@@ -394,11 +435,12 @@ def run_codex(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_env
                 PROMPT]
         if mode == "capsule":
             argv = capsule_prefix() + argv
+        t0 = time.monotonic()
         proc = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
                               stdin=subprocess.DEVNULL)
         assert proc.returncode == 0, f"codex ({mode}) exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
         return Session("codex", mode, fake.tool_results(), home, proc.stdout, proc.stderr,
-                       [facts_for(c, head) for c in calls], fake.requests)
+                       [facts_for(c, head) for c in calls], fake.requests, time.monotonic() - t0)
     finally:
         fake.close()
 
@@ -460,7 +502,7 @@ RUNNERS = {"claude": run_claude, "codex": run_codex, "opencode": run_opencode, "
 
 
 def run_claude_tools(ws: Path, home: Path, mode: str, calls: list[tuple[str, dict]], extra_env: dict | None = None,
-                     allowed: str = "Bash,Read,Grep,Glob") -> tuple[Session, object]:
+                     allowed: str = "Bash,Read,Grep,Glob", claude: str | None = None) -> tuple[Session, object]:
     """Claude Code with scripted calls of any of its tools (tests/fakes ToolCalls): (the session,
     the fake, closed), the fake's raw bodies kept for what the model saw."""
     from tests.fakes.anthropic import ToolCalls  # noqa: PLC0415
@@ -471,14 +513,16 @@ def run_claude_tools(ws: Path, home: Path, mode: str, calls: list[tuple[str, dic
         env = {**base_env(home), "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{fake.port}", "ANTHROPIC_API_KEY": "test",
                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
                "MCP_CONNECTION_NONBLOCKING": "0", **(extra_env or {})}
-        argv = [client_path("claude"), "-p", PROMPT, "--allowedTools", allowed, "--output-format", "json"]
+        argv = [claude or client_path("claude"), "-p", PROMPT, "--allowedTools", allowed, "--output-format", "json"]
         if mode == "capsule":
             argv = capsule_prefix() + argv
+        t0 = time.monotonic()
         proc = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
                               stdin=subprocess.DEVNULL)
         assert proc.returncode == 0, f"claude ({mode}) exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
         results = [result_text(r) for r in fake.tool_results()]
-        return Session("claude", mode, results, home, proc.stdout, proc.stderr, [], fake.requests), fake
+        return Session("claude", mode, results, home, proc.stdout, proc.stderr, [], fake.requests,
+                       time.monotonic() - t0), fake
     finally:
         fake.close()
 

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import apsw
+import pytest
 
 from tests.e2e import harness as h
 
@@ -29,17 +30,19 @@ def _rows(home):
     return ledger.execute("SELECT command, handle, raw_tokens, emitted_tokens FROM emissions").fetchall()
 
 
-def _session(tmp_path, name, mode, extra_env=None):
+def _session(tmp_path, name, mode, extra_env=None, claude=None):
     ws = tmp_path / name / "shop"
     ws.mkdir(parents=True)
     h.build_workspace(ws)
-    session, fake = h.run_claude_tools(ws, tmp_path / name / "home", mode, _calls(ws), extra_env)
+    session, fake = h.run_claude_tools(ws, tmp_path / name / "home", mode, _calls(ws), extra_env, claude=claude)
     return ws, session, fake
 
 
-def test_native_read_and_grep_are_shrunk_by_the_hook_with_the_proxy_off(tmp_path):
-    _, plain, _ = _session(tmp_path, "plain", "plain")
-    ws, cap, _ = _session(tmp_path, "hook", "capsule", {"JACKIN_CTX_NO_PROXY": "1"})
+@pytest.mark.parametrize("release", ["oldest", "newest"])
+def test_native_read_and_grep_are_shrunk_by_the_hook_with_the_proxy_off(tmp_path, release):
+    claude = h.tested_client("claude", release)
+    _, plain, _ = _session(tmp_path, "plain", "plain", claude=claude)
+    ws, cap, _ = _session(tmp_path, "hook", "capsule", {"JACKIN_CTX_NO_PROXY": "1"}, claude=claude)
     read, grep = cap.results
     for fact in READ_FACTS:
         assert fact in read, read[:3000]
@@ -90,7 +93,8 @@ def test_a_model_switch_the_user_makes_reaches_the_route_audit_with_the_clients_
     try:
         env = {**h.base_env(home), "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{fake.port}", "ANTHROPIC_API_KEY": "test",
                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "JACKIN_CTX_NO_PROXY": "1"}
-        argv = h.capsule_prefix() + [h.client_path("claude"), "-p", "--input-format", "stream-json",
+        # the switch hooks are the newest release's (2.1.332; not in 2.1.197)
+        argv = h.capsule_prefix() + [h.tested_client("claude", "newest"), "-p", "--input-format", "stream-json",
                                      "--output-format", "stream-json", "--verbose", "--model", "claude-sonnet-4-5"]
         proc = subprocess.Popen(argv, cwd=ws, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)

@@ -22,7 +22,7 @@ from capsule.prompt import pack
 
 ONE_CALL = (harness.Call("git log", "git log --oneline -3", "Show the last three commits", (harness.HEAD_SUBJECT,)),)
 # What the clients write for themselves in any session (plain mode too): not capsule's doing.
-CLIENT_OWN = (".claude/projects", ".claude/shell-snapshots", ".claude/session-env", ".claude/sessions",
+CLIENT_OWN = (".claude/projects", ".claude/plugins", ".claude/shell-snapshots", ".claude/session-env", ".claude/sessions",
               ".claude/backups", ".claude/statsig", ".claude/todos", ".claude/.last-cleanup", ".cache",
               ".codex/sessions", ".codex/log", ".codex/history.jsonl", ".codex/state", ".codex/.tmp",
               ".codex/tmp", ".codex/sqlite", ".codex/cache", ".codex/models_cache.json", ".codex/version.json",
@@ -74,7 +74,7 @@ def test_claude_code_session_is_configured_by_flags_and_leaves_no_trace(tmp_path
     before = _snapshot(home), _snapshot(ws)
     s = harness.run_claude(ws, home, "capsule", head, ONE_CALL)
     assert harness.HEAD_SUBJECT in s.results[0]
-    assert s.saw(pack.data()["read_door"]["text"]) and "mcp__capsule__ctx_read" in s.tool_names()   # the session had capsule
+    assert s.saw(pack.data()["read_door"]["text"]) and s.offered("mcp__capsule__ctx_read")   # the session had capsule
     assert (_snapshot(home), _snapshot(ws)) == before
     assert _doctor_outside(home, ws) == []
     assert not list((home / ".local/state/capsule/sessions").glob("[0-9]*"))   # the session dir went too
@@ -106,7 +106,7 @@ def _running(root: int, cmdline: str) -> bool:
     while todo:
         pid = todo.pop()
         try:
-            if Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").strip() == cmdline.encode():
+            if cmdline.encode() in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" "):
                 return True
         except OSError:
             continue
@@ -117,7 +117,8 @@ def _running(root: int, cmdline: str) -> bool:
 def test_sigkill_of_the_session_leaves_no_trace_and_the_next_start_cleans_state(tmp_path):
     home, ws, head = _user(tmp_path)
     before = _snapshot(home), _snapshot(ws)
-    hold = (harness.Call("sleep", "sleep 60", "Wait", ()),)
+    # not a leading `sleep`: Claude Code 2.1.332 blocks those in the foreground
+    hold = (harness.Call("sleep", "python3 -c 'import time; time.sleep(60)'", "Wait", ()),)
     fake = harness.FakeClaudeModel(hold)
     env = {**harness.base_env(home), "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{fake.port}", "ANTHROPIC_API_KEY": "test",
            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
@@ -128,9 +129,9 @@ def test_sigkill_of_the_session_leaves_no_trace_and_the_next_start_cleans_state(
     agent = None
     try:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not _running(proc.pid, "sleep 60"):
+        while time.monotonic() < deadline and not _running(proc.pid, "time.sleep(60)"):
             time.sleep(0.2)
-        assert _running(proc.pid, "sleep 60"), "the session never reached its tool call"
+        assert _running(proc.pid, "time.sleep(60)"), "the session never reached its tool call"
         assert (sessions / str(proc.pid) / "settings.json").is_file()
         agent = _children(proc.pid)[0]
     finally:

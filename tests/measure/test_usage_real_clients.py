@@ -173,3 +173,61 @@ def test_codex_subagent_calls_join_the_parent_session(capsule, tmp_path):
     assert pick(got["totals"]) == totals_of(fake.log, FakeResponses)
     (session,) = got["sessions"]
     assert session["session_id"] == subs[0]["session_id"] and session["threads"] == 1
+
+
+def test_codex_forked_subagent_replaying_the_parents_history_is_counted_once(capsule, tmp_path):
+    """`spawn_agent` with `fork_turns="all"` (the default since 0.144): the child's rollout starts
+    with the parent's history replayed. Each call the fake answered counts once (the parent's
+    replayed calls are not the child's), in the parent's session."""
+    import json as _json
+
+    from tests.measure import clients
+
+    def fc(i, name, args, ns=None):
+        item = {"type": "function_call", "id": f"fc_{i}", "call_id": f"call_{i}", "name": name,
+                "arguments": _json.dumps(args), "status": "completed"}
+        return {**item, "namespace": ns} if ns else item
+
+    def msg(text):
+        return {"type": "message", "role": "assistant", "id": "m",
+                "content": [{"type": "output_text", "text": text, "annotations": []}]}
+
+    def outputs(body):
+        return {i.get("call_id") for i in body.get("input", []) if i.get("type") == "function_call_output"}
+
+    def script(body, done):
+        sub = any(i.get("type") == "agent_message" and "SUBMARK" in _json.dumps(i) for i in body.get("input", []))
+        have = outputs(body)
+        if sub:
+            return [fc(100, "exec_command", {"cmd": "echo sub"})] if "call_100" not in have else [msg("sub done")]
+        if "call_0" not in have:
+            return [fc(0, "exec_command", {"cmd": "echo parent"})]
+        if "call_1" not in have:
+            return [fc(1, "spawn_agent", {"task_name": "sub_task", "message": "SUBMARK say hi",
+                                          "fork_turns": "all"}, "collaboration")]
+        if "call_2" not in have:
+            return [fc(2, "wait_agent", {"timeout_ms": 20000}, "collaboration")]
+        return [msg("done")]
+
+    fake = FakeResponses(script)
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (tmp_path / "ws").mkdir()
+    (home / "config.toml").write_text(fake.provider_config())
+    try:
+        clients.run_codex(fake, tmp_path / "ws", home, "go", features=("multi_agent_v2",))
+    finally:
+        fake.close()
+    rollouts = sorted((home / "sessions").rglob("*.jsonl"))
+    metas = [_json.loads(p.read_bytes().splitlines()[0])["payload"] for p in rollouts]
+    assert len(metas) == 2 and sum(m.get("thread_source") == "subagent" for m in metas) == 1, metas
+    child = next(p for p, m in zip(rollouts, metas) if m.get("thread_source") == "subagent")
+    lines = [_json.loads(line) for line in child.read_bytes().splitlines()]
+    # the trap is real: the parent's first call and its output are replayed in the child's rollout
+    replayed = [ln["payload"]["type"] for ln in lines if ln["type"] == "response_item"
+                and ln["payload"].get("call_id") == "call_0"]
+    assert replayed == ["function_call", "function_call_output"], replayed
+    got = usage(capsule, "--codex-dir", str(home))
+    assert pick(got["totals"]) == totals_of(fake.log, FakeResponses)
+    (session,) = got["sessions"]
+    assert session["calls"] == len(fake.log)

@@ -1,8 +1,9 @@
 """Route layer end to end with the real Claude Code and the real Codex through `capsule up --local`,
 against a fake model API whose answers carry rate-limit headers ramping 10% -> 95% over a scripted
 multi-session run with subagents. Checked on what the fake received and on capsule's own reports:
-the quota report matches the headers; routine lanes move to the degraded model at the first
-boundary after the threshold and not before; 0 capsule-initiated model/effort changes inside a
+the quota report matches the headers; a routine lane is priced at the first boundary after the
+threshold and not before, and moves (Codex: effort only, no cache to rewrite) or stays (Claude: the
+degrade would not pay for its cache write) with both figures in the ledger; 0 capsule-initiated model/effort changes inside a
 conversation; cache-read share from call 2 of every conversation >= 85% on the fake's cache model.
 """
 
@@ -144,10 +145,10 @@ def test_claude_lanes_degrade_at_the_next_boundary_and_never_inside(claude_run):
         (explore if "read-only file search specialist" in text else general).append((idx[0], first["model"]))
     assert len(explore) == SESSIONS and len(general) == SESSIONS
     assert all(m == "claude-haiku-4-5" for _, m in explore)            # the pinned Explore definition
-    for i, model in general:
-        want = "claude-haiku-4-5" if seen_u(i) >= 0.8 else "claude-sonnet-4-5"
-        assert model == want, (i, seen_u(i), model)
-    assert {m for _, m in general} == {"claude-sonnet-4-5", "claude-haiku-4-5"}   # the run crossed the threshold
+    # The run crosses the threshold before the third session, but a one-call general subagent would
+    # write its 16k-token prefix again on haiku: the move does not pay (route/payoff.py) and the lane stays.
+    assert any(seen_u(i) >= 0.8 for i, _ in general)
+    assert {m for _, m in general} == {"claude-sonnet-4-5"}
     # cache-read share from call 2 of every conversation on the fake's cache model
     for idx in convs.values():
         for i in idx[1:]:
@@ -166,8 +167,14 @@ def test_claude_quota_report_and_decision_log_match_the_headers(claude_run):
     assert abs(sum(s["share"] for s in quota["sessions"]) - 1) < 0.01 and len(quota["sessions"]) == SESSIONS
     r = ctx(claude_run, "report", "--json")["route"]
     assert r["audit"]["capsule_changes"] == 0
-    degraded = [d for d in r["decisions"] if d["degraded"]]
-    assert degraded and all(d["task_class"] == "subagent" and d["utilization"] >= 0.8 for d in degraded)
+    assert not [d for d in r["decisions"] if d["degraded"]]
+    events = _events(claude_run["state"])
+    priced = [e for e in events if e["kind"] == "decision" and "payoff" in e["detail"]]
+    assert priced and all(e["task_class"] == "subagent" and e["detail"]["utilization"] >= 0.8 for e in priced)
+    for e in priced:      # both figures in the ledger: the saving over the lane's calls, the cache write
+        p = e["detail"]["payoff"]
+        assert not p["pays"] and p["warm"] and p["cache_write_usd"] > p["saving_usd"] > 0, p
+        assert "does not pay" in e["reason"]
     # Claude Code's own hooks wrote the boundaries too: each session's start, prompt and subagents
     hooks = [e for e in _events(claude_run["state"]) if e["source"] == "claude hook"]
     reasons = [e["reason"] for e in hooks]

@@ -71,7 +71,7 @@ def test_json_has_the_decision_log_and_the_audit(state):
     assert c["cache_write_usd"] == pytest.approx(20_000 * 6.25 / 1e6)
     assert [u for _, u in r["utilization"]["anthropic:acct/5h"]] == [0.1, 0.3, 0.6, 0.7]
     text = run(state)
-    assert "INV-9 audit: 0 model/effort changes inside a conversation by capsule; 1 by the client" in text.stdout
+    assert "model/effort changes inside a conversation (each rewrites the prompt cache): 0 by capsule; 1 by the client" in text.stdout
     assert "DEGRADED" in text.stdout and "claude-sonnet-4-5 -> claude-opus-4-8" in text.stdout
 
 
@@ -88,4 +88,4 @@ def test_html_chart_draws_utilization_with_decisions_marked(state, tmp_path):
     chart = chart[:chart.index("</svg>")]
     assert len(re.findall(r'data-series="anthropic:acct/(5h|7d)"', chart)) == 2
     assert re.findall(r'data-decision="(\w+)"', chart) == ["main", "subagent"]
-    assert "INV-9 audit: 0 model/effort changes" in dom
+    assert "0 model/effort changes inside a conversation by capsule" in dom

@@ -8,7 +8,22 @@ import sys
 import time
 
 INTENTS_DIR = @INTENTS_DIR@
+IMPORT_PATH = @IMPORT_PATH@     # where capsule and its libraries are (this runs with -IS: no site)
+STATE_DIR = @STATE_DIR@         # capsule's caches (the redaction patterns) live there
 MAX_CHARS = 2000
+
+
+def _redacted(record):
+    """Every text of the record with its secrets redacted (capsule/store/redact.py), as anything capsule
+    stores; without capsule's redaction at hand, the texts are not kept at all."""
+    try:
+        sys.path[:0] = [p for p in IMPORT_PATH if p not in sys.path]
+        os.environ.setdefault("JACKIN_CTX_STATE_DIR", STATE_DIR)
+        from capsule.store import redact
+
+        return redact.redacted_value(record)
+    except Exception:
+        return {k: ("" if isinstance(v, str) and k != "kind" else v) for k, v in record.items()}
 
 
 def main():
@@ -26,6 +41,7 @@ def main():
         record = {"kind": "prompt", "prompt": str(event.get("prompt") or "")[:MAX_CHARS]}
     else:
         return
+    record = _redacted(record)
     record["t"] = time.time()
     os.makedirs(INTENTS_DIR, mode=0o700, exist_ok=True)
     fd = os.open(os.path.join(INTENTS_DIR, session + ".jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
