@@ -81,3 +81,23 @@ def _with_handle(parts: list[Part], handle: str, after: int) -> tuple[list[Part]
             out[i] = Part("text", p.text.rstrip("\n") + footer)
             return out, after + tokens.count(footer)
     return parts, after
+
+
+def refusal(data: bytes, rel: str, table: dict, context_mode: str | None) -> str | None:
+    """Why a PDF read sends nothing (the media layer is off or measuring), for the door's error; None
+    for an image (its original is sent unchanged)."""
+    if media.kind_of(None, data) != "pdf":
+        return None
+    policy = media_policy.from_table(table, context_mode)
+    return (f"{rel} is a PDF and the media layer is {policy.mode} ({policy.reason}); "
+            "ctx_read serves its text only when [context.media] is on")
+
+
+def mime(data: bytes) -> str:
+    """An image's media type by its bytes (image/png when they cannot be probed)."""
+    from capsule.observe.media import image  # noqa: PLC0415
+
+    try:
+        return image.probe(data)[0]
+    except image.MediaError:
+        return "image/png"
