@@ -98,3 +98,23 @@ def test_whatif_text_names_every_lever_and_the_assumption(recorded, capsule):
     assert "tool results" in out and "standing" in out and "bounces" in out and "lanes" in out
     assert "taken as unchanged" in out and "role python-dev" in out
     assert "claude" in out and "codex" not in out.split("\n\n")[1]
+
+
+def test_the_html_report_shows_the_whatif_section_in_chromium(recorded, capsule, tmp_path):
+    import re
+    import shutil
+
+    from tests.measure.test_report import CHROMIUM_FLAGS
+
+    page = tmp_path / "report.html"
+    run(capsule, "report", "--whatif", "--role", "python-dev", "--html", str(page), "--claude-dir", str(recorded["cfg"]))
+    chromium = shutil.which("chromium")
+    assert chromium, "chromium is not installed; scripts/test-all installs it (apt-get install chromium)"
+    dom = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
+                          page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-1000:]
+    html = dom.stdout
+    assert 'data-ready="1"' in html and not re.search(r"<body[^>]*data-errors=", html)
+    section = html[html.index('id="sec-whatif"'):]
+    assert not re.match(r'id="sec-whatif"[^>]*hidden', section)
+    assert "taken as unchanged" in section and "projected" in section and LATER in section
