@@ -4,7 +4,9 @@ Not responsible for shrinking (the engine does). Runs the real command with stdi
 through, stdout and stderr captured separately, signals forwarded (without a terminal, to the
 command's whole process group, so grandchildren holding the pipes stop too). A command still
 running after JACKIN_CTX_STREAM_AFTER seconds shows what it has and streams the rest raw (as the
-shims do); what is captured is journalled under the state dir (journal.py) until it is shown.
+shims do); a background job still holding the output when the command exits gets it copied on raw
+by a child of ours, and the command's status returns at once (docs/shell-protocol.md's fail-open
+rules); what is captured is journalled under the state dir (journal.py) until it is shown.
 Invariant (INV-4): the exit status is the command's, or 128+n when it died of signal n; a
 terminating signal that arrives after the command is gone is ours, and ends us with 128+n.
 """
@@ -12,6 +14,7 @@ terminating signal that arrives after the command is gone is ours, and ends us w
 from __future__ import annotations
 
 import os
+import select
 import shlex
 import signal
 import subprocess
@@ -29,6 +32,7 @@ FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, sign
 INTENT_HELP = ("the step's goal, used by intent-aware transforms; one over 128 tokens is shortened to its "
                "first and last words (about 64 tokens each, joined by ' … '), with one warning, never an error")
 TERMINATING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+HANDOVER_GRACE_S = 0.1      # after the command exits, what it left in the pipes arrives within this
 
 
 def register(sub) -> None:
@@ -96,10 +100,11 @@ class _Capture:
     cannot hold it, a temporary spool) until the output is emitted, or, once the command has run
     too long, written straight through to the user."""
 
-    def __init__(self, name: str, pipe, out, journal):
+    def __init__(self, name: str, pipe, out, journal, wake: int, done: threading.Event):
         import blake3
 
         self.name, self.pipe, self.out, self.journal = name, pipe, out, journal
+        self.wake, self.done, self.stopped = wake, done, False
         self.spool = journal.files.get(name) or _temporary_spool()
         self.size = 0
         self.hasher = blake3.blake3()
@@ -109,7 +114,30 @@ class _Capture:
         self.thread.start()
 
     def _copy(self) -> None:
-        while chunk := self.pipe.read1(1 << 16):
+        try:
+            self._copy_until_eof()
+        finally:
+            self.done.set()
+
+    def _chunks(self):
+        """The pipe's chunks until EOF, or until stop() (then the pipe stays open for hand_over)."""
+        fd = self.pipe.fileno()
+        poll = select.poll()
+        poll.register(fd, select.POLLIN)
+        poll.register(self.wake, select.POLLIN)
+        while True:
+            ready = {f for f, _ in poll.poll()}
+            if self.wake in ready:
+                self.stopped = True
+                return
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                self.pipe.close()
+                return
+            yield chunk
+
+    def _copy_until_eof(self) -> None:
+        for chunk in self._chunks():
             with self.lock:
                 if self.live:
                     self._show(chunk)
@@ -121,7 +149,6 @@ class _Capture:
                     self._show(chunk)
                     continue
                 self.hasher.update(chunk)
-        self.pipe.close()
 
     def _keep(self, chunk: bytes) -> None:
         try:
@@ -168,6 +195,61 @@ class _Capture:
             pass
 
 
+def _go_live(captures: list[_Capture], journal, live: bool) -> bool:
+    """Show what each capture holds and the rest as it comes (raw); the journal is no longer needed."""
+    if not live:
+        for c in captures:
+            c.go_live()
+        journal.discard()
+    return True
+
+
+def _hand_over(captures: list[_Capture], wake_w: int) -> None:
+    """A background job still holds the command's pipes: the capture threads stop reading, and a
+    child of ours copies what the job writes on to our stdout/stderr, raw, until it lets go; we
+    return the command's status at once, as the shell expects (no fork: we copy, and wait)."""
+    os.write(wake_w, b"x")
+    for c in captures:
+        c.thread.join()
+    held = {c.pipe.fileno(): c.out.fileno() for c in captures if c.stopped}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        pid = os.fork()
+    except OSError:
+        pid = -1
+    if pid <= 0:
+        if pid == 0:
+            for sig in (*FORWARDED, signal.SIGINT):
+                signal.signal(sig, signal.SIG_DFL)
+        _copy_raw(held)
+        if pid == 0:
+            os._exit(0)
+    for c in captures:
+        if c.stopped:
+            c.pipe.close()
+
+
+def _copy_raw(held: dict[int, int]) -> None:
+    """Copy each pipe (key) to its output fd (value) until every pipe has closed."""
+    poll = select.poll()
+    for fd in held:
+        poll.register(fd, select.POLLIN)
+    try:
+        while held:
+            for fd, _ in poll.poll():
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    poll.unregister(fd)
+                    del held[fd]
+                    continue
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(held[fd], view):]
+    except OSError:     # the reader left: nothing more to copy to
+        pass
+
+
 def _temporary_spool():
     import tempfile
 
@@ -190,6 +272,7 @@ def run_and_observe(argv: list[str], intent: str | None = None) -> int:
     for note in journals.recover(state):     # what earlier runs killed before showing it had captured
         print(note, file=sys.stderr, flush=True)
     at_terminal = _has_terminal()
+    wake_r, wake_w = os.pipe()           # written once: the capture threads stop reading (hand_over)
     try:
         # Without a terminal the command leads its own process group, so a forwarded signal
         # reaches everything it started; with one it stays in ours, where job control (Ctrl-C,
@@ -201,18 +284,28 @@ def run_and_observe(argv: list[str], intent: str | None = None) -> int:
         return _launch_failed(argv, exc)
     ours = _forward_signals(child, own_group=not at_terminal)
     journal = journals.Journal(state, command)
-    captures = [_Capture(name, pipe, out.buffer, journal)
+    changed = threading.Event()          # a capture reached EOF, or the command exited
+    captures = [_Capture(name, pipe, out.buffer, journal, wake_r, changed)
                 for name, pipe, out in (("stdout", child.stdout, sys.stdout), ("stderr", child.stderr, sys.stderr))]
+    waiter = threading.Thread(target=lambda: (child.wait(), changed.set()), daemon=True)
+    waiter.start()
     after = switches.stream_after()
-    for c in captures:
-        c.thread.join(None if after <= 0 else max(0.0, start + after - time.perf_counter()))
-    live = any(c.thread.is_alive() for c in captures)
-    if live:    # still running: a dev server or a long build must not look dead
-        for c in captures:
-            c.go_live()
-        journal.discard()
-        for c in captures:
-            c.thread.join()
+    deadline = None if after <= 0 else start + after
+    live = False
+    while any(c.thread.is_alive() for c in captures):
+        changed.clear()
+        if child.returncode is not None:
+            # The command is gone: what it left in the pipes arrives at once; a pipe still open
+            # after that is held by a background job (`make serve`'s server).
+            for c in captures:
+                c.thread.join(HANDOVER_GRACE_S)
+            if any(c.thread.is_alive() for c in captures):
+                live = _go_live(captures, journal, live)
+                _hand_over(captures, wake_w)
+            break
+        if not live and deadline is not None and time.perf_counter() >= deadline:
+            live = _go_live(captures, journal, live)    # still running: a dev server or a long build must not look dead
+        changed.wait(None if live or deadline is None else max(0.0, deadline - time.perf_counter()))
     rc = child.wait()
     _stop_forwarding(ours)
     status = 128 - rc if rc < 0 else rc

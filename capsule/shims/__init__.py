@@ -33,6 +33,11 @@ TIMEOUT_S = 2.0                     # engine round trip; slower than this and ra
 MAX_BYTES = 32 << 20                # larger outputs pass raw (the engine has a streaming path instead)
 STREAM_AFTER_S = switches.STREAM_AFTER_S  # a call still running then streams raw; $JACKIN_CTX_STREAM_AFTER overrides
 MARKER = "# capsule-shim:"          # how doctor recognises a capsule shim
+# The real command gets the caller's argv[0] ("sed", not "/usr/bin/sed": `sed --version`, error
+# messages), except these, which look argv[0] up on PATH to find their own installation and would
+# find the shim there (CPython: a venv's python3 would lose its venv); they get the real path.
+ARGV0_PATH = ("python", "python3")
+REPLY_SLACK = 64 << 10              # a reply's body is at most 2 x the request's stdout+stderr + this
 
 
 def tool_table() -> dict[str, tuple[str, ...]]:
@@ -82,6 +87,8 @@ def render(shim_dir: Path, python: str | None = None, socket: str | None = None)
         "@ENV_STREAM_AFTER@": repr(switches.STREAM_AFTER),
         "@STREAM_AFTER_S@": repr(STREAM_AFTER_S),
         "@RAW_ARGS@": repr({k: v for k, v in tool_table().items() if v}),
+        "@ARGV0_PATH@": repr(ARGV0_PATH),
+        "@REPLY_SLACK@": repr(REPLY_SLACK),
     }
     text = TEMPLATE.read_text(encoding="utf-8")
     for key, value in values.items():
@@ -124,7 +131,7 @@ def render_c(shim_dir: Path, socket: str | None = None) -> str:
         "@PY_DIR@": _c(str(shim_dir / PY_DIR)), "@CAPTURE@": _c(str(shim_dir / CAPTURE)),
         "@SW_DISABLE@": _c(switches.DISABLE), "@SW_NO_SHIMS@": _c(switches.NO_SHIMS),
         "@ENV_SOCKET@": _c(switches.SOCKET), "@ENV_MARKER@": _c(switches.AGENT_MARKER), "@ENV_NESTED@": _c(NESTED),
-        "@ENV_OUT@": _c(switches.AGENT_OUT), "@RAW_ARGS@": _c_list(raw),
+        "@ENV_OUT@": _c(switches.AGENT_OUT), "@RAW_ARGS@": _c_list(raw), "@ARGV0_PATH@": _c_list(ARGV0_PATH),
         "@TOOL_MARKS@": _c_list(v for c in clients.all_clients().values() for v in (c.name, c.tool_env, c.tool_value)),
     }
     return _fill(C_TEMPLATE, values)
@@ -138,6 +145,7 @@ def render_capture(socket: str | None = None) -> str:
         "@ENV_SOCKET@": _c(switches.SOCKET), "@ENV_SCOPE@": _c(switches.SCOPE), "@ENV_NESTED@": _c(NESTED),
         "@ENV_OUT@": _c(switches.AGENT_OUT), "@ENV_STREAM_AFTER@": _c(switches.STREAM_AFTER),
         "@ENV_FORWARD@": _c_list(limits.env_names()), "@ALNUM@": _alnum_c(),
+        "@ARGV0_PATH@": _c_list(ARGV0_PATH), "@REPLY_SLACK@": f"{REPLY_SLACK}u",
     }
     return _fill(CAPTURE_TEMPLATE, values)
 

@@ -5,14 +5,8 @@ Invariant: the socket is owner-only (0600); any failure answers RAW so the shim 
 running out of descriptors (EMFILE) or memory never stops the server: it sheds the oldest
 connections still waiting for their request, backs off and accepts again (the shed shims print raw).
 
-Wire protocol, one request per connection (the shim speaks it without importing capsule):
-  OBS1 <exit> <duration_us> <len cmd> <len stdout> <len stderr> <len scope> [<len cwd> [<len meta>]]\\n <bytes…>
-      (meta: `NAME=VALUE` lines of the command's environment, capsule.agents.limits.env_names())
-      -> OK <len stdout> <len stderr>\\n <bytes…>   |   RAW\\n
-  HOOK1 <len event>\\n <a Claude Code PostToolUse event, JSON>   (shims/hook_door.py)
-      -> OK <len answer>\\n <the hook's stdout: updatedToolOutput, or empty>   |   RAW\\n
-  PING\\n   -> PONG <pid>\\n
-  STATUS\\n -> JSON (one object) describing the supervisor
+The wire protocol (OBS1, HOOK1, PING, STATUS; one request per connection; limits, timeouts and the
+fail-open rules the shims follow) is written down once, in docs/shell-protocol.md.
 """
 
 from __future__ import annotations
@@ -31,13 +25,14 @@ import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from capsule.agents import limits
-from capsule.shims import door, hook_door
+from capsule.shims import REPLY_SLACK, door, hook_door
 
 log = logging.getLogger("capsule.supervisor")
 
 MAX_HEADER = 256
 MAX_PAYLOAD = 64 << 20
 READ_TIMEOUT_S = 30.0
+INLINE_BYTES = 64 << 10     # outputs up to this are shaped on the loop itself (see _answer)
 MAX_WAITING = 64            # connections still sending their request; past this the oldest is shed
 ACCEPT_BACKOFF_S = (0.01, 0.5)
 _EXHAUSTED = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
@@ -166,13 +161,20 @@ class EngineServer:
         self._waiting.pop(key, None)     # the whole request is here: no longer sheddable
         if self.engine is None:
             return b"RAW\n"
+        work = partial(door.observe_command, self.engine, command, out, err, code, duration_us / 1000.0, scope,
+                       cwd=cwd, meta=meta)
         async with self.lock:
-            new_out, new_err = await anyio.to_thread.run_sync(
-                partial(door.observe_command, self.engine, command, out, err, code, duration_us / 1000.0, scope,
-                        cwd=cwd, meta=meta))
+            # A small output (nearly every call: ~0.3-7 ms of engine work) is answered here, on the
+            # loop: a hop to a worker thread and back costs two more wake-ups, each a scheduler slot
+            # on a busy machine. A large one goes to a thread, so the loop (PING, the proxy) stays live.
+            if n_out + n_err <= INLINE_BYTES:
+                new_out, new_err = work()
+            else:
+                new_out, new_err = await anyio.to_thread.run_sync(work)
+        if len(new_out) + len(new_err) > 2 * (n_out + n_err) + REPLY_SLACK:
+            raise ValueError("emission over the protocol's bound")     # the shims would refuse it
         self.served += 1
         return b"OK %d %d\n" % (len(new_out), len(new_err)) + bytes(new_out) + bytes(new_err)
-
 
     async def _hook(self, buf: BufferedByteReceiveStream, n: int, key: int | None) -> bytes:
         """One tool result from the hook door, answered like a shim's command (one engine, one lock)."""

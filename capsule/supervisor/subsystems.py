@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -94,19 +95,35 @@ def start_proxy(*, kind: str, env: dict[str, str], state_dir: Path, mode: str, s
 
 def warm_index(root: Path) -> None:
     """Build or refresh the workspace search index while the agent starts, so its first
-    ctx_search finds a warm index on disk. A daemon thread: it never delays shutdown, and
-    an interrupted build leaves only uncommitted segments, which tantivy discards."""
-    def build():
-        try:
-            from capsule.retrieve.index import WorkspaceIndex  # noqa: PLC0415
+    ctx_search finds a warm index on disk. In a child process at low priority, not a thread: a
+    build is seconds of CPU-bound Python that, beside the control socket in this process, held the
+    GIL against every shim's round trip (up to 5 ms per hand-off, several per request: bench_shim's
+    door column). pid1 reaps it; it dies with the supervisor; an interrupted build leaves only
+    uncommitted segments, which tantivy discards."""
+    try:
+        subprocess.Popen([sys.executable, "-c", "from capsule.supervisor import subsystems as s; s.build_index()",
+                          str(root)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, close_fds=True)
+    except OSError as exc:      # the MCP server builds on demand instead
+        log.warning("workspace index warm-up failed to start: %r", exc)
 
-            report = WorkspaceIndex(root).refresh()
-            log.info("workspace index warm: %d files (%d indexed) in %.1f s",
-                     report.files, report.indexed, report.seconds)
-        except Exception as exc:  # noqa: BLE001 - the MCP server builds on demand instead
-            log.warning("workspace index warm-up failed: %r", exc)
 
-    threading.Thread(target=build, name="capsule-index-warm", daemon=True).start()
+def build_index() -> None:
+    """The warm-up child (warm_index): sys.argv[1] is the workspace; it logs to the supervisor's log."""
+    from capsule.retrieve.index import WorkspaceIndex  # noqa: PLC0415
+    from capsule.supervisor.logs import setup_logging  # noqa: PLC0415
+
+    try:
+        os.nice(10)                 # the agent's own start and its commands come first
+    except OSError:
+        pass
+    setup_logging(paths.state_dir())
+    try:
+        report = WorkspaceIndex(Path(sys.argv[1])).refresh()
+        log.info("workspace index warm: %d files (%d indexed) in %.1f s",
+                 report.files, report.indexed, report.seconds)
+    except Exception as exc:  # noqa: BLE001 - the MCP server builds on demand instead
+        log.warning("workspace index warm-up failed: %r", exc)
 
 
 def ingest_usage(env: dict[str, str], state_dir: Path, budget_s: float) -> None:

@@ -1,7 +1,7 @@
 """Issue 31, privilege: nothing a role file or an environment says makes the agent root or gives it
 capabilities; `up`, compose replicas, compose.yaml and the Kubernetes manifests confine it alike.
 
-Offline (argv, rendered files, the supervisor's re-check in-process); tests/container/test_privilege.py
+Offline (argv, rendered files, the supervisor's re-check in-process); tests/container/test_privilege_engine.py
 runs the same rules on the real Docker engine.
 """
 

@@ -1,9 +1,11 @@
 /* capsule-capture (compiled): the agent's own view of one shimmed command, as capsule_shim.py does
- * it, without an interpreter's start. capsule-shim execs it as `capsule-capture REAL NAME ARGS...`
- * once it has decided the call's stdout is the agent's view. It runs the real command with its
- * stdout/stderr to pipes, hands both to the warm engine over the supervisor's socket (the OBS1
- * protocol of capsule/supervisor/server.py) and writes the emission.
- * Invariant: fail open. Any error shows the command's own bytes; the exit status is the command's
+ * it, without an interpreter's start. capsule-shim execs it as `capsule-capture REAL ARGV0 ARGS...`
+ * once it has decided the call's stdout is the agent's view. It runs the real command (with the
+ * caller's argv[0]) with its stdout/stderr to pipes, hands both to the warm engine over the
+ * supervisor's socket (docs/shell-protocol.md) and writes the emission.
+ * Invariant: fail open. Any error, and any reply that breaks the protocol (a length that does not
+ * match, an overflow, a supervisor slower than the round trip's one deadline), shows the command's
+ * own bytes; the exit status is the command's
  * (a signal that killed it kills this process too); a call still running after the stream wait,
  * or larger than MAX_BYTES, streams raw from then on; a background job still holding the output
  * when the command exits gets it copied on raw by a child, and this process returns at once.
@@ -27,7 +29,9 @@
 __attribute__((used)) static const char marker[] = "# capsule-shim: compiled capture";
 
 static const char *DEFAULT_SOCKET = @SOCKET@;
-static const double TIMEOUT_S = @TIMEOUT_S@;         /* each step of the engine round trip */
+static const double TIMEOUT_S = @TIMEOUT_S@;         /* the whole engine round trip, connect to last byte */
+static const size_t REPLY_SLACK = @REPLY_SLACK@;     /* a reply's body: at most 2 x the request's output + this */
+static const char *const ARGV0_PATH[] = {@ARGV0_PATH@ 0};   /* find themselves by argv[0] on PATH */
 static const long long MAX_BYTES = @MAX_BYTES@;      /* larger outputs stream raw */
 static const double STREAM_AFTER_S = @STREAM_AFTER_S@;
 static const char *ENV_SOCKET = @ENV_SOCKET@;
@@ -178,9 +182,23 @@ static int command_line(buf *b, const char *name, char **args) {
     return 1;
 }
 
-/* One OBS1 request; on OK the emission replaces out/err. 0 on any failure (the caller emits raw). */
+/* Wait until fd is ready for ev, or the deadline passes (0). */
+static int ready_by(int fd, short ev, double deadline) {
+    for (;;) {
+        double left = deadline - now();
+        if (left <= 0) return 0;
+        struct pollfd p = {fd, ev, 0};
+        int r = poll(&p, 1, (int)(left * 1000.0) + 1);
+        if (r > 0) return 1;                  /* POLLHUP/POLLERR too: the send or recv reports them */
+        if (r < 0 && errno != EINTR) return 0;
+    }
+}
+
+/* One OBS1 request; the whole reply (until the supervisor closes) into reply, at most max_reply
+ * bytes. 0 on any failure, or when the round trip outlasts TIMEOUT_S in total (the caller emits raw). */
 static int ask_engine(const char *path, buf *cmd, buf *out, buf *err, int code, double duration_ms,
-                      buf *reply) {
+                      buf *reply, size_t max_reply) {
+    double deadline = now() + TIMEOUT_S;      /* one budget for all of it: a drip of bytes cannot extend it */
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof addr.sun_path) return 0;
     strcpy(addr.sun_path, path);
@@ -210,8 +228,9 @@ static int ask_engine(const char *path, buf *cmd, buf *out, buf *err, int code, 
         const char *p = i ? parts[i]->data : head;
         size_t n = i ? parts[i]->len : (size_t)hn;
         while (n) {
-            ssize_t w = send(s, p, n, MSG_NOSIGNAL);
-            if (w < 0 && errno == EINTR) continue;
+            if (!ready_by(s, POLLOUT, deadline)) goto done;
+            ssize_t w = send(s, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (w < 0 && (errno == EINTR || errno == EAGAIN)) continue;
             if (w <= 0) goto done;
             p += w, n -= (size_t)w;
         }
@@ -219,10 +238,12 @@ static int ask_engine(const char *path, buf *cmd, buf *out, buf *err, int code, 
     shutdown(s, SHUT_WR);
     char chunk[1 << 16];
     for (;;) {
-        ssize_t r = recv(s, chunk, sizeof chunk, 0);
-        if (r < 0 && errno == EINTR) continue;
+        if (!ready_by(s, POLLIN, deadline)) goto done;
+        ssize_t r = recv(s, chunk, sizeof chunk, MSG_DONTWAIT);
+        if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
         if (r < 0) goto done;
         if (r == 0) break;
+        if ((size_t)r > max_reply - reply->len) goto done;   /* longer than any honest reply */
         if (!put(reply, chunk, (size_t)r)) goto done;
     }
     ok = 1;
@@ -232,19 +253,31 @@ done:
     return ok;
 }
 
-/* "OK <n_out> <n_err>\n" + exactly that many bytes -> offsets into reply; 0 otherwise (RAW, garbage) */
-static int parse_reply(buf *reply, size_t *n_out, size_t *n_err, const char **body) {
-    if (!reply->data) return 0;
-    char *nl = memchr(reply->data, '\n', reply->len);
-    if (!nl || strncmp(reply->data, "OK ", 3) != 0) return 0;
-    char *end;
-    unsigned long long a = strtoull(reply->data + 3, &end, 10);
-    if (*end != ' ') return 0;
-    unsigned long long b = strtoull(end + 1, &end, 10);
-    if (end != nl) return 0;
-    size_t have = reply->len - (size_t)(nl + 1 - reply->data);
-    if (a + b != have) return 0;
-    *n_out = (size_t)a, *n_err = (size_t)b, *body = nl + 1;
+/* A length of the reply's header: 1 to 20 ASCII digits, at most `most`, ending at `stop`. */
+static int length(const char **p, const char *end, char stop, size_t most, size_t *out) {
+    size_t v = 0;
+    int digits = 0;
+    for (; *p < end && **p >= '0' && **p <= '9'; (*p)++, digits++) {
+        size_t d = (size_t)(**p - '0');
+        if (digits >= 20 || v > (most - d) / 10) return 0;     /* over the bound: never wraps */
+        v = v * 10 + d;
+    }
+    if (!digits || *p >= end || **p != stop) return 0;
+    (*p)++;
+    *out = v;
+    return 1;
+}
+
+/* "OK <n_out> <n_err>\n" + exactly n_out + n_err bytes, each length at most max_body -> offsets into
+ * reply; 0 for anything else (RAW, a short or long body, a bad number, garbage) */
+static int parse_reply(buf *reply, size_t max_body, size_t *n_out, size_t *n_err, const char **body) {
+    if (!reply->data || reply->len < 3 || memcmp(reply->data, "OK ", 3) != 0) return 0;
+    const char *p = reply->data + 3, *end = reply->data + reply->len;
+    size_t a, b;
+    if (!length(&p, end, ' ', max_body, &a) || !length(&p, end, '\n', max_body, &b)) return 0;
+    size_t have = (size_t)(end - p);
+    if (a > have || b != have - a) return 0;             /* no a + b: it cannot overflow */
+    *n_out = a, *n_err = b, *body = p;
     return 1;
 }
 
@@ -302,33 +335,43 @@ static void hand_over(int fds[2]) {
     _exit(0);
 }
 
-/* argv with /bin/sh in front: a script without #! is run by the shell, as execvp() and bash do */
-static char **sh_argv(char **argv) {
+/* /bin/sh REAL ARGS...: a script without #! is run by the shell, as execvp() and bash do */
+static char **sh_argv(const char *real, char **argv) {
     size_t n = 0;
     while (argv[n]) n++;
     char **out = malloc((n + 2) * sizeof *out);
     if (!out) return NULL;
     out[0] = (char *)"/bin/sh";
-    memcpy(out + 1, argv, (n + 1) * sizeof *out);
+    out[1] = (char *)real;
+    memcpy(out + 2, argv + 1, n * sizeof *out);     /* ARGS and the terminating NULL */
     return out;
 }
 
 static void raw_exec(const char *real, char **argv) {
-    argv[0] = (char *)real;
     execv(real, argv);
-    char **sh = errno == ENOEXEC ? sh_argv(argv) : NULL;
+    char **sh = errno == ENOEXEC ? sh_argv(real, argv) : NULL;
     if (sh) execv("/bin/sh", sh);
     fprintf(stderr, "capsule-shim: %s: %s\n", real, strerror(errno));
     _exit(126);
 }
 
+/* The argv[0] the command gets: the caller's ("sed", as typed), except for a program that finds its
+ * own installation by looking argv[0] up on PATH, where it would find the shim (CPython: a venv's
+ * python would lose its venv); that one gets its real path. */
+static char *argv0_for(const char *name, const char *real, char *given) {
+    for (int i = 0; ARGV0_PATH[i]; i++)
+        if (strcmp(ARGV0_PATH[i], name) == 0) return (char *)real;
+    return given;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: capsule-capture REAL NAME [ARGS...] (run by capsule-shim)\n");
+        fprintf(stderr, "usage: capsule-capture REAL ARGV0 [ARGS...] (run by capsule-shim)\n");
         return 2;
     }
-    const char *real = argv[1], *name = argv[2];
-    char **args = argv + 3, **real_argv = argv + 2;     /* [NAME, ARGS...]: argv[0] becomes REAL */
+    const char *real = argv[1], *name = strrchr(argv[2], '/') ? strrchr(argv[2], '/') + 1 : argv[2];
+    char **args = argv + 3, **real_argv = argv + 2;     /* [ARGV0, ARGS...] */
+    real_argv[0] = argv0_for(name, real, argv[2]);
     const char *sock = getenv(ENV_SOCKET);
     if (!sock || !*sock) sock = DEFAULT_SOCKET;
     int err_view = view_err();
@@ -364,10 +407,9 @@ int main(int argc, char **argv) {
     posix_spawn_file_actions_adddup2(&fa, po[1], 1);
     posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
     double started = now();
-    real_argv[0] = (char *)real;
     pid_t pid;
     int spawned = posix_spawn(&pid, real, &fa, &attr, real_argv, env);
-    char **sh = spawned == ENOEXEC ? sh_argv(real_argv) : NULL;
+    char **sh = spawned == ENOEXEC ? sh_argv(real, real_argv) : NULL;
     if (sh) spawned = posix_spawn(&pid, "/bin/sh", &fa, &attr, sh, env);
     if (spawned != 0) {
         sigaction(SIGPIPE, &old_pipe, NULL);
@@ -450,9 +492,10 @@ int main(int argc, char **argv) {
         buf cmd = {0}, reply = {0};
         size_t n_out, n_err;
         const char *body;
+        size_t max_body = 2 * (held[0].len + held[1].len) + REPLY_SLACK;
         int ok = command_line(&cmd, name, args) &&
-                 ask_engine(sock, &cmd, &held[0], &held[1], code, duration_ms, &reply) &&
-                 parse_reply(&reply, &n_out, &n_err, &body);
+                 ask_engine(sock, &cmd, &held[0], &held[1], code, duration_ms, &reply, max_body + 64) &&
+                 parse_reply(&reply, max_body, &n_out, &n_err, &body);
         if (ok) {
             write_all(1, body, n_out);
             if (err_view) write_all(2, body + n_out, n_err);

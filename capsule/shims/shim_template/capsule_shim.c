@@ -28,6 +28,9 @@ static const char ENV_OUT[] = @ENV_OUT@;
 static const char *const TOOL_MARKS[] = {@TOOL_MARKS@ 0};
 /* tools.txt `raw:` tokens, name then tokens: a call whose output must stream passes raw */
 static const char *const RAW_ARGS[] = {@RAW_ARGS@ 0};
+/* tools that find their own installation by looking argv[0] up on PATH (they would find the shim:
+ * CPython would lose its venv): they get the real command's path as argv[0], the others the caller's */
+static const char *const ARGV0_PATH[] = {@ARGV0_PATH@ 0};
 
 #define MAXPATH 4096
 
@@ -305,22 +308,24 @@ static int run(int argc, char **argv) {
     int handoff = !(on(SW_DISABLE) || on(SW_NO_SHIMS) || set(ENV_NESTED) || !agent_call || !*sock ||
                     sys_isatty(0) || streams(name, argv + 1)) && agent_view() && sys_stat(sock, &st);
     if (handoff) {
-        /* capsule-capture REAL NAME ARGS...: captures, asks the engine, emits; raw on any failure */
+        /* capsule-capture REAL ARGV0 ARGS...: captures, asks the engine, emits; raw on any failure */
         char *cargv[argc + 3];
         cargv[0] = (char *)CAPTURE;
         cargv[1] = real;
-        cargv[2] = (char *)name;
+        cargv[2] = argv[0];
         for (int i = 1; i <= argc; i++) cargv[i + 2] = argv[i];
         sys_execve(CAPTURE, cargv, ENVP);
         argv[0] = py;       /* no capsule-capture: the Python shim captures */
         sys_execve(py, argv, ENVP);
     }
-    argv[0] = real;
+    for (int i = 0; ARGV0_PATH[i]; i++)
+        if (eq(ARGV0_PATH[i], name)) argv[0] = real;
     if (sys_execve(real, argv, ENVP) == -8 /* ENOEXEC */) {
         /* a script without #!: the shell runs it, as execvp() and bash do for the real command */
         char *sargv[argc + 2];
         sargv[0] = (char *)"/bin/sh";
-        for (int i = 0; i <= argc; i++) sargv[i + 1] = argv[i];
+        sargv[1] = real;
+        for (int i = 1; i <= argc; i++) sargv[i + 1] = argv[i];
         sys_execve("/bin/sh", sargv, ENVP);
     }
     argv[0] = py;           /* the real command would not start: the Python shim reports it */

@@ -1,8 +1,9 @@
 #!@PYTHON@ -IS
 # capsule-shim: the thin door for shell commands (installed by `capsule shims install`).
 # Runs the real command found later on PATH, then hands its output to the warm engine over the
-# supervisor's control socket. Imports only os, sys and _socket (plus the already-loaded
-# _signal/time): the whole budget is ~15 ms. Raw output on any failure; exit codes bit-exact.
+# supervisor's control socket (docs/shell-protocol.md). Imports only os, sys and _socket (plus the
+# already-loaded _signal/time): the whole budget is ~15 ms. Raw output on any failure, and on any
+# reply that breaks the protocol (lengths, one deadline for the whole round trip); exit codes bit-exact.
 import os
 import sys
 import _socket
@@ -10,7 +11,9 @@ import _socket
 SHIM_DIR = @SHIM_DIR@
 PROGRAM = @PROGRAM@
 DEFAULT_SOCKET = @SOCKET@
-TIMEOUT_S = @TIMEOUT_S@
+TIMEOUT_S = @TIMEOUT_S@  # the whole engine round trip, connect to last byte
+REPLY_SLACK = @REPLY_SLACK@  # a reply's body: at most 2 x the request's output + this
+ARGV0_PATH = @ARGV0_PATH@  # find themselves by argv[0] on PATH (a venv's python): they get the real path
 MAX_BYTES = @MAX_BYTES@
 SW_DISABLE = @SW_DISABLE@
 SW_NO_SHIMS = @SW_NO_SHIMS@
@@ -63,10 +66,17 @@ def find_real(name, env):
     return None
 
 
-def exec_real(real, args):
+def argv0(name, real):
+    """The real command's argv[0]: the name the caller used ("sed"), or the real path for a program
+    that would look that name up on PATH and find the shim. (The kernel gives a #! script its path,
+    not the caller's argv[0]: a caller's own path-style argv[0] is not known here.)"""
+    return real if name in ARGV0_PATH else name
+
+
+def exec_real(real, args, zero):
     """Become the real command; a script without #! is run by /bin/sh, as execvp() and bash do."""
     try:
-        os.execv(real, [real] + args)
+        os.execv(real, [zero] + args)
     except OSError as e:
         if e.errno != 8:  # ENOEXEC
             raise
@@ -225,10 +235,35 @@ def hand_over(fds, pos, since_pid):
     os._exit(0)
 
 
+def length(field, most):
+    """A reply length: 1 to 20 ASCII digits, at most `most`; None otherwise."""
+    if not (0 < len(field) <= 20 and field.isdigit()):
+        return None
+    n = int(field)
+    return n if n <= most else None
+
+
 def ask_engine(path, command, out, err, code, duration_ms, scope, meta=b""):
+    """(stdout, stderr) of the emission, or None: RAW, or a reply that breaks the protocol."""
+    import time
+    deadline = time.monotonic() + TIMEOUT_S      # one budget for all of it: a drip cannot extend it
+    max_body = 2 * (len(out) + len(err)) + REPLY_SLACK
     s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+
+    def left():
+        t = deadline - time.monotonic()
+        if t <= 0:
+            raise TimeoutError("engine round trip over its deadline")
+        return t
+
+    def send(data):
+        view = memoryview(data)
+        while view:
+            s.settimeout(left())
+            view = view[s.send(view):]
+
     try:
-        s.settimeout(TIMEOUT_S)
+        s.settimeout(left())
         s.connect(path)
         c, sc = command.encode("utf-8", "surrogateescape"), scope.encode("utf-8", "surrogateescape")
         try:
@@ -237,29 +272,29 @@ def ask_engine(path, command, out, err, code, duration_ms, scope, meta=b""):
             cwd = b""
         head = b"OBS1 %d %d %d %d %d %d %d %d\n" % (code, int(duration_ms * 1000), len(c), len(out), len(err),
                                                     len(sc), len(cwd), len(meta))
-        s.sendall(head + c)
-        s.sendall(out)
-        s.sendall(err)
-        s.sendall(sc)
-        s.sendall(cwd)
-        s.sendall(meta)
+        for part in (head + c, out, err, sc, cwd, meta):
+            send(part)
         s.shutdown(_socket.SHUT_WR)
-        chunks = []
+        chunks, size = [], 0
         while True:
+            s.settimeout(left())
             b = s.recv(1 << 20)
             if not b:
                 break
+            size += len(b)
+            if size > max_body + 64:     # longer than any honest reply
+                return None
             chunks.append(b)
     finally:
         s.close()
     reply = b"".join(chunks)
-    nl = reply.index(b"\n")
-    fields = reply[:nl].split()
-    if fields[0] != b"OK" or len(fields) != 3:
+    nl = reply.find(b"\n")
+    fields = reply[:nl].split(b" ") if nl > 0 else []
+    if len(fields) != 3 or fields[0] != b"OK":
         return None
-    n_out, n_err = int(fields[1]), int(fields[2])
+    n_out, n_err = length(fields[1], max_body), length(fields[2], max_body)
     body = reply[nl + 1:]
-    if len(body) != n_out + n_err:
+    if n_out is None or n_err is None or len(body) != n_out + n_err:
         return None
     return body[:n_out], body[n_out:]
 
@@ -277,8 +312,9 @@ def main():
     if not (on(SW_DISABLE, env) or on(SW_NO_SHIMS, env) or env.get(ENV_NESTED) or not is_agent_call(env)
             or not sock or os.isatty(0) or streams(name, args)):
         view_out, view_err = agent_view(env)
+    zero = argv0(name, real)
     if not view_out or not os.path.exists(sock):
-        exec_real(real, args)
+        exec_real(real, args, zero)
     import _signal
     import time
     out_fd = os.memfd_create("capsule-out", 1)  # MFD_CLOEXEC
@@ -289,13 +325,13 @@ def main():
     actions = [(os.POSIX_SPAWN_DUP2, out_fd, 1), (os.POSIX_SPAWN_DUP2, err_fd, 2)]
     try:
         try:
-            pid = os.posix_spawn(real, [real] + args, child_env, file_actions=actions)
+            pid = os.posix_spawn(real, [zero] + args, child_env, file_actions=actions)
         except OSError as e:
             if e.errno != 8:  # ENOEXEC: a script without #!, run by /bin/sh
                 raise
             pid = os.posix_spawn("/bin/sh", ["/bin/sh", real] + args, child_env, file_actions=actions)
     except OSError:
-        exec_real(real, args)  # could not spawn: run it raw in our place
+        exec_real(real, args, zero)  # could not spawn: run it raw in our place
     def forward(signum, frame):
         try:
             os.kill(pid, signum)

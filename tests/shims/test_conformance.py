@@ -1,0 +1,171 @@
+"""One conformance test for every capture of the shell door (issue 32.1): the compiled capture, the
+Python fallback shim and `capsule ctx run` go through the same cases, as an agent's tool call (a
+bash that sourced capsule-env.sh): exit codes and signals, stdin passed through, a background job
+that keeps running, a huge line, and (for the two that speak the socket protocol of
+docs/shell-protocol.md) a dead or hung supervisor.
+
+`ctx run` calls an in-process engine: it has no socket to lose, so the dead/hung supervisor cases
+are the socket clients'. The compiled capture runs all 256 exit codes in one tool call; the two
+that start a Python per command (the fallback shim, a cold `ctx run`: 0.05-0.2 s of CPU each) run a
+spread of them (both ends, the shell's 126/127, 128, the signal range). The cases are otherwise the
+same script, with `ctx run --` in front of the command.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from capsule import shims
+from capsule.supervisor import server
+
+IMPLEMENTATIONS = ["compiled", "python", "ctx-run"]
+SOCKET_CLIENTS = ["compiled", "python"]
+TOOLS = {
+    "code": '#!/bin/sh\necho "exit $1"\nexit $1\n',
+    "die": "#!/bin/sh\necho before\nkill -$1 $$\n",
+    "echoin": "#!/bin/sh\nwhile IFS= read -r line; do echo \"got $line\"; done\n",
+    # `make serve`: the server keeps running (and writing) after the command has returned
+    "serve": "#!/bin/sh\n( sleep 1; echo 'server: late line' ) &\necho 'make: started the server'\n",
+    "wide": "#!/bin/sh\nhead -c 3000000 /dev/zero | tr '\\0' x\necho\necho 'exit 3 after a 3 MB line' >&2\nexit 3\n",
+    "talk": "#!/bin/sh\ni=1; while [ $i -le 2000 ]; do echo \"out line $i of a long listing\"; i=$((i+1)); done\n"
+            "echo 'err line' >&2\nexit 5\n",
+}
+SPREAD = [0, 1, 2, 37, 63, 126, 127, 128, 200, 254, 255]
+
+
+class World:
+    def __init__(self, root: Path, real: Path, sock: Path, dirs: dict[str, Path]):
+        self.root, self.real, self.sock, self.dirs = root, real, sock, dirs
+
+    def call(self, impl: str, script: str, sock: Path | None = None, timeout: float = 60, stdin=None, **extra):
+        """script as one agent tool call; `{run}` is where `ctx run --` goes for ctx-run."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("JACKIN_CTX_", "CLAUDECODE", "CODEX_"))}
+        env.update(CLAUDECODE="1", JACKIN_CTX_AGENT="claude", JACKIN_CTX_STATE_DIR=str(self.root / "run-state"),
+                   **extra)
+        if impl == "ctx-run":
+            env["PATH"] = f"{self.real}:/usr/bin:/bin"
+            text = script.replace("{run}", f"{sys.executable} -m capsule ctx run --")
+        else:
+            d = self.dirs[impl]
+            env.update(PATH=f"{d}:{self.real}:/usr/bin:/bin", JACKIN_CTX_SOCKET=str(sock or self.sock))
+            text = f". {d / shims.ENV_FILE}\n" + script.replace("{run} ", "")
+        return subprocess.run(["bash", "-c", text, "agent-call"], env=env, capture_output=True, timeout=timeout,
+                              input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
+
+    def served(self) -> int:
+        return server.status(self.sock)["served"]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("conformance")
+    real = root / "real"
+    real.mkdir()
+    for name, body in TOOLS.items():
+        (real / name).write_text(body)
+        (real / name).chmod(0o755)
+    dirs = {}
+    for impl in SOCKET_CLIENTS:
+        dirs[impl] = root / impl
+        shims.install(dirs[impl], names=list(TOOLS), compiled=impl == "compiled")
+    assert (dirs["compiled"] / shims.CAPTURE).is_file(), "the compiled capture did not build"
+    assert not (dirs["python"] / shims.CAPTURE).exists()
+    state = root / "state"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JACKIN_CTX_")}
+    env["JACKIN_CTX_STATE_DIR"] = str(state)
+    proc = subprocess.Popen([sys.executable, "-m", "capsule", "supervise", "--role", "python-dev", "--",
+                             "sleep", "600"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sock = state / "engine.sock"
+    try:
+        deadline = time.monotonic() + 30
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        server.wait_ready(sock, 10)
+        yield World(root, real, sock, dirs)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def impl(request):
+    return request.param
+
+
+def _raw(world: World, *argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(world.real / argv[0]), *argv[1:]], capture_output=True)
+
+
+def test_every_exit_code_is_the_commands(world, impl):
+    codes = range(256) if impl == "compiled" else SPREAD
+    before = world.served() if impl in SOCKET_CLIENTS else 0
+    got = world.call(impl, "for c in " + " ".join(map(str, codes)) + '; do {run} code $c; echo "rc=$?"; done')
+    assert got.returncode == 0, got.stderr[-500:]
+    assert got.stdout.decode() == "".join(f"exit {c}\nrc={c}\n" for c in codes)
+    if impl in SOCKET_CLIENTS:     # each went through the engine, not around it
+        assert world.served() == before + len(codes)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGINT, signal.SIGKILL, signal.SIGSEGV, signal.SIGTERM])
+def test_a_signal_that_kills_the_command_is_reported_as_128_plus_n(world, impl, sig):
+    got = world.call(impl, f'{{run}} die {int(sig)}; echo "rc=$?"')
+    assert got.stdout.decode() == f"before\nrc={128 + sig}\n", got.stderr[-500:]
+
+
+def test_stdin_reaches_the_command(world, impl):
+    got = world.call(impl, '{run} echoin; echo "rc=$?"', stdin=b"one\ntwo words\n\nlast\n")
+    assert got.stdout == b"got one\ngot two words\ngot \ngot last\nrc=0\n", got.stderr[-500:]
+
+
+def test_a_background_job_keeps_running_and_its_output_reaches_the_agent(world, impl):
+    """The command returns at once (the shell's next line runs before the job's), the job's later
+    output still reaches the agent, raw."""
+    got = world.call(impl, '{run} serve; echo "rc=$?"')
+    assert got.stdout == b"make: started the server\nrc=0\nserver: late line\n", (got.stdout, got.stderr[-500:])
+
+
+def test_a_huge_line_passes_whole_or_recoverable(world, impl):
+    raw = _raw(world, "wide")
+    got = world.call(impl, '{run} wide; echo "rc=$?"', timeout=120)
+    out, tail = got.stdout.rsplit(b"rc=", 1)
+    assert tail == b"3\n" and got.stderr.endswith(b"exit 3 after a 3 MB line\n"), got.stderr[-500:]
+    assert out == raw.stdout or (b"capsule ctx expand" in out and len(out) < len(raw.stdout)), out[:300]
+
+
+@pytest.mark.parametrize("impl", SOCKET_CLIENTS)
+def test_a_dead_supervisor_gives_raw_output_at_once(world, impl, tmp_path):
+    dead = tmp_path / "dead.sock"
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(str(dead))
+    s.close()                                    # the file stays; nobody listens: connect is refused
+    t0 = time.monotonic()
+    got = world.call(impl, "talk", sock=dead)
+    took = time.monotonic() - t0
+    raw = _raw(world, "talk")
+    assert (got.returncode, got.stdout, got.stderr) == (5, raw.stdout, raw.stderr)
+    assert took < shims.TIMEOUT_S, f"{took:.1f} s"
+
+
+@pytest.mark.parametrize("impl", SOCKET_CLIENTS)
+def test_a_hung_supervisor_gives_raw_output_after_the_deadline(world, impl, tmp_path):
+    hung = tmp_path / "hung.sock"
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(str(hung))
+    s.listen(8)                                  # connects succeed (the backlog); nothing is ever read
+    try:
+        t0 = time.monotonic()
+        got = world.call(impl, "talk", sock=hung)
+        took = time.monotonic() - t0
+    finally:
+        s.close()
+    raw = _raw(world, "talk")
+    assert (got.returncode, got.stdout, got.stderr) == (5, raw.stdout, raw.stderr)
+    assert took < shims.TIMEOUT_S + 2.5, f"{took:.1f} s"
