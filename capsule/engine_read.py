@@ -243,7 +243,7 @@ class Reads:
         return self._row(req, text, view, "doc:listing", f"ctx_doc {rel}", started, path=rel)
 
     def _expand(self, req: Request) -> Emission:
-        from capsule.store.archive import Archive, UnknownHandle, normalise  # noqa: PLC0415
+        from capsule.store.archive import UnknownHandle, normalise  # noqa: PLC0415
         from capsule.store.sqlite import StoreError  # noqa: PLC0415
 
         started = time.perf_counter()
@@ -251,7 +251,7 @@ class Reads:
         if not h:
             raise RequestError("give the handle from a [full output: capsule ctx expand '<<ccr:HASH>>'] footer")
         try:
-            selection = Selection(Archive(readonly=True).iter_chunks(h), req.lines.removeprefix("lines:") or None,
+            selection = Selection(self.engine.archive.iter_chunks(h), req.lines.removeprefix("lines:") or None,
                                   req.grep or None)
             data = b"".join(selection)
         except ExpandError:
