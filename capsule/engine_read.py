@@ -203,7 +203,7 @@ class Reads:
             return Emission(b"", 0, 0, "media", "not-media", applied=False)
         em = self.engine.observe(obs)
         if em.parts is None:
-            refusal = engine_media.refusal(data, rel, table, self.engine.mode)
+            refusal = engine_media.refusal(data, rel, table, self.engine.mode, em.warnings)
             if refusal:
                 raise RequestError(refusal)
             em.parts = [Part("image", data=data, media_type=engine_media.mime(data))]

@@ -59,6 +59,7 @@ class ReadDoor:
         self._engine = None
         self._engine_lock = threading.Lock()
         self._made_lock = threading.Lock()
+        self._media_engines = threading.local()   # media reads: one engine per worker thread, no shared lock
         self._media: dict | None = None
 
     @property
@@ -74,6 +75,14 @@ class ReadDoor:
     def warm(self) -> None:
         """The engine and the workspace index made in the background, so the first search is warm."""
         threading.Thread(target=lambda: self.engine.reads.warm(self.root), daemon=True).start()
+
+    def _media_engine(self):
+        found = getattr(self._media_engines, "engine", None)
+        if found is None:
+            from capsule.engine import Engine  # noqa: PLC0415
+
+            found = self._media_engines.engine = Engine(languages=self.languages, role_mode=self.role_mode)
+        return found
 
     def _ask(self, tool: str, target: str, **kw) -> str:
         """One tool call through the engine; its text answer. A request the engine cannot serve is
@@ -123,8 +132,9 @@ class ReadDoor:
         req = Request("media", self.root, path, scope=scope, model=os.environ.get(switches.AGENT_MODEL),
                       media=tuple(self._media_table().items()))
         try:
-            with self._engine_lock:
-                parts = self.engine.request(Observation(request=req)).parts
+            # A decode can take seconds (the media budget bounds it): it runs on this worker thread's
+            # own engine, so a text read beside it never waits on the door's engine lock.
+            parts = self._media_engine().request(Observation(request=req)).parts
         except RequestError as exc:
             raise ToolError(str(exc)) from None
         if parts is None:
