@@ -381,6 +381,7 @@ class Supervisor:
             "version": __version__,
             "pid": os.getpid(),
             "role": self.role.name,
+            "agent_kind": agent_kind(self.role, self.opts.command),    # the client it launched (doctor names it)
             "role_path": str(self.role.path),
             "mode": self.mode,
             "agent_pid": self.agent_pid,

@@ -147,3 +147,22 @@ def test_opencode_talks_to_its_model_through_the_proxy(runs):
     _, cap = runs["opencode"]
     log = (cap.home / ".local/state/capsule/capsule.log").read_text()
     assert f"for opencode (upstream http://127.0.0.1:{cap.fake.port})" in log
+
+
+def test_doctor_inside_the_session_names_the_client_its_version_and_live_doors(tmp_path):
+    """`capsule ctx doctor` run by the agent itself: the client the supervisor launched (not the
+    role's Claude Code), its version, its tested range, and which doors are live."""
+    import json
+    import sys
+
+    ws = tmp_path / "shop"
+    ws.mkdir()
+    head = harness.build_workspace(ws)
+    out = tmp_path / "doctor.json"
+    call = harness.Call("doctor", f"{sys.executable} -m capsule ctx doctor --json > {out}", "Check capsule", ())
+    harness.run_opencode(ws, tmp_path / "home", "capsule", head, (call,))
+    agent = json.loads(out.read_text())["agent"]
+    assert (agent["kind"], agent["title"], agent["version"]) == ("opencode", "OpenCode", "1.18.33")
+    assert agent["version_warning"] is None and agent["tested"] == ["1.18.33", "1.18.33"]
+    assert {d: v["live"] for d, v in agent["doors"].items()} == {"shims": True, "mcp": True, "proxy": True}
+    assert agent["identity"] == "JACKIN_CTX_AGENT=opencode + JACKIN_CTX_TOOL"
