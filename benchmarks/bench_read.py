@@ -104,7 +104,7 @@ def bench_search(root: Path, queries: int) -> dict:
     docs = ix.num_docs()
     ix.close()
     door = ReadDoor(root, scope="bench")
-    door.index()                                   # opens warm; no refresh for REFRESH_EVERY_S
+    door.engine.reads.index(door.root)             # opens warm; no refresh for engine_read.REFRESH_EVERY_S
     for q in QUERIES[:5]:
         door.search(q, 10)
     times = []
@@ -115,7 +115,7 @@ def bench_search(root: Path, queries: int) -> dict:
         times.append((time.perf_counter() - t) * 1000)
     times.sort()
     refresh_t = time.perf_counter()
-    noop = door.index().refresh()
+    noop = door.engine.reads.index(door.root).refresh()
     refresh_s = time.perf_counter() - refresh_t
     return {"documents": docs, "indexed_now": report.indexed, "build_s": build_s,
             "build_rate": report.indexed / build_s if report.indexed else 0.0,

@@ -1,5 +1,7 @@
 """The engine: one warm object with one entry, observe(Observation) -> Emission, which runs the
-pipeline (observe/pipeline.py) and writes one ledger row.
+pipeline (observe/pipeline.py) and writes one ledger row; beside it request(Observation) -> Emission
+answers a read door's tool call (obs.request: read, search, doc, expand; capsule/engine_read.py),
+shaped here and recorded through observe() as one row.
 
 Not responsible for running commands (cli/run.py and the shims do), for transport (the supervisor's
 socket), or for client facts (limits, intents, sessions: the doors resolve them and hand them in;
@@ -49,11 +51,11 @@ def default_scope() -> str:
 
 class Engine:
     def __init__(self, state_dir: Path | None = None, mode: str | None = None, scope: str | None = None,
-                 languages: tuple[str, ...] = ()):
+                 languages: tuple[str, ...] = (), role_mode: str | None = None):
         if state_dir is not None:
             os.environ[switches.STATE_DIR] = str(state_dir)
         self.state_dir = paths.state_dir()
-        self.mode = mode or default_mode()
+        self.mode = mode or default_mode(role_mode)    # the mode worked out once (policy/modes.py)
         self.scope = scope or default_scope()
         self.languages = tuple(languages)   # the role's grammars; empty means every grammar
         self._archive: Archive | None = None
@@ -64,6 +66,23 @@ class Engine:
         # raw input's tokens and the ledger write are off the agent's path. Same figures either way.
         self.defer = False
         self._pending: list = []
+        self._reads = None      # the read door's state (engine_read.Reads), made by the first request
+
+    def request(self, obs: Observation) -> Emission:
+        """A read door's tool call (obs.request, a ground.types.Request) answered: the view shaped by
+        the engine's read transforms, recorded as one ledger row. Unlike observe(), a request that
+        cannot be served (a path outside the workspace, an unknown handle, a bad mode) raises
+        engine_read.RequestError, a ValueError whose message names the fix: there is no original to
+        fall back to."""
+        return self.reads.answer(obs.request)
+
+    @property
+    def reads(self):
+        if self._reads is None:
+            from capsule.engine_read import Reads  # noqa: PLC0415 - only the read door asks
+
+            self._reads = Reads(self)
+        return self._reads
 
     @property
     def archive(self) -> Archive:
@@ -106,9 +125,15 @@ class Engine:
                               measure_only=sw.measure_only or mode == "measure",
                               large_bytes=LARGE_BYTES, long_line_bytes=LONG_LINE_BYTES,
                               salient=salience.recall(self.state_dir, scope))
+            if obs.view is not None and obs.handle:     # a view the engine's read entry cut from an archived original
+                em.handle = obs.handle
             if obs.exit_code not in (0, None):      # a failure: what it names ranks first later in the session
                 head = whole if whole is not None else _head(obs.spool, salience.SCAN_BYTES)
-                salience.learn(self.state_dir, scope, head.decode("utf-8", "surrogateescape"), obs.exit_code)
+                text = head.decode("utf-8", "surrogateescape")
+                salience.learn(self.state_dir, scope, text, obs.exit_code)
+                from capsule.retrieve import focus  # noqa: PLC0415 - only a failure teaches its frames
+
+                focus.learn(self.state_dir, scope, text)
         except Exception as exc:  # noqa: BLE001 - the engine fails open
             log.warning("pipeline failed: %r; raw output passed through", exc)
             try:

@@ -4,7 +4,8 @@ ledger row (tokens before and after by the family's formula).
 
 Not responsible for finding media in a door's wire format (the proxy and MCP doors do) or for pixels
 (capsule/observe/media). Invariant (fail open): never raises; off, an unknown format or any fault ->
-a raw, unrecorded emission (parts None: the door sends the original; a warning is logged for faults);
+a raw, unrecorded emission (parts None: the door sends the original; a warning is logged for faults,
+and a refusal's reason is the emission's first `warnings` line, for a door that must say why);
 measure -> parts None and a row of what would have been sent.
 """
 
@@ -50,10 +51,14 @@ def emission(engine, obs: Observation) -> Emission:
             result.details["priced_as"] = f"the client's {len(m.sent_images)} page images"
     except media.MediaError as exc:
         log.info("media: %s sent as it came (%s)", obs.command, exc)
-        return pipeline.raw_emission(obs.raw)
+        refused = pipeline.raw_emission(obs.raw)
+        refused.warnings.append(str(exc))
+        return refused
     except Exception as exc:  # noqa: BLE001 - the media layer fails open
         log.warning("media: transform failed on %s (%r); the original is sent", obs.command, exc)
-        return pipeline.raw_emission(obs.raw)
+        failed = pipeline.raw_emission(obs.raw)
+        failed.warnings.append(f"the media transform failed ({type(exc).__name__})")
+        return failed
     active = policy.active and result.parts is not None
     handle, parts, after = None, result.parts, result.tokens_after
     if active:
@@ -81,3 +86,27 @@ def _with_handle(parts: list[Part], handle: str, after: int) -> tuple[list[Part]
             out[i] = Part("text", p.text.rstrip("\n") + footer)
             return out, after + tokens.count(footer)
     return parts, after
+
+
+def refusal(data: bytes, rel: str, table: dict, context_mode: str | None, warnings=()) -> str | None:
+    """Why a PDF read sends nothing, for the door's error: the media layer's own reason when it is on
+    and refused this PDF (`warnings`: the emission's, a 10,000-page or encrypted PDF, a time budget),
+    else that the layer is off or measuring; None for an image (its original is sent unchanged)."""
+    if media.kind_of(None, data) != "pdf":
+        return None
+    policy = media_policy.from_table(table, context_mode)
+    if policy.mode == "on":
+        why = warnings[0] if warnings else "its text would cost more than the PDF as it is"
+        return f"{rel}: this PDF is not served by ctx_read ({why}); read it with the client's own Read tool"
+    return (f"{rel} is a PDF and the media layer is {policy.mode} ({policy.reason}); "
+            "ctx_read serves its text only when [context.media] is on")
+
+
+def mime(data: bytes) -> str:
+    """An image's media type by its bytes (image/png when they cannot be probed)."""
+    from capsule.observe.media import image  # noqa: PLC0415
+
+    try:
+        return image.probe(data)[0]
+    except image.MediaError:
+        return "image/png"

@@ -20,7 +20,15 @@ AGENTS = clients.names()                 # every described client (data/clients/
 REGISTERABLE = ("claude", "codex")       # `capsule mcp register`: the clients with a user-scope writer
 
 __all__ = ["AGENTS", "REGISTERABLE", "ConfigError", "RegisterResult", "client_info", "doors", "footprint",
-           "register", "registration_status"]
+           "register", "registration_status", "role_context"]
+
+
+def role_context(name: str):
+    """The [context] table of the role `name` (policy/manifest.py), for a door that must not reach
+    below the engine; raises what load_role raises."""
+    from capsule.policy.manifest import load_role  # noqa: PLC0415
+
+    return load_role(name).context
 
 
 @dataclass

@@ -18,6 +18,7 @@ CTX_MODULES = [
     "capsule.cli.usage",
     "capsule.cli.report",
     "capsule.cli.quota",
+    "capsule.cli.whatif",
 ]
 
 

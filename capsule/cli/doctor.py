@@ -267,13 +267,16 @@ def _alive(pid) -> bool:
 def render(r: dict) -> str:
     emb = r.get("embedded")
     if emb:
-        lines = [f"capsule {r['version']}  embedded ({', '.join(emb['commands'])})  mode {r['mode']}  ({emb['reason']})"]
+        lines = [f"capsule {r['version']}  here, outside a role: {' and '.join(f'`{c}`' for c in emb['commands'])} run in "
+                 f"mode {r['mode']} ({emb['reason']})"]
     else:
         lines = [f"capsule {r['version']}  role {r['role']['name']} ({r['role']['agent']})  mode {r['mode']}"]
     sup = r["supervisor"]
     lines.append(f"supervisor   {'pid %s, up %.0fs, %s served' % (sup['pid'], sup['uptime_s'], sup['served']) if sup else 'not running (embedded mode)'}")
     if emb:
-        lines.append(f"role         {r['role']['name']} ({r['role']['agent']}), what `capsule up` would start: mode {r['role_mode']}")
+        what = {"measure": ": count every output, change none", "off": ": nothing counted or changed"}.get(r["role_mode"], "")
+        lines.append(f"role         {r['role']['name']} ({r['role']['agent']}): `capsule up` would start it in mode "
+                     f"{r['role_mode']}{what}")
     for name, d in r["subsystems"].items():
         lines.append(f"  {name:<10} {'on ' if d['on'] else 'off'}  {d['reason']}")
     on = [k for k, v in r["switches"].items() if v]

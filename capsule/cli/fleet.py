@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 from capsule.ground.errors import UserError
 
 FLEET_EXTRA = "pip install 'capsule[fleet]'"
+REPORT_TIMEOUT_S = 5.0      # a report is asked for by a person: a down database is said in seconds, not a minute
 DSN_ENV = "CAPSULE_FLEET_DSN"       # fleet/render.py's compose and Kubernetes files set it
 DSN_HELP = (f"the fleet database: --dsn-file FILE or ${DSN_ENV} (a password on the command line is "
             "readable by every local user in /proc/PID/cmdline, so --dsn takes none)")
@@ -44,6 +45,9 @@ def register(sub) -> None:
     s.add_argument("--every", type=float, metavar="SECONDS", help="keep syncing, one pass every SECONDS")
     s.add_argument("--retry-for", type=float, default=60.0, metavar="SECONDS",
                    help="how long to wait for a fleet database that is down (default: %(default)s)")
+    s.add_argument("--source-budget", type=float, default=60.0, metavar="SECONDS",
+                   help="longest one capsule's state may take to read in a pass; a slower one is reported "
+                   "and skipped (default: %(default)s)")
     s.add_argument("--json", action="store_true", help="print what was copied as JSON")
     s.set_defaults(func=cmd_sync)
 
@@ -86,6 +90,8 @@ def add_report_args(p, dsn_required: bool) -> None:
     p.add_argument("--since", metavar="WHEN", help="window start: 30m, 2h, 7d, or an ISO date/time")
     p.add_argument("--until", metavar="WHEN", help="window end (default: now)")
     if dsn_required:
+        p.add_argument("--timeout", type=float, default=REPORT_TIMEOUT_S, metavar="SECONDS",
+                       help="how long to wait for the fleet database (default: %(default)s)")
         p.add_argument("--json", action="store_true", help="machine-readable report")
         p.add_argument("--html", metavar="FILE", help="write the report as one self-contained HTML page")
 
@@ -125,20 +131,20 @@ def has_password(dsn: str) -> bool:
     return "password" in {k.lower() for k in parse_qs(query)}
 
 
-def _engine(dsn: str):
+def _engine(dsn: str, timeout_s: float | None = None):
     try:
         from capsule.fleet import migrate
     except ImportError as exc:
         raise UserError(f"capsule fleet needs {exc.name}: {FLEET_EXTRA}") from None
     try:
-        return migrate, migrate.engine(dsn)
+        return migrate, migrate.engine(dsn, timeout_s)
     except migrate.DsnError as exc:
         raise UserError(str(exc)) from None
 
 
 def _open(dsn: str, retry_for: float = 60.0):
     """The fleet database at the schema's head (waiting for it while it starts or restarts)."""
-    migrate, eng = _engine(dsn)          # first: without capsule[fleet] it says what to install
+    migrate, eng = _engine(dsn, retry_for)   # first: without capsule[fleet] it says what to install
     import sqlalchemy as sa
 
     deadline = time.monotonic() + retry_for
@@ -146,6 +152,10 @@ def _open(dsn: str, retry_for: float = 60.0):
         try:
             migrate.upgrade(eng)
             return eng
+        except (sa.exc.ProgrammingError, sa.exc.InterfaceError, sa.exc.ArgumentError, TypeError) as exc:
+            # libpq refused a DSN part capsule does not check itself (sslmode=bogus): the user's input
+            why = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0][:300]
+            raise UserError(f"fleet database {migrate.redact(dsn)}: {why}") from None
         except sa.exc.OperationalError as exc:
             if time.monotonic() > deadline:
                 print(f"capsule: fleet database {migrate.redact(dsn)} unreachable: {str(exc.orig).strip()[:300]}",
@@ -171,24 +181,31 @@ def cmd_sync(args) -> int:
     if not args.state and not args.docker:
         raise UserError("fleet sync: name the capsules: --state DIR (repeatable) or --docker")
     dsn = dsn_of(args)
+    if not 0 < args.source_budget < float("inf"):
+        raise UserError(f"--source-budget {args.source_budget}: a positive number of seconds")
     _sources(args)              # bad input (a missing dir) exits 2 before any wait for the database
     eng = _open(dsn, args.retry_for)
     from capsule.fleet.sync import SyncError, sync
+    from capsule.ground.terminal import visible
 
     while True:
         try:
-            report = sync(eng, _sources(args), retry_for_s=args.retry_for)
+            report = sync(eng, _sources(args), retry_for_s=args.retry_for, source_budget_s=args.source_budget)
         except SyncError as exc:
             print(f"capsule: {exc}", file=sys.stderr)
             return 1
+        for f in report.failed:         # paths and SQLite's messages come from the agent's volume
+            print(visible(f"capsule: fleet sync: skipped {f['source']} ({f['table']}): {f['error']}"),
+                  file=sys.stderr, flush=True)
         if args.json:
             print(json.dumps(report.as_dict()), flush=True)
         else:
             copied = ", ".join(f"{n} {t}" for t, n in report.copied.items() if n) or "nothing new"
             print(f"capsule: fleet sync: {report.sources} capsule(s), copied {copied}"
-                  + (f" ({report.retries} retries)" if report.retries else ""), file=sys.stderr, flush=True)
+                  + (f" ({report.retries} retries)" if report.retries else "")
+                  + (f", {len(report.failed)} skipped on error" if report.failed else ""), file=sys.stderr, flush=True)
         if not args.every:
-            return 0
+            return 1 if report.failed else 0
         time.sleep(args.every)
 
 
@@ -197,9 +214,12 @@ def cmd_report(args) -> int:
     from capsule.cli.gain import parse_since
 
     target = report_out.html_target(args.html)
+    timeout = getattr(args, "timeout", REPORT_TIMEOUT_S)     # `ctx report --dsn` has no --timeout
+    if not timeout > 0 or timeout == float("inf"):
+        raise UserError(f"--timeout {timeout}: a positive number of seconds")
     dsn = dsn_of(args)
     _must_exist(dsn)
-    eng = _open(dsn)
+    eng = _open(dsn, timeout)
     from capsule.fleet import report
     from capsule.prompt import budget
 
@@ -207,7 +227,9 @@ def cmd_report(args) -> int:
     until = parse_since(args.until) if args.until else None
     data = report.build(eng, budget.everything_on(), since, until)
     if not report_out.write(data, target, args.json, _fleet_html):
-        print(report.render_text(data))
+        from capsule.ground.terminal import visible   # container names, roles, windows: agent-written
+
+        print(visible(report.render_text(data)))
     return 0
 
 

@@ -37,9 +37,14 @@ def collect(role_arg: str | None = None, now: float | None = None) -> dict:
         store.close()
     role = role_arg or os.environ.get("JACKIN_CTX_ROLE")
     if role:
+        from capsule.ground.errors import UserError  # noqa: PLC0415
+        from capsule.policy.manifest import ManifestError  # noqa: PLC0415
         from capsule.route import governor  # noqa: PLC0415
 
-        q["windows"] += governor.budget_windows(role, now or time.time(), regime=q["regime"])
+        try:
+            q["windows"] += governor.budget_windows(role, now or time.time(), regime=q["regime"])
+        except ManifestError as exc:        # a bad role is the user's input: one line, exit 2
+            raise UserError(str(exc)) from None
     return q
 
 
@@ -67,7 +72,9 @@ def render(q: dict) -> str:
 def cmd_quota(args) -> int:
     q = collect(args.role)
     if args.json:
-        json.dump(q, sys.stdout, indent=2, sort_keys=True)
+        from capsule.ground.numbers import finite_json  # noqa: PLC0415
+
+        json.dump(finite_json(q), sys.stdout, indent=2, sort_keys=True, allow_nan=False)
         print()
     else:
         print(visible(render(q)))

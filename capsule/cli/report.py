@@ -23,6 +23,9 @@ def register(sub) -> None:
     p.add_argument("--since", metavar="WHEN", help="only calls and emissions since WHEN: 30m, 2h, 7d, or ISO date")
     p.add_argument("--claude-dir", metavar="DIR", action="append", help="a Claude Code config or projects dir")
     p.add_argument("--codex-dir", metavar="DIR", action="append", help="a Codex home or sessions dir")
+    p.add_argument("--whatif", action="store_true", help="add what capsule would have saved on these sessions "
+                   "(as `capsule ctx whatif`; every tool result is replayed through the engine)")
+    p.add_argument("--role", metavar="ROLE", help="with --whatif: the policy to apply (default as `up`)")
     p.add_argument("--dsn", metavar="DSN", help="report the fleet database instead (as `capsule fleet report`)")
     p.set_defaults(func=cmd_report)
 
@@ -47,6 +50,10 @@ def build(args) -> dict:
     from capsule.prompt import record
 
     out["by_register"] = record.by_register(out["sessions"], record.runs())
+    if getattr(args, "whatif", False):
+        from capsule.cli import whatif
+
+        out["whatif"] = whatif.build(args)
     return out
 
 
@@ -84,6 +91,11 @@ def cmd_report(args) -> int:
 
         print()
         print(visible("\n".join(route_report.render_text(data["route"]))))
+    if data.get("whatif"):
+        from capsule.measure import whatif
+
+        print()
+        print(visible(whatif.render(data["whatif"])))
     return 0
 
 

@@ -22,15 +22,47 @@ class DsnError(ValueError):
     """A DSN capsule cannot use; the message names it and the forms it takes."""
 
 
+CONNECT_TIMEOUT_S = 5      # libpq waits forever for a host that does not answer; a DSN may say otherwise
+INT_PARTS = ("port", "connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count")
+
+
 def url(dsn: str) -> str:
-    """postgresql://… runs on psycopg 3; sqlite:///path stays SQLite."""
+    """postgresql://… runs on psycopg 3; sqlite:///path stays SQLite. The one place a DSN is parsed:
+    every part capsule or libpq reads as a number is checked here, so a malformed DSN (port=abc,
+    `[::1`, connect_timeout=abc) is a DsnError naming the part, never a traceback at connect time."""
     for prefix in ("postgresql+psycopg://", "sqlite:///"):
         if dsn.startswith(prefix):
-            return dsn
-    for prefix in ("postgresql://", "postgres://"):
-        if dsn.startswith(prefix):
-            return "postgresql+psycopg://" + dsn[len(prefix):]
-    raise DsnError(f"--dsn {redact(dsn)!r}: expected postgresql://USER@HOST:PORT/DB or sqlite:///PATH")
+            out = dsn
+            break
+    else:
+        for prefix in ("postgresql://", "postgres://"):
+            if dsn.startswith(prefix):
+                out = "postgresql+psycopg://" + dsn[len(prefix):]
+                break
+        else:
+            raise DsnError(f"--dsn {redact(dsn)!r}: expected postgresql://USER@HOST:PORT/DB or sqlite:///PATH")
+    if out.startswith("sqlite:"):
+        return out
+    try:
+        parsed = sa.engine.make_url(out)
+    except (ValueError, sa.exc.ArgumentError) as exc:
+        raise DsnError(f"--dsn {redact(dsn)!r}: cannot be parsed ({exc}); expected "
+                       "postgresql://USER@HOST:PORT/DB (an IPv6 host in brackets: [::1])") from None
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        raise DsnError(f"--dsn {redact(dsn)!r}: port {parsed.port} is not 1-65535")
+    for key in INT_PARTS:
+        values = parsed.query.get(key)
+        for v in ([values] if isinstance(values, str) else list(values or ())):
+            if not all(p.strip().isdigit() for p in v.split(",")):   # libpq: a list for several hosts
+                raise DsnError(f"--dsn {redact(dsn)!r}: {key}={v!r} is not a whole number")
+    return out
+
+
+def connect_timeout(dsn: str) -> dict:
+    """connect_args giving a PostgreSQL DSN without its own connect_timeout capsule's default."""
+    if dsn.startswith("sqlite:") or "connect_timeout" in sa.engine.make_url(url(dsn)).query:
+        return {}
+    return {"connect_timeout": CONNECT_TIMEOUT_S}
 
 
 def redact(dsn: str) -> str:
@@ -41,9 +73,16 @@ def redact(dsn: str) -> str:
         return dsn.split("@")[-1]
 
 
-def engine(dsn: str, **kw) -> sa.Engine:
+def engine(dsn: str, timeout_s: float | None = None, **kw) -> sa.Engine:
+    """`timeout_s`: the longest one connection attempt may take (a DSN's connect_timeout wins)."""
     kw.setdefault("pool_pre_ping", True)
-    return sa.create_engine(url(dsn), **kw)
+    target = url(dsn)
+    args = connect_timeout(dsn)
+    if args and timeout_s is not None:
+        args["connect_timeout"] = max(1, min(int(timeout_s), CONNECT_TIMEOUT_S))
+    if args:
+        kw["connect_args"] = {**args, **kw.get("connect_args", {})}
+    return sa.create_engine(target, **kw)
 
 
 def _config(connection) -> Config:

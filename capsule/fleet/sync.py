@@ -6,11 +6,16 @@ transaction insert them and move the cursor. Not responsible for finding sources
 (capsule.fleet.sources) or reporting. Invariants: never writes to a state dir; a row is keyed by
 (capsule, local key), so copying it twice (a retry after a lost commit, two syncs at once) is one
 row; a cut connection or a restarting server rolls the batch back, and the batch is retried from
-the cursor the server holds: nothing lost, nothing doubled.
+the cursor the server holds: nothing lost, nothing doubled. A state dir is written by the agent, so
+each source is isolated: only a regular file (no symlink) owned by the state dir's owner or by us is
+opened, every local read runs under a per-source time budget (an SQLite progress handler), and a
+source that fails or runs out of time is reported in Report.failed and skipped; the others are copied.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,10 +31,16 @@ from capsule.store import redact
 
 BATCH_ROWS = 2000
 RETRY_FOR_S = 60.0       # how long a sync waits for the fleet database to come back before giving up
+SOURCE_BUDGET_S = 60.0   # one source's reads in one pass; a slow (or hostile: a recursive view) one is cut
+PROGRESS_OPS = 10_000    # SQLite VM steps between two looks at the clock
 
 
 class SyncError(Exception):
     """The fleet database stayed unreachable; the message says what was copied and that a re-run resumes."""
+
+
+class SourceRefused(Exception):
+    """A source file capsule will not open or read (a symlink, another owner, over its time budget)."""
 
 
 @dataclass
@@ -38,26 +49,55 @@ class Report:
     sources: int = 0
     retries: int = 0
     skipped: list[str] = field(default_factory=list)           # sources with nothing to read yet
+    failed: list[dict] = field(default_factory=list)           # {source, table, error}: reported, skipped
 
     def as_dict(self) -> dict:
         return {"sources": self.sources, "copied": self.copied, "rows": sum(self.copied.values()),
-                "retries": self.retries, "skipped": self.skipped}
+                "retries": self.retries, "skipped": self.skipped, "failed": self.failed}
 
 
-def _open_local(path: Path) -> apsw.Connection:
+def _check_file(path: Path, owners: set[int]) -> os.stat_result | None:
+    """lstat: None when absent; a symlink, a non-regular file or a stranger's file is refused (the
+    sync may run as root: a ledger.db -> /etc/shadow must never be opened). SQLite opens the -wal and
+    -shm beside it too, so they are held to the same rule."""
+    for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        try:
+            st = os.lstat(p)
+        except FileNotFoundError:
+            if p == path:
+                return None
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+            raise SourceRefused(f"{p.name} is {kind}: not opened")
+        if st.st_uid not in owners:
+            raise SourceRefused(f"{p.name} is owned by uid {st.st_uid}, not the state dir's owner: not opened")
+    return os.lstat(path)
+
+
+def _open_local(path: Path, deadline: float | None = None) -> apsw.Connection:
     """Read-only, never creating anything but SQLite's own WAL index next to the file. On a volume
     mounted read-only (the sync sidecar's) that index cannot be made once the capsule closed its
-    stores: with no WAL beside it the file is whole and is read as immutable."""
-    flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+    stores: with no WAL beside it the file is whole and is read as immutable. With `deadline`
+    (time.monotonic()), any statement still running then is interrupted (apsw.InterruptError)."""
+    flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI | apsw.SQLITE_OPEN_NOFOLLOW
     try:
         conn = apsw.Connection(f"file:{quote(str(path))}?mode=ro", flags=flags)
-        conn.set_busy_timeout(10_000)
+        _budget(conn, deadline)
+        conn.set_busy_timeout(10_000 if deadline is None else int(max(0.0, deadline - time.monotonic()) * 1000))
         conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
         return conn
     except apsw.CantOpenError:
         if Path(f"{path}-wal").exists():
             raise                        # a writer's log we cannot index: not safe to read around it
-    return apsw.Connection(f"file:{quote(str(path))}?immutable=1", flags=flags)
+    conn = apsw.Connection(f"file:{quote(str(path))}?immutable=1", flags=flags)
+    _budget(conn, deadline)
+    return conn
+
+
+def _budget(conn: apsw.Connection, deadline: float | None) -> None:
+    if deadline is not None:
+        conn.set_progress_handler(lambda: time.monotonic() > deadline, PROGRESS_OPS)
 
 
 def _insert(dialect: str):
@@ -65,8 +105,10 @@ def _insert(dialect: str):
 
 
 class Syncer:
-    def __init__(self, eng: sa.Engine, batch_rows: int = BATCH_ROWS, retry_for_s: float = RETRY_FOR_S):
+    def __init__(self, eng: sa.Engine, batch_rows: int = BATCH_ROWS, retry_for_s: float = RETRY_FOR_S,
+                 source_budget_s: float = SOURCE_BUDGET_S):
         self.eng, self.batch_rows, self.retry_for_s = eng, batch_rows, retry_for_s
+        self.source_budget_s = source_budget_s
         self.dialect = eng.dialect.name
         self.report = Report(copied={s.name: 0 for s in schema.SYNCED})
         self.known: dict[tuple[str, str], int] = {}
@@ -170,25 +212,57 @@ class Syncer:
         return f"SELECT {', '.join(cols)} FROM {synced.name} WHERE {cursor} > ? ORDER BY {cursor} LIMIT ?", cursor
 
     def sync_source(self, src: Source) -> None:
+        """Each table of this source on its own: one that fails (a hostile or damaged file) or runs
+        past the source's time budget is reported in report.failed and the next one is tried."""
         self.report.sources += 1
         readable = False
+        deadline = time.monotonic() + self.source_budget_s
+        try:
+            owners = {os.lstat(src.state).st_uid, os.geteuid()}
+        except OSError as exc:
+            self._failed(src, "*", exc)
+            return
         for synced in schema.SYNCED:
             path = src.state / synced.db
-            if not path.is_file():
-                continue
-            local = _open_local(path)
             try:
-                query = self._select(local, synced)
-                if query is None:
+                if time.monotonic() > deadline:
+                    raise SourceRefused(f"over its {self.source_budget_s:.0f} s budget before this table")
+                if _check_file(path, owners) is None:
                     continue
+                readable |= self._sync_table(src, synced, path, deadline)
+            except SyncError:
+                raise                     # the fleet database itself: every source would fail alike
+            except Exception as exc:  # noqa: BLE001 - this source's file, not the fleet: report, go on
+                self._failed(src, synced.name, exc)
                 readable = True
-                newest = local.execute(f"SELECT max({query[1]}) FROM {synced.name}").fetchone()[0]
-                if newest is not None and newest > self.known.get((src.capsule, synced.name), -1):
-                    self._copy(local, src, synced, query[0])
-            finally:
-                local.close()
         if not readable:
             self.report.skipped.append(src.where)
+
+    def _failed(self, src: Source, table: str, exc: Exception) -> None:
+        if isinstance(exc, apsw.InterruptError):
+            why = f"over its {self.source_budget_s:.0f} s time budget"
+        else:
+            why = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:300]
+        self.report.failed.append({"source": src.where, "capsule": src.capsule, "table": table, "error": why})
+
+    def _sync_table(self, src: Source, synced: schema.Synced, path: Path, deadline: float) -> bool:
+        before = os.lstat(path)
+        local = _open_local(path, deadline)
+        try:
+            after = os.lstat(path)          # swapped for a symlink between the check and the open?
+            if (after.st_ino, after.st_dev) != (before.st_ino, before.st_dev):
+                raise SourceRefused(f"{path.name} changed while it was opened: not read")
+            query = self._select(local, synced)
+            if query is None:
+                return False
+            newest = local.execute(f"SELECT max({query[1]}) FROM {synced.name}").fetchone()[0]
+            if newest is not None and not isinstance(newest, int):
+                raise SourceRefused(f"{synced.name}.{query[1]} holds {type(newest).__name__} values, not integers")
+            if newest is not None and newest > self.known.get((src.capsule, synced.name), -1):
+                self._copy(local, src, synced, query[0])
+            return True
+        finally:
+            local.close()
 
     def _copy(self, local: apsw.Connection, src: Source, synced: schema.Synced, sql: str) -> None:
         names = synced.columns

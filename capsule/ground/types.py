@@ -49,6 +49,20 @@ class Media(namedtuple("Media", ("model", "api", "table", "context_mode", "works
     __slots__ = ()
 
 
+class Request(namedtuple("Request", ("tool", "root", "target", "mode", "fresh", "scope", "intent", "lines", "grep",
+                                     "k", "section", "model", "media"),
+                         defaults=("auto", False, "", "", "", "", 10, "", None, ()))):
+    """One read-door tool call, as the door received it (capsule/engine_read.py answers it).
+
+    tool: read | media | search | doc | expand;  root: the workspace;  target: the path, query, document or
+    handle;  mode: a read mode (auto, full, signatures, lines:A-B, section:H, anchored);  fresh: no
+    stub;  scope: the stub scope ("" = unknown: a whole read, no stub);  intent: the step's goal;
+    lines, grep: an expansion's selection;  k: how many search hits;  section: a document's section;
+    model, media: for an image or PDF read, the agent's model and the role's [context.media] table (items)."""
+
+    __slots__ = ()
+
+
 _OBSERVATION = (
     ("raw", b""),
     ("command", None),       # what ran (a shell line) or what was read ("ctx_read PATH MODE")
@@ -69,7 +83,9 @@ _OBSERVATION = (
     ("view", None),          # what the door sends
     ("would_view", None),    # what it would send when active (a passive door counts, changes nothing)
     ("transform", None),     # with view: the door's name for what it did ("read:signatures")
+    ("handle", None),        # with view: the archived original it was cut from (a task-cut read)
     ("media", None),         # an image or a PDF (a Media): capsule/engine_media.py answers it
+    ("request", None),       # a read door's tool call (a Request): Engine.request answers it
 )
 
 

@@ -187,6 +187,16 @@ def _capped(lines: list[bytes], state: dict) -> list[bytes]:
     return kept
 
 
+def transcript_files(claude_dirs: list[Path] = (), codex_dirs: list[Path] = ()) -> list[tuple[str, Path]]:
+    """Every transcript under these folders as (agent, path), originals before their forks."""
+    out: list[tuple[str, Path]] = []
+    for agent, dirs, lister in (("claude", claude_dirs, claude_files), ("codex", codex_dirs, codex_files)):
+        for root in dirs:
+            if Path(root).is_dir():
+                out += [(agent, p) for p in _originals_first(lister(Path(root)))]
+    return out
+
+
 def ingest(store: UsageStore, claude_dirs: list[Path] = (), codex_dirs: list[Path] = (),
            budget_s: float | None = None) -> Report:
     """One pass; with budget_s it stops (between chunks) when the budget is spent, offsets kept."""

@@ -6,7 +6,10 @@ and each session's share (the utilization rises its own responses carried). Anth
 {requests,tokens,input-tokens,output-tokens}-*`, API keys), OpenAI (`x-ratelimit-*`), and Codex
 rollout `rate_limits` events. Not responsible for acting on it (route/governor.py).
 Invariant: only what the headers say is stored (never a credential: the account is a hash of
-it); a header that does not parse is skipped, never guessed; the same samples give the same model.
+it); a header that does not parse is skipped, never guessed; a number from outside is finite and
+in range before it is stored (capsule.ground.numbers: nan, inf, 1e300 or a 400-digit reset are "does
+not parse"), and rows stored before that rule are skipped on read; a read is bounded (the newest
+READ_ROWS samples at most; the retention pass keeps a month); the same samples give the same model.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 
 from capsule.ground import paths
+from capsule.ground.numbers import bounded
 from capsule.store import redact, sqlite
 from capsule.store.sqlite import connect
 
@@ -42,6 +46,11 @@ UNIFIED = "anthropic-ratelimit-unified-"
 CLASSIC = re.compile(r"^anthropic-ratelimit-(requests|tokens|input-tokens|output-tokens)-(limit|remaining|reset)$")
 OPENAI = re.compile(r"^x-ratelimit-(limit|remaining|reset)-(requests|tokens)$")
 BURN_SAMPLES = 12          # burn rate: the slope over the window's last N samples
+MAX_UTILIZATION = 2.0      # a window's use past its limit (overage) is still a utilization; more is not
+MAX_COUNT = 1e15           # requests / tokens a limit or a remainder can name
+TIME_MAX = 4_102_444_800.0  # 2100-01-01 UTC: a reset later than that is not a reset
+MAX_STATUS = 40            # a status is a word ("allowed_warning"); a longer header is cut
+READ_ROWS = 20_000         # at most this many (the newest) per read, however many the store holds
 
 
 @dataclass(frozen=True)
@@ -73,27 +82,29 @@ def account_of(api: str, headers: dict[str, str]) -> tuple[str, str]:
     return f"{api}:{blake3(token.encode()).hexdigest()[:12]}", regime
 
 
-def _num(v: str | None) -> float | None:
-    try:
-        return float(v) if v is not None else None
-    except ValueError:
-        return None
+def _num(v: str | None, lo: float = 0.0, hi: float = MAX_COUNT) -> float | None:
+    return None if v is None else bounded(v, lo, hi)
+
+
+def _status(v: str | None) -> str | None:
+    return v[:MAX_STATUS] if isinstance(v, str) else None
 
 
 def _when(v: str | None, now: float) -> float | None:
     """Epoch seconds, an RFC 3339 time, or an OpenAI duration (`6m0s`, `1.5s`, `20ms`)."""
-    if v is None:
+    if not isinstance(v, str) or len(v) > 64:
         return None
-    n = _num(v)
+    n = _num(v, -TIME_MAX, TIME_MAX)
     if n is not None:
-        return n if n > 1e9 else now + n
+        return bounded(n if n > 1e9 else now + n, 0.0, TIME_MAX)
     try:
-        return datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
-    except ValueError:
+        return bounded(datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp(), 0.0, TIME_MAX)
+    except (ValueError, OverflowError, OSError):
         pass
     parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", v)
     if parts and "".join(a + b for a, b in parts) == v:
-        return now + sum(float(a) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[u] for a, u in parts)
+        return bounded(now + sum(float(a) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[u] for a, u in parts),
+                       0.0, TIME_MAX)
     return None
 
 
@@ -107,10 +118,11 @@ def from_headers(api: str, headers: dict[str, str], account: str, regime: str, s
     windows = sorted({k[len(UNIFIED):].rsplit("-", 1)[0] for k in h
                       if k.startswith(UNIFIED) and k.endswith("-utilization")})
     for w in windows:
-        u = _num(h.get(f"{UNIFIED}{w}-utilization"))
+        u = _num(h.get(f"{UNIFIED}{w}-utilization"), 0.0, MAX_UTILIZATION)
         if u is None:
             continue
-        out.append(Sample(now, account, "subscription", api, w, max(0.0, u), h.get(f"{UNIFIED}{w}-status") or overall,
+        out.append(Sample(now, account, "subscription", api, w[:MAX_STATUS], u,
+                          _status(h.get(f"{UNIFIED}{w}-status") or overall),
                           _when(h.get(f"{UNIFIED}{w}-reset"), now), session))
     if out:
         return out
@@ -138,16 +150,20 @@ def from_codex_event(payload: dict, account: str, session: str | None, ts: float
         return out
     for name in ("primary", "secondary"):
         w = limits.get(name)
-        if not isinstance(w, dict) or not isinstance(w.get("used_percent"), (int, float)):
+        used = bounded(w.get("used_percent"), 0.0, 100 * MAX_UTILIZATION) if isinstance(w, dict) else None
+        if used is None:
             continue
-        minutes = w.get("window_minutes")
-        label = f"{int(minutes) // 60}h" if isinstance(minutes, int) and minutes < 1440 else (
-            f"{int(minutes) // 1440}d" if isinstance(minutes, int) else name)
-        reset = w.get("resets_at") if isinstance(w.get("resets_at"), (int, float)) else (
-            ts + w["resets_in_seconds"] if isinstance(w.get("resets_in_seconds"), (int, float)) else None)
+        minutes = bounded(w.get("window_minutes"), 1, 1e6)
+        minutes = int(minutes) if minutes is not None and isinstance(w.get("window_minutes"), int) else None
+        label = f"{minutes // 60}h" if minutes is not None and minutes < 1440 else (
+            f"{minutes // 1440}d" if minutes is not None else name)
+        reset = bounded(w.get("resets_at"), 0.0, TIME_MAX)
+        if reset is None:
+            ahead = bounded(w.get("resets_in_seconds"), 0.0, TIME_MAX)
+            reset = bounded(ts + ahead, 0.0, TIME_MAX) if ahead is not None else None
         # plan_type names a ChatGPT plan (a subscription login); with an API key Codex leaves it null
         regime = "subscription" if limits.get("plan_type") else "unknown"
-        out.append(Sample(ts, account, regime, "openai", label, float(w["used_percent"]) / 100.0,
+        out.append(Sample(ts, account, regime, "openai", label, used / 100.0,
                           None, reset, session, "rollout"))
     return out
 
@@ -169,10 +185,22 @@ class QuotaStore:
                                   "resets_at, session, source) VALUES(:ts, :account, :regime, :api, :window, "
                                   ":utilization, :status, :resets_at, :session, :source)", d)
 
-    def samples(self, since: float | None = None) -> list[Sample]:
+    def samples(self, since: float | None = None, limit: int = READ_ROWS) -> list[Sample]:
+        """The newest `limit` samples since `since`, oldest first; a row whose numbers are not finite
+        and in range (stored before they were checked) is skipped."""
         cols = "ts, account, regime, api, window, utilization, status, resets_at, session, source"
-        return [Sample(*r) for r in self.conn.execute(
-            f"SELECT {cols} FROM quota_samples WHERE ts >= ? ORDER BY ts, id", (since or 0.0,))]
+        # Newest by rowid (insertion order): a backward walk that stops at `limit`, no index on ts needed
+        rows = self.conn.execute(f"SELECT {cols}, id FROM quota_samples WHERE ts >= ? ORDER BY id DESC LIMIT ?",
+                                 (since or 0.0, limit)).fetchall()
+        out = []
+        for r in sorted(rows, key=lambda r: (r[0], r[-1])):
+            r = r[:-1]
+            s = Sample(*r)
+            if (bounded(s.ts, 0.0, TIME_MAX) is None or bounded(s.utilization, 0.0, MAX_UTILIZATION) is None
+                    or (s.resets_at is not None and bounded(s.resets_at, 0.0, TIME_MAX) is None)):
+                continue
+            out.append(s)
+        return out
 
     def close(self) -> None:
         self.conn.close()

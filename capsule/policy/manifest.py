@@ -8,6 +8,7 @@ Role; the error names the file, the key, its line and a hint.
 from __future__ import annotations
 
 import json
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -126,6 +127,7 @@ def validate(data: dict[str, Any], path: Path, source: str) -> None:
         line = _line_of(source, ("schema",))
         raise ManifestError(f"role {path} line {line}: key \"schema\" is {version!r}; "
                             f"hint: set schema = {max(SCHEMA_VERSIONS)} (known: {sorted(SCHEMA_VERSIONS)})")
+    _finite(data, (), path, source)
     from capsule.store import memo
 
     # jsonschema costs ~100 ms to import: a role whose exact bytes already passed this exact
@@ -158,6 +160,21 @@ def _client_error(data: dict[str, Any], path: Path, source: str) -> str | None:
         return (f"role {path} line {line}: \"context.routing.advisor\" needs Claude Code's session-scoped subagent "
                 f"pins, and agent.kind is {kind!r}; hint: remove advisor (a plan lane model does the same for a plan)")
     return None
+
+
+def _finite(node: Any, keys: tuple[str, ...], path: Path, source: str) -> None:
+    """TOML has nan and inf literals, and JSON Schema's bounds let them through (nan compares false
+    with everything): no role value may be one ("degrade at nan%")."""
+    if isinstance(node, float) and not math.isfinite(node):
+        dotted = ".".join(keys) or "(top level)"
+        raise ManifestError(f"role {path} line {_line_of(source, keys)}: bad value for \"{dotted}\": {node!r}; "
+                            "hint: a finite number (TOML's nan and inf are not accepted)")
+    if isinstance(node, dict):
+        for k, v in node.items():
+            _finite(v, keys + (str(k),), path, source)
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            _finite(v, keys + (str(i),), path, source)
 
 
 @lru_cache(maxsize=None)

@@ -15,10 +15,17 @@ MODES = ("off", "measure", "standard", "aggressive")
 EMBEDDED_DEFAULT_MODE = "standard"  # without a role, the laptop default compresses
 
 
-def default_mode() -> str:
-    """$JACKIN_CTX_MODE when it names a mode, else the embedded default."""
+def default_mode(role_mode: str | None = None) -> str:
+    """$JACKIN_CTX_MODE when it names a mode, else the role's [context] mode (a door that loaded a
+    role hands it in), else the embedded default."""
     mode = os.environ.get(switches.MODE, "").strip().lower()
-    return mode if mode in MODES else EMBEDDED_DEFAULT_MODE
+    role = (role_mode or "").strip().lower()
+    return mode if mode in MODES else role if role in MODES else EMBEDDED_DEFAULT_MODE
+
+
+def passive(mode: str) -> bool:
+    """Count, change nothing unasked: the measure and off modes, the measure-only and master switches."""
+    return mode in ("off", "measure") or switches.is_on(switches.DISABLE) or switches.is_on(switches.MEASURE_ONLY)
 
 
 def embedded_mode() -> tuple[str, str]:

@@ -166,9 +166,10 @@ class Proxy:
             except Exception as exc:  # noqa: BLE001 - fail open: no pin
                 log.warning("proxy routing failed (%r); request forwarded without a pin", exc)
         try:
-            with anyio.move_on_after((self.settings.engine_budget_ms or rewrite.limit("engine_budget_ms")) / 1000) as budget:
-                new = await anyio.to_thread.run_sync(self._rewrite_sync, api, parsed, session, limiter=self._limiter,
-                                                     abandon_on_cancel=True)
+            budget_s = (self.settings.engine_budget_ms or rewrite.limit("engine_budget_ms")) / 1000
+            with anyio.move_on_after(budget_s) as budget:
+                new = await anyio.to_thread.run_sync(self._rewrite_within, budget_s, api, parsed, session,
+                                                     limiter=self._limiter, abandon_on_cancel=True)
             if budget.cancelled_caught:
                 # What the engine finished is in the memo; the rest is claimed as sent raw, for good,
                 # so this request and every later one send the same bytes (INV-1).
@@ -185,6 +186,15 @@ class Proxy:
             return body, session
         self.stats["rewritten"] += 1
         return new, session
+
+    def _rewrite_within(self, budget_s: float, api: str, parsed: dict, session: str) -> bytes | None:
+        """_rewrite_sync with the request's budget as the media deadline: the wait above abandons this
+        worker at budget_s, and its image and PDF work (capsule.observe.media.budget) stops there too
+        instead of decoding on beside the next wave's workers."""
+        from capsule.observe.media import budget  # noqa: PLC0415
+
+        with budget.deadline(budget_s):
+            return self._rewrite_sync(api, parsed, session)
 
     def _memo_only(self, api: str, body: bytes, session: str) -> bytes | None:
         """The request as the memo has it: a fresh parse (the abandoned worker still holds the
@@ -324,7 +334,8 @@ class Proxy:
             try:
                 rejected = await anyio.to_thread.run_sync(self.route.on_response, api, response.status_code,
                                                           dict(response.headers), hmap or {}, session)
-            except Exception as exc:  # noqa: BLE001 - quota is measurement
+            except Exception as exc:  # noqa: BLE001 - quota is measurement; a 429 still says "do not retry"
+                rejected = response.status_code == 429
                 log.debug("proxy quota read failed: %r", exc)
         tap = None
         if session and response.status_code == 200:

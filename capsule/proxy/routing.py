@@ -296,19 +296,26 @@ class RouteSide:
         from capsule.measure.quota import account_of, from_headers  # noqa: PLC0415
 
         account, regime = account_of(api, req_headers)
-        samples = from_headers(api, resp_headers, account, regime, session)
         try:
+            samples = from_headers(api, resp_headers, account, regime, session)
             self.quota_store().add(samples)
         except Exception as exc:  # noqa: BLE001
+            samples = []
             log.debug("quota store failed: %r", exc)
         h = {k.lower(): v for k, v in resp_headers.items()}
         rejected = status == 429 or h.get("anthropic-ratelimit-unified-status") == "rejected"
         if rejected:
             self.stats["rejected"] += 1
-            self._notice(api, account, samples, h, session)
+            try:
+                self._notice(api, account, samples, h, session)
+            except Exception as exc:  # noqa: BLE001 - the line is lost, the no-retry answer is not
+                log.warning("capsule: %s rate limit reached; not retrying (%s)", api, type(exc).__name__)
         return rejected
 
     def _notice(self, api: str, account: str, samples, h: dict[str, str], session: str | None) -> None:
+        """One line per account, window and reset. Whatever the upstream's numbers say (1e30, nan,
+        a reset before 1970), the line is printed and the answer stays marked rejected: the
+        caller's x-should-retry: false is the retry-storm protection, it must not depend on them."""
         from datetime import datetime, timezone  # noqa: PLC0415
 
         from capsule.measure.quota import _when  # noqa: PLC0415
@@ -316,7 +323,10 @@ class RouteSide:
         full = max(samples, key=lambda s: s.utilization, default=None)
         reset = (full.resets_at if full else None) or _when(h.get("anthropic-ratelimit-unified-reset")
                                                            or h.get("retry-after"), time.time())
-        when = datetime.fromtimestamp(reset, timezone.utc).strftime("%H:%M UTC") if reset else "an unknown time"
+        try:
+            when = datetime.fromtimestamp(reset, timezone.utc).strftime("%H:%M UTC") if reset else "an unknown time"
+        except (OverflowError, OSError, ValueError):   # _when bounds it; a Sample built elsewhere might not
+            reset, when = None, "an unknown time"
         window = f"{full.window} window at {100 * full.utilization:.0f}%" if full else "rate limit"
         key = (account, window, round(reset or 0))
         with self._lock:

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from blake3 import blake3
 
-from capsule.ground.lines import split_lines
+from capsule.ground.lines import RangeError, split_lines
+from capsule.ground.lines import parse_ranges as parse_line_ranges
 
 SOURCE_SUFFIXES = {".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".rs", ".go", ".java", ".c",
                    ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".rb", ".sh", ".bash"}
@@ -30,12 +31,12 @@ class ModeError(ValueError):
 @dataclass(frozen=True)
 class Mode:
     name: str                                   # full | signatures | lines | section | anchored
-    ranges: tuple[tuple[int, int], ...] = ()    # for lines
+    ranges: tuple[tuple[int, int | None], ...] = ()    # for lines (None: to the end)
     heading: str = ""                           # for section
 
     def key(self) -> str:
         if self.name == "lines":
-            return "lines:" + ",".join(f"{a}-{b}" for a, b in self.ranges)
+            return "lines:" + ",".join(f"{a}-{'' if b is None else b}" for a, b in self.ranges)
         if self.name == "section":
             return f"section:{self.heading}"
         return self.name
@@ -61,18 +62,12 @@ def parse(mode: str | None) -> Mode | None:
     raise ModeError(f"unknown mode {text!r}; use one of: {MODES_HELP}")
 
 
-def parse_ranges(spec: str) -> tuple[tuple[int, int], ...]:
-    out = []
-    for part in spec.replace(" ", "").split(","):
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
-        if not m:
-            raise ModeError(f"bad line range {part!r} in lines:{spec}; write lines:10-20 or lines:5,10-20")
-        a = int(m.group(1))
-        b = int(m.group(2) or a)
-        if a < 1 or b < a:
-            raise ModeError(f"bad line range {part!r}: lines start at 1 and N-M needs N <= M")
-        out.append((a, b))
-    return tuple(out)
+def parse_ranges(spec: str) -> tuple[tuple[int, int | None], ...]:
+    """ground/lines.py's one range parser, its error as a ModeError."""
+    try:
+        return parse_line_ranges(spec)
+    except RangeError as exc:
+        raise ModeError(f"{exc} (in lines:{spec})") from None
 
 
 def default_mode(path: str, text: str) -> Mode:
@@ -82,14 +77,14 @@ def default_mode(path: str, text: str) -> Mode:
     return Mode("signatures") if suffix in SOURCE_SUFFIXES and big else Mode("full")
 
 
-def lines(text: str, ranges: tuple[tuple[int, int], ...]) -> str:
+def lines(text: str, ranges: tuple[tuple[int, int | None], ...]) -> str:
     all_lines = split_lines(text)
     total = len(all_lines)
     out: list[str] = []
     for a, b in ranges:
         if a > total:
             raise ModeError(f"line {a} is past the end; the file has {total} lines")
-        out.extend(f"{n}| {all_lines[n - 1]}" for n in range(a, min(b, total) + 1))
+        out.extend(f"{n}| {all_lines[n - 1]}" for n in range(a, min(total if b is None else b, total) + 1))
     return "\n".join(out)
 
 

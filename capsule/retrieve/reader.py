@@ -1,7 +1,8 @@
 """ctx_read: one file, one mode, one scope -> the text the agent gets.
 
 Responsible for composing workspace safety, read modes, the outline transform, the read-stub
-decision and the frecency bump. Not responsible for transports (capsule/mcp) or the outline itself.
+decision and the frecency bump. Not responsible for transports (capsule/mcp), for the ledger row (the engine, capsule/engine_read.py,
+calls this) or the outline itself.
 Invariant: a path outside the workspace or an unknown mode is an error with its fix in the message;
 a stub only ever goes to the scope that received the content (capsule/store/stubs.py).
 """
@@ -102,13 +103,20 @@ class Reader:
         return self.read_result(path, mode, scope, fresh).text
 
     def read_result(self, path: str, mode: str | None = None, scope: str = "", fresh: bool = False) -> ReadResult:
-        parsed = modes.parse(mode)
+        rel, source = self.load(path)
+        return self.result_for(rel, source, modes.parse(mode), scope, fresh)
+
+    def load(self, path: str) -> tuple[str, str]:
+        """(workspace-relative path, text) of one file inside the workspace."""
         try:
             real = workspace.resolve(self.root, path)
         except WorkspaceError as exc:
             raise ReadError(str(exc)) from None
         rel = workspace.relative(self.root, real)
-        source = load_text(self.root, real, rel)
+        return rel, load_text(self.root, real, rel)
+
+    def result_for(self, rel: str, source: str, parsed: Mode | None, scope: str = "", fresh: bool = False) -> ReadResult:
+        """The read of `source` (the text of rel) in one parsed mode, after the stub decision."""
         active_key, active_out = render(source, rel, parsed, self.languages)
         key, out = ("full", source) if self.passive and parsed is None else (active_key, active_out)
         if self.frecency is not None:

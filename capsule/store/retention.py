@@ -1,4 +1,5 @@
-"""Retention for the stores that would otherwise only grow: ledger.db, usage.db, proxy.db.
+"""Retention for the stores that would otherwise only grow: ledger.db (emissions, route events),
+usage.db, quota.db, proxy.db.
 
 Not responsible for the archive (its own TTL) or for any schema. Settings are data
 (data/retention.toml). Invariant: a pass deletes at most batch_rows per table, waits at most busy_ms
@@ -48,10 +49,11 @@ def prune(state_dir, name: str, now: float | None = None, conf: dict | None = No
         if "conversations" in store:
             deleted = _conversations(conn, store, cutoff, batch)
         else:
-            for table, col in store["tables"]:
+            tables = [(t, c) for t, c in store["tables"] if _has(conn, t)]   # route_events: once routing ran
+            for table, col in tables:
                 deleted += _delete(conn, f'DELETE FROM "{table}" WHERE rowid IN (SELECT rowid FROM "{table}" '
                                          f'WHERE "{col}" < ? LIMIT ?)', (cutoff, batch))
-            for table, col in store["tables"]:      # over the size: the oldest go, a batch at most
+            for table, col in tables:      # over the size: the oldest go, a batch at most
                 if used_mb(conn) <= float(store["max_mb"]):
                     break
                 deleted += _delete(conn, f'DELETE FROM "{table}" WHERE rowid IN (SELECT rowid FROM "{table}" '
@@ -61,6 +63,10 @@ def prune(state_dir, name: str, now: float | None = None, conf: dict | None = No
         return {"skipped": f"{type(exc).__name__}: {exc}", "deleted": deleted}
     finally:
         conn.close()
+
+
+def _has(conn, table: str) -> bool:
+    return bool(conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)).fetchall())
 
 
 def _delete(conn, sql: str, args: tuple) -> int:

@@ -77,3 +77,14 @@ def test_readme_degrade_at_default_is_the_default_roles():
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     default = load_role(DEFAULT_ROLE).context.routing["degrade_at"]
     assert f"the default role {default}" in readme and "default 0.8)" not in readme
+
+
+def test_doctor_says_whose_mode_each_line_gives_and_no_internal_words(tmp_path):
+    got = capsule("ctx", "doctor", env={"JACKIN_CTX_STATE_DIR": str(tmp_path), "JACKIN_CTX_ROLE": ""}, cwd=tmp_path)
+    assert got.returncode == 0, got.stderr
+    lines = got.stdout.splitlines()
+    assert "`capsule ctx run` and `capsule ctx pipe` run in mode standard" in lines[0]
+    role = next(line for line in lines if line.startswith("role "))
+    assert "`capsule up` would start it in mode measure: count every output, change none" in role
+    for word in ("INV-", "graduation", "manifest"):
+        assert word not in got.stdout, word

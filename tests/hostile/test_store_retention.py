@@ -109,7 +109,7 @@ def test_doctor_shows_each_stores_retention(state_dir):
     env = {**os.environ, "JACKIN_CTX_STATE_DIR": str(state_dir)}
     report = json.loads(subprocess.run([sys.executable, "-m", "capsule", "ctx", "doctor", "--json"], env=env,
                                        capture_output=True, timeout=120).stdout)
-    assert set(report["state"]["retention"]) == {"ledger", "usage", "proxy"}
+    assert set(report["state"]["retention"]) == {"ledger", "usage", "quota", "proxy"}
     text = subprocess.run([sys.executable, "-m", "capsule", "ctx", "doctor"], env=env, capture_output=True,
                           timeout=120).stdout.decode()
     (ledger,) = [ln for ln in text.splitlines() if ln.startswith("ledger ")]

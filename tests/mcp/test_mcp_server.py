@@ -146,8 +146,10 @@ def test_expand_recovers_archived_original_lines_and_grep(session, state_dir):
         ("ctx_expand", {"handle": handle, "lines": "2-3"}),
         ("ctx_expand", {"handle": handle, "grep": "error"})])
     assert text_of(full).encode() == original
-    assert text_of(part) == "2| row 2 value\n3| row 3 value"
-    assert text_of(grep) == "41| ERROR boom"
+    # one selection rule for both doors (retrieve/expand.py): the lines byte for byte, matches as
+    # `N:line` (grep -n), a smart-case RE2 pattern — the same bytes `capsule ctx expand` writes
+    assert text_of(part) == "row 2 value\nrow 3 value\n"
+    assert text_of(grep) == "41:ERROR boom\n"
 
 
 def test_reads_are_in_the_ledger(session, state_dir):

@@ -4,7 +4,9 @@ Responsible for pixels only: decode, orientation, downscale, encode. Not respons
 OCR or archiving. Invariants: an image already within the cap comes back as the same bytes; a
 resized one is a pure function of (bytes, family) — same input, same bytes in every process;
 anything Pillow cannot read (or an animation, or a decompression bomb) raises MediaError and the
-caller passes the original.
+caller passes the original; so does one whose decode would not fit the process's media budget
+(budget.py: decoded bytes, not file size, reserved before Pillow allocates them; a JPEG over it is
+decoded at a DCT scale that fits).
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 
-from capsule.observe.media import caps
+from capsule.observe.media import budget, caps
+from capsule.observe.media.errors import MediaError
+
+__all__ = ["MediaError", "Sized", "fit", "probe", "decode_cost", "content_area", "render_png"]
 
 MAX_INPUT_PIXELS = 80_000_000      # past this, decoding alone could take GBs: the original passes
 FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
@@ -23,8 +28,6 @@ JPEG_QUALITY = 85
 # word recall (tests/observe/media/test_legibility.py holds the recall rule).
 
 
-class MediaError(ValueError):
-    """Not an image this module can size; the caller sends the original."""
 
 
 @dataclass(frozen=True)
@@ -67,10 +70,30 @@ def probe(data: bytes) -> tuple[str, int, int]:
     return FORMATS[img.format], img.size[0], img.size[1]
 
 
+def _bytes_per_pixel(mode: str) -> int:
+    """What Pillow holds per pixel in memory: one byte for 1/L/P, two for I;16, else a 32-bit word."""
+    return 1 if mode in ("1", "L", "P") else (2 if mode.startswith("I;16") else 4)
+
+
+def decode_cost(img, tw: int, th: int) -> int:
+    """Bytes a resize of `img` to (tw, th) holds at its peak: the decoded image, a mode conversion's
+    copy, an EXIF rotation's copy, and the resampler's intermediate (target width x source height)."""
+    w, h = img.size
+    cost = w * h * _bytes_per_pixel(img.mode)
+    if img.mode not in ("RGB", "RGBA", "L"):
+        cost += w * h * 4
+    try:
+        # A PNG's getexif() decodes the whole image to look past IDAT: only EXIF seen at open counts
+        turned = (img.format != "PNG" or "exif" in img.info) and img.getexif().get(0x0112, 1) not in (None, 1)
+    except Exception:  # noqa: BLE001 - unreadable EXIF: exif_transpose leaves it alone too
+        turned = False
+    if turned:
+        cost += w * h * 4
+    return cost + max(tw, th) * max(w, h) * 4
+
+
 def fit(data: bytes, fam: caps.Family) -> Sized:
     """The image within the family's cap (unchanged bytes when it already is)."""
-    from PIL import Image, ImageOps
-
     img = _open(data)
     media_type = FORMATS[img.format]
     w, h = img.size
@@ -78,6 +101,18 @@ def fit(data: bytes, fam: caps.Family) -> Sized:
     tw, th = caps.target(fam, w, h)
     if (tw, th) == (w, h):
         return Sized(data, media_type, (w, h), (w, h), before, before, False)
+    if img.format == "JPEG" and decode_cost(img, tw, th) > budget.capacity():
+        img.draft("RGB", (tw, th))      # decoded at 1/2..1/8 scale, never below the target
+    budget.check(f"image of {w}x{h} px")
+    with budget.decoding(decode_cost(img, tw, th), f"image of {w}x{h} px"):
+        return _resized(img, fam, media_type, (w, h), (tw, th), before)
+
+
+def _resized(img, fam: caps.Family, media_type: str, size: tuple[int, int], target: tuple[int, int],
+             before: int) -> Sized:
+    from PIL import Image, ImageOps
+
+    (w, h), (tw, th) = size, target
     try:
         img.load()
         img = ImageOps.exif_transpose(img)

@@ -5,7 +5,9 @@ Responsible for text extraction (poppler's pdftotext; pypdf where poppler is mis
 (poppler's pdftoppm) and the document block's price by formula. Not responsible for policy or
 archiving. Invariants: a page never becomes empty text — a page without a text layer is an image,
 and a PDF that cannot be rendered where it must be raises MediaError (the original passes); the
-output is a pure function of the bytes (same PDF, same parts).
+output is a pure function of the bytes (same PDF, same parts). One PDF has one time budget for all
+its pages ([decode] pdf_budget_s, within the door's own deadline: budget.py); poppler runs with the
+time left and is killed at it, so an abandoned or slow conversion stops instead of rendering on.
 """
 
 from __future__ import annotations
@@ -92,16 +94,47 @@ def _reader(data: bytes):
 
 
 def page_sizes(data: bytes) -> list[tuple[float, float]]:
-    """Each page's shown size in points (rotation applied)."""
+    """Each page's shown size in points (rotation applied). Over MAX_PAGES (the page tree's count,
+    read before any page is) or a page tree pypdf cannot walk (a cycle): MediaError, with that reason."""
     reader = _reader(data)
-    out = []
-    for page in reader.pages:
-        box = page.mediabox
-        w, h = float(box.width), float(box.height)
-        if int(page.get("/Rotate", 0) or 0) % 180:
-            w, h = h, w
-        out.append((w, h))
+    try:
+        # The tree's own /Count and the root's /Kids first: pypdf walks every page to count them
+        # (10 s for 10,000), and either says enough to refuse.
+        root = reader.trailer["/Root"]["/Pages"]
+        declared = max(int(root.get("/Count", 0) or 0), len(root.get("/Kids", ()) or ()))
+        n = declared if declared > MAX_PAGES else len(reader.pages)
+        if n > MAX_PAGES:
+            raise MediaError(f"PDF of {n} pages is over the {MAX_PAGES}-page limit")
+        out = []
+        for page in reader.pages:
+            box = page.mediabox
+            w, h = float(box.width), float(box.height)
+            if int(page.get("/Rotate", 0) or 0) % 180:
+                w, h = h, w
+            out.append((w, h))
+    except MediaError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a damaged or hostile page tree
+        raise MediaError(f"not a readable PDF ({type(exc).__name__}: {str(exc)[:120]})") from None
     return out
+
+
+def _time_left(what: str) -> float:
+    """The subprocess timeout: what is left of this PDF's (and the door's) budget, TIMEOUT_S at most."""
+    from capsule.observe.media import budget  # noqa: PLC0415
+
+    budget.check(what)
+    return max(0.05, min(TIMEOUT_S, budget.remaining(TIMEOUT_S)))
+
+
+def _run(argv: list[str], what: str) -> subprocess.CompletedProcess:
+    """poppler with the time left; subprocess.run kills it when that passes."""
+    try:
+        return subprocess.run(argv, capture_output=True, timeout=_time_left(what))
+    except subprocess.TimeoutExpired:
+        raise MediaError(f"{what}: over the PDF's time budget") from None
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise MediaError(f"{what} failed ({type(exc).__name__})") from None
 
 
 def pages_text(data: bytes) -> list[str]:
@@ -109,11 +142,7 @@ def pages_text(data: bytes) -> list[str]:
     exe = shutil.which("pdftotext")
     if exe:
         with _tmp_pdf(data) as path:
-            try:
-                proc = subprocess.run([exe, "-enc", "UTF-8", "-eol", "unix", path, "-"], capture_output=True,
-                                      timeout=TIMEOUT_S)
-            except (OSError, subprocess.SubprocessError) as exc:
-                raise MediaError(f"pdftotext failed ({type(exc).__name__})") from None
+            proc = _run([exe, "-enc", "UTF-8", "-eol", "unix", path, "-"], "pdftotext")
         if proc.returncode != 0:
             raise MediaError(f"pdftotext exit {proc.returncode}")
         pages = proc.stdout.decode("utf-8", "replace").split("\f")
@@ -136,11 +165,8 @@ def render_page(data: bytes, number: int, long_edge: int) -> bytes:
     if not exe:
         raise MediaError("a page without text needs pdftoppm (poppler-utils) to be sent as an image")
     with _tmp_pdf(data) as path:
-        try:
-            proc = subprocess.run([exe, "-f", str(number), "-l", str(number), "-png", "-scale-to", str(long_edge),
-                                   "-singlefile", path], capture_output=True, timeout=TIMEOUT_S)
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise MediaError(f"pdftoppm failed ({type(exc).__name__})") from None
+        proc = _run([exe, "-f", str(number), "-l", str(number), "-png", "-scale-to", str(long_edge),
+                     "-singlefile", path], f"pdftoppm (page {number})")
     if proc.returncode != 0 or not proc.stdout:
         raise MediaError(f"pdftoppm exit {proc.returncode}")
     return proc.stdout
@@ -187,11 +213,20 @@ def has_text(page: str, min_chars: int = MIN_TEXT_CHARS) -> bool:
 def convert(data: bytes, fam: caps.Family, min_chars: int = MIN_TEXT_CHARS,
             pages: list[int] | None = None) -> Converted:
     """Text with page markers for pages with a text layer; the others as images sized to the cap.
-    `pages` (1-based): only those pages (a client that read a page range)."""
+    `pages` (1-based): only those pages (a client that read a page range). All of it within one
+    budget ([decode] pdf_budget_s, within any deadline the door set)."""
+    from capsule.observe.media import budget  # noqa: PLC0415
+
+    with budget.deadline(float(budget.settings()["pdf_budget_s"])):
+        return _convert(data, fam, min_chars, pages)
+
+
+def _convert(data: bytes, fam: caps.Family, min_chars: int, pages: list[int] | None) -> Converted:
     sizes = page_sizes(data)
     n = len(sizes)
     if n == 0 or n > MAX_PAGES:
-        raise MediaError(f"PDF of {n} pages is sent as it came")
+        raise MediaError(f"PDF of {n} pages is sent as it came" if n == 0 else
+                         f"PDF of {n} pages is over the {MAX_PAGES}-page limit")
     if pages is not None and (not pages or min(pages) < 1 or max(pages) > n):
         raise MediaError(f"pages {pages[:3]}... are not pages of a {n}-page PDF")
     texts = pages_text(data)
@@ -199,7 +234,7 @@ def convert(data: bytes, fam: caps.Family, min_chars: int = MIN_TEXT_CHARS,
     wanted = set(range(n)) if pages is None else {p - 1 for p in pages}
     textless = [i for i in range(n) if i in wanted and not has_text(texts[i], min_chars)]
     if len(textless) > MAX_RENDERED_PAGES:
-        raise MediaError(f"{len(textless)} pages without text: sent as it came")
+        raise MediaError(f"{len(textless)} pages without text (over {MAX_RENDERED_PAGES} to render)")
     before = document_cost(fam, [sizes[i] for i in sorted(wanted)], [texts[i] for i in sorted(wanted)])
     parts: list[Part] = []
     run: list[str] = []
@@ -209,7 +244,7 @@ def convert(data: bytes, fam: caps.Family, min_chars: int = MIN_TEXT_CHARS,
             if run:
                 parts.append(Part("text", "".join(run)))
                 run = []
-            png = render_page(data, i + 1, int(caps.data()["pdf"]["render_long_edge"]))
+            png = render_page(data, i + 1, int(caps.data()["pdf"]["render_long_edge"]))   # checks the budget
             sized = image.fit(png, fam)
             parts.append(Part("text", f"--- page {i + 1} of {n} (no text layer: the page as an image) ---\n"))
             parts.append(Part("image", data=sized.data, media_type=sized.media_type))

@@ -1,0 +1,204 @@
+"""Reads cut by the task (issue 29.3) over generated agent trajectories: one command, one table.
+
+    .venv/bin/python benchmarks/bench_task_reads.py [--modules N]
+
+Where the trajectories come from (said plainly): the public SWE-agent / mini-swe-agent material in
+benchmarks/ is kept for outside measurement, so this one generates its own on this machine, from
+real code and real failures: the installed Python standard library's modules, copied into a
+temporary workspace. Two kinds of step, each "a failure or a goal, then a read of the file":
+  - traceback steps: a real call that fails deep inside a stdlib module (run for real, its
+    stderr observed by the engine as the agent's failing command), then a plain ctx_read of the
+    innermost frame's file. The lines the agent uses next: that frame's function (or +-12 lines).
+  - goal steps: a function chosen deterministically in each module; the intent is its docstring's
+    first sentence, without the function's name (what a task statement says), or with the name
+    (an agent that already knows where to look). The lines used next: that function.
+Figures per condition: tokens sent, tokens saved against the whole file, the share of later-used
+lines the view shows whole, and bounces (steps whose used lines are not all shown: the agent asks
+`ctx expand --lines`, counted with the tokens that expansion costs).
+  full     : the whole file (no capsule)
+  before   : main before this change: an auto read over the size gate is the outline, whatever the task
+  after    : the engine's read entry, with the session's failures and (for goal steps) the intent
+  after/no-intent : the same goal steps without the intent (the session's cues only: none here)
+Timings are not measured (token and line figures only); same input -> same figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+# Real calls that fail inside a stdlib module (the traceback the agent's command prints).
+FAILURES = [
+    "import json; json.loads('{\"a\": [1, 2,, 3]}')",
+    "import argparse; argparse.ArgumentParser().add_argument('--x', nargs=0)",
+    "import textwrap; textwrap.wrap('some words here', width=0)",
+    "import shlex; shlex.split('echo \"unterminated')",
+    "import ipaddress; ipaddress.ip_network('10.0.0.1/33')",
+    "import fractions; fractions.Fraction('1/x')",
+    "import statistics; statistics.mean([])",
+    "import tomllib; tomllib.loads('a = ')",
+    "import configparser; configparser.ConfigParser().read_string('[s]\\nk=1\\nk=2\\n')",
+    "import zipfile, io; zipfile.ZipFile(io.BytesIO(b'not a zip'))",
+    "import tarfile, io; tarfile.open(fileobj=io.BytesIO(b'not a tar' * 100))",
+    "import plistlib; plistlib.loads(b'not a plist')",
+    "import datetime; datetime.datetime.strptime('2024-13-01', '%Y-%m-%d')",
+    "import email.utils; email.utils.parsedate_to_datetime('not a date')",
+    "import string; string.Template('$who likes $').substitute(who='tim')",
+    "import calendar; calendar.monthrange(2024, 13)",
+    "import gettext; gettext.c2py('n ? 1 :')",
+    "import ast; ast.literal_eval('__import__(\"os\")')",
+    "import decimal, pydoc; pydoc.render_doc(42, renderer=None)",
+    "import urllib.parse; urllib.parse.urlsplit('http://[::1')",
+]
+GOAL_MODULES = ["argparse.py", "configparser.py", "textwrap.py", "shlex.py", "ipaddress.py", "fractions.py",
+                "statistics.py", "tarfile.py", "zipfile/__init__.py", "plistlib.py", "calendar.py", "gettext.py",
+                "email/utils.py", "string.py", "ast.py", "pydoc.py", "difflib.py", "inspect.py", "pathlib.py",
+                "typing.py", "dataclasses.py", "logging/__init__.py", "subprocess.py", "tempfile.py", "shutil.py",
+                "smtplib.py", "imaplib.py", "ftplib.py", "http/client.py", "urllib/parse.py", "csv.py", "pickle.py",
+                "json/decoder.py", "json/encoder.py", "heapq.py", "bisect.py", "random.py", "datetime.py",
+                "_strptime.py", "locale.py"]
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+
+
+def functions(source: str) -> list[tuple[str, int, int, str]]:
+    """(name, first, last, docstring's first sentence) of each def with a docstring (ast)."""
+    import ast
+
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node)
+            if doc and len(doc.split()) >= 5 and node.end_lineno - node.lineno >= 6:
+                first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+                out.append((node.name, first, node.end_lineno, doc.split(".")[0].split("\n\n")[0]))
+    return sorted(out, key=lambda f: f[1])
+
+
+def enclosing(source: str, line: int) -> tuple[int, int]:
+    """The innermost def around `line`, else +-12 lines."""
+    import ast
+
+    best = None
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= node.end_lineno:
+            if best is None or node.lineno > best[0]:
+                best = (node.lineno, node.end_lineno)
+    return best or (max(1, line - 12), line + 12)
+
+
+class Tally:
+    def __init__(self):
+        self.steps = self.sent = self.full = self.used = self.kept = self.bounces = self.bounce_tokens = 0
+
+    def add(self, view: str, source: str, used: tuple[int, int], count) -> None:
+        lines = source.split("\n")
+        shown = set()
+        for row in view.split("\n"):
+            head, sep, rest = row.partition(": ")
+            if sep and head.isdigit() and int(head) <= len(lines) and lines[int(head) - 1] == rest:
+                shown.add(int(head))
+        if view == source:
+            shown = set(range(1, len(lines) + 1))
+        want = set(range(used[0], min(used[1], len(lines)) + 1))
+        self.steps += 1
+        self.sent += count(view)
+        self.full += count(source)
+        self.used += len(want)
+        self.kept += len(want & shown)
+        missing = sorted(want - shown)
+        if missing:
+            self.bounces += 1
+            self.bounce_tokens += count("\n".join(lines[missing[0] - 1:missing[-1]]))
+
+    def row(self, name: str) -> str:
+        saved = 1 - self.sent / self.full if self.full else 0.0
+        with_bounce = 1 - (self.sent + self.bounce_tokens) / self.full if self.full else 0.0
+        return (f"| {name:<24} | {self.steps:>5} | {self.sent:>8} | {saved:>6.1%} | {self.kept / max(1, self.used):>7.1%} "
+                f"| {self.bounces:>7} | {with_bounce:>12.1%} |")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--modules", type=int, default=len(GOAL_MODULES))
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-task-reads-"))
+    import os
+
+    os.environ["JACKIN_CTX_STATE_DIR"] = str(tmp / "state")
+    (tmp / "state").mkdir()
+    ws = tmp / "ws"
+    ws.mkdir()
+    from capsule.engine import Engine
+    from capsule.ground.tokens import count
+    from capsule.ground.types import Observation, Request
+    from capsule.retrieve.reader import Reader
+
+    eng = Engine(mode="standard", scope="bench")
+    before = Reader(ws)
+    tallies = {k: Tally() for k in ("tb:full", "tb:before", "tb:after", "goal:full", "goal:before",
+                                    "goal:after/no-intent", "goal:after/intent", "goal:after/intent+name")}
+    # Traceback steps: the real failure observed, then a plain read of its innermost stdlib frame's file.
+    for i, code in enumerate(FAILURES):
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        frames = [(p, int(n)) for p, n, _ in _FRAME.findall(proc.stderr) if p.startswith(str(STDLIB))]
+        if proc.returncode == 0 or not frames:
+            continue
+        path, line = frames[-1]
+        rel = str(Path(path).relative_to(STDLIB))
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, ws / rel)
+        source = (ws / rel).read_text()
+        scope = f"tb{i}"
+        eng.observe(Observation(proc.stderr.encode(), command=f"python3 -c {code!r}", stream="stderr",
+                                exit_code=proc.returncode, scope=scope))
+        used = enclosing(source, line)
+        after = eng.request(Observation(request=Request("read", ws, rel, scope=scope, fresh=True))).data.decode()
+        tallies["tb:full"].add(source, source, used, count)
+        tallies["tb:before"].add(before.read(rel), source, used, count)
+        tallies["tb:after"].add(after, source, used, count)
+    # Goal steps: one function per module, picked by position (the middle third), intent its docstring.
+    for j, rel in enumerate(GOAL_MODULES[:args.modules]):
+        src_path = STDLIB / rel
+        if not src_path.exists():
+            continue
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src_path, ws / rel)
+        source = (ws / rel).read_text()
+        funcs = functions(source)
+        if len(source.split("\n")) < 250 or not funcs:
+            continue
+        name, first, last, doc = funcs[len(funcs) // 2]
+        goal = re.sub(rf"\b{re.escape(name)}\b", "it", doc)
+        used = (first, last)
+        plain = before.read(rel)
+        tallies["goal:full"].add(source, source, used, count)
+        tallies["goal:before"].add(plain, source, used, count)
+        for key, intent in (("goal:after/no-intent", ""), ("goal:after/intent", goal),
+                            ("goal:after/intent+name", f"{goal} ({name})")):
+            view = eng.request(Observation(request=Request("read", ws, rel, scope=f"g{j}", intent=intent,
+                                                           fresh=True))).data.decode()
+            tallies[key].add(view, source, used, count)
+    eng.close()
+    print("| condition                | steps | tokens   | saved  | used kept | bounces | saved w/ bounce |")
+    print("|--------------------------|-------|----------|--------|-----------|---------|-----------------|")
+    for name, t in tallies.items():
+        print(t.row(name))
+    print(json.dumps({k: vars(v) for k, v in tallies.items()}))
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,194 @@
+"""`capsule ctx whatif`: what would capsule have saved on my own recorded sessions?
+
+Reads the same transcripts as `ctx report` (and the same --since), replays every tool result
+through the engine exactly as the proxy door would have received it (the tool, its command or
+file, the result's text), in a throwaway state dir (the user's archive and ledger are untouched),
+and hands the shaped sizes to measure/whatif.py, which re-prices every call. Not responsible for
+pricing (measure/whatif.py) or for the engine's rules. Invariant: deterministic — the same
+transcripts and role give byte-identical output; nothing here is sent anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from capsule.cli.gain import parse_since
+from capsule.ground import switches
+from capsule.ground.terminal import visible
+
+# a removed line's words that would show the agent used it later: identifiers, paths, long numbers
+_DISTINCT = re.compile(r"[A-Za-z_][\w./-]{5,}|\d{4,}")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("whatif", help="what capsule would have saved on your recorded sessions",
+                       description="Replay the tool results of your recorded Claude Code and Codex sessions "
+                       "through the engine and re-price every call with the smaller prompt, the role's "
+                       "standing context and lanes; lines the agent used later that capsule would have cut "
+                       "are listed as bounces, with their recovery cost added.")
+    p.add_argument("--since", metavar="WHEN", help="only sessions' calls since WHEN: 30m, 2h, 7d, or ISO date")
+    p.add_argument("--role", metavar="ROLE", help="the policy to apply (a role name or TOML file; default as `up`)")
+    p.add_argument("--claude-dir", metavar="DIR", action="append", help="a Claude Code config or projects dir")
+    p.add_argument("--codex-dir", metavar="DIR", action="append", help="a Codex home or sessions dir")
+    p.add_argument("--json", action="store_true", help="machine-readable: sessions, total, levers, bounces")
+    p.set_defaults(func=cmd_whatif)
+
+
+def _role(name: str | None):
+    from capsule.policy.manifest import DEFAULT_ROLE, load_role
+
+    return load_role(name or os.environ.get(switches.ROLE) or DEFAULT_ROLE)
+
+
+def build(args) -> dict:
+    from capsule.cli.usage import load
+    from capsule.measure import ingest, whatif
+    from capsule.measure.transcripts import exchanges
+
+    role = _role(args.role)
+    mode = role.context.mode if role.context.mode in ("standard", "aggressive") else "standard"
+    since = parse_since(args.since) if args.since else None
+    data = load(args.claude_dir, args.codex_dir, since)
+    calls = data["calls"]
+    explicit = bool(args.claude_dir or args.codex_dir)
+    claude_dirs = [Path(d).resolve() for d in args.claude_dir or []] or ([] if explicit else [ingest.claude_home()])
+    codex_dirs = [Path(d).resolve() for d in args.codex_dir or []] or ([] if explicit else [ingest.codex_home()])
+    sessions = {(c["agent"], c["session_id"]) for c in calls}
+    found, said = exchanges.collect(ingest.transcript_files(claude_dirs, codex_dirs))
+    found = [e for e in found if (e.agent, e.session) in sessions and (since is None or (e.ts or 0) >= since)]
+    saved, bounces, media = _replay(found, said, mode, role.context.languages)
+    report = whatif.project(calls, saved, bounces, _standing(role), _lanes(role), media)
+    report["role"], report["mode"] = role.name, mode
+    if role.context.mode != mode:
+        report["mode_note"] = f"role {role.name} is mode {role.context.mode} (changes nothing): projected as {mode}"
+    return report
+
+
+def _standing(role) -> int:
+    from capsule.ground.switches import Switches
+    from capsule.policy.plan import plan
+    from capsule.prompt import budget
+
+    return int(budget.standing_context(plan(role, Switches.read()), role)["tokens"])
+
+
+def _lanes(role):
+    """The role's lane model for a call's thread: main for the main thread, subagent for the others;
+    only for the role's own client (a Claude role's lanes say nothing of a Codex session)."""
+    from capsule.route import lanes
+
+    table = lanes.from_role(role)
+
+    def model(call: dict):
+        if call["agent"] != role.agent.kind:
+            return None
+        lane = table["subagent" if call.get("thread_id") else "main"]
+        return lane.model if lane.model_from.startswith("role") else None
+    return model
+
+
+def _replay(found, said, mode: str, languages) -> tuple[list, list, dict]:
+    from capsule.engine import Engine
+    from capsule.ground import tokens
+    from capsule.measure.whatif import Bounce, Change
+
+    saved, bounces, images = [], [], 0
+    later: dict[tuple, list] = {}
+    for s in sorted(said, key=lambda s: (s.ts or 0.0)):
+        later.setdefault((s.agent, s.session, s.thread), []).append(s)
+    keep_env = os.environ.get(switches.STATE_DIR)
+    with tempfile.TemporaryDirectory(prefix="capsule-whatif-") as tmp:
+        engine = Engine(Path(tmp), mode=mode, languages=tuple(languages or ()))
+        try:
+            for e in sorted(found, key=lambda e: (e.session, e.ts or 0.0, e.tool_id)):
+                images += "image" in e.name.lower()
+                after = _shaped(engine, e)
+                if after is None or after == e.text:
+                    continue
+                removed = tokens.count(e.text) - tokens.count(after)
+                if removed > 0:
+                    saved.append(Change(e.agent, e.session, e.thread, e.ts, removed))
+                bounces += _bounces(e, after, later.get((e.agent, e.session, e.thread), []), Bounce, tokens.count)
+        finally:
+            engine.close()
+            if keep_env is None:
+                os.environ.pop(switches.STATE_DIR, None)
+            else:
+                os.environ[switches.STATE_DIR] = keep_env
+    note = "no images or PDFs in these sessions" if not images else f"{images} image results seen, not re-costed"
+    return saved, bounces, {"images": images, "note": note}
+
+
+def _shaped(engine, e) -> str | None:
+    """The result as the proxy door would have shaped it: the same request rewrite, the same engine."""
+    from capsule.ground.types import Observation
+    from capsule.proxy import rewrite
+
+    if e.api == "anthropic":
+        body = {"messages": [
+            {"role": "assistant", "content": [{"type": "tool_use", "id": e.tool_id, "name": e.name, "input": e.input}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": e.tool_id, "content": e.text,
+                                          **({"is_error": True} if e.is_error else {})}]}]}
+    else:
+        body = {"input": [{"type": "function_call", "call_id": e.tool_id, "name": e.name,
+                           "arguments": json.dumps(e.input)},
+                          {"type": "function_call_output", "call_id": e.tool_id, "output": e.text}]}
+
+    def observe(call, text):
+        out = engine.observe(Observation(text.encode("utf-8", "surrogatepass"), command=call.command,
+                                         exit_code=call.exit_code, intent=call.intent, scope=e.session,
+                                         path=call.path, stream="stdout"))
+        return out.data.decode("utf-8", "replace")
+
+    new = rewrite.rewrite(e.api, body, lambda c, t: rewrite.engine_view(c, t, observe), shims_on=False)
+    if new is None:
+        return None
+    parsed = json.loads(new)
+    if e.api == "anthropic":
+        content = parsed["messages"][1]["content"][0]["content"]
+        return content if isinstance(content, str) else "\n".join(b.get("text", "") for b in content)
+    out = parsed["input"][1]["output"]
+    return out if isinstance(out, str) else json.dumps(out)
+
+
+def _bounces(e, after: str, said: list, Bounce, count) -> list:
+    """Lines cut from this result whose distinct words the agent wrote or asked for later."""
+    from capsule.store import redact
+
+    kept = set(after.splitlines())
+    shown = set(_DISTINCT.findall(after)) | set(_DISTINCT.findall(json.dumps(e.input)))
+    out, seen = [], set()
+    for line in e.text.splitlines():
+        if line in kept or line in seen:
+            continue
+        words = [w for w in set(_DISTINCT.findall(line)) if w not in shown]
+        if not words:
+            continue
+        for s in said:
+            if (s.ts or 0.0) <= (e.ts or 0.0):
+                continue
+            hit = next((w for w in sorted(words) if w in s.text), None)
+            if hit:
+                seen.add(line)
+                out.append(Bounce(e.agent, e.session, e.thread, s.ts, e.tool_id,
+                                  redact.redacted(line.strip()[:200]), redact.redacted(hit), count(line)))
+                break
+    return out
+
+
+def cmd_whatif(args) -> int:
+    from capsule.measure import whatif
+
+    report = build(args)
+    if args.json:
+        print(json.dumps(report, sort_keys=True, indent=1))
+        return 0
+    head = f"role {report['role']}, mode {report['mode']}"
+    if report.get("mode_note"):
+        head += f" ({report['mode_note']})"
+    print(visible(head + "\n" + whatif.render(report)))
+    return 0
