@@ -348,7 +348,7 @@ def _say_before_docker(role: Role, extra: dict[str, str], argv: list[str], image
     up_banner.say(up_banner.before(role, planning.plan(role, sw), planning.effective_mode(role, sw),
                                    f"container {name} from image {image}", list(argv or role.agent.command),
                                    agent_kind(role, argv or None),
-                                   f"volume {STATE_VOLUME_PREFIX}{role.name} at {paths.CONTAINER_STATE_DIR}"))
+                                   f"volume {STATE_VOLUME_PREFIX}{role.name} at {paths.CONTAINER_STATE_DIR}", here=False))
 
 
 def _build_image(docker: str, image: str) -> None:

@@ -25,12 +25,18 @@ class Redirect:
     args: list[str] = field(default_factory=list)   # inserted right after the agent's binary
     skip: str | None = None          # why this session does not use the proxy
     provider: str = "openai"         # Codex: the model provider whose base URL is redirected
+    # Claude Code turns its MCP tool search off for any ANTHROPIC_BASE_URL that is not first-party
+    # ("[ToolSearch:optimistic] disabled"), and then inlines every MCP tool's schema into every
+    # request. The proxy forwards to first-party Anthropic unchanged, so capsule turns it back on,
+    # unless the user set ENABLE_TOOL_SEARCH themselves (theirs wins) or their upstream is not first-party.
+    tool_search: bool = False
 
 
 def upstream(kind: str, env: dict[str, str]) -> Redirect:
     """The agent's real model API, before any redirect."""
     if kind == "claude":
-        return Redirect(kind, env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT)
+        url = env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT
+        return Redirect(kind, url, tool_search=url.rstrip("/") == ANTHROPIC_DEFAULT and "ENABLE_TOOL_SEARCH" not in env)
     if kind == "codex":
         return _codex(env)
     return Redirect(kind, None, skip=f"agent kind {kind} has no known model API")
@@ -41,7 +47,7 @@ def redirect(r: Redirect, proxy_url: str, openai_url: str) -> Redirect:
     if r.skip:
         return r
     if r.kind == "claude":
-        r.env = {"ANTHROPIC_BASE_URL": proxy_url}
+        r.env = {"ANTHROPIC_BASE_URL": proxy_url, **({"ENABLE_TOOL_SEARCH": "true"} if r.tool_search else {})}
     elif r.kind == "codex":
         setting = "openai_base_url" if r.provider == "openai" else f"model_providers.{r.provider}.base_url"
         r.args = ["-c", f"{setting}={json.dumps(openai_url)}"]

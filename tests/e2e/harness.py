@@ -216,7 +216,20 @@ def facts_for(call: Call, head: str) -> tuple[str, ...]:
 
 
 # ---- fake model APIs ------------------------------------------------------------------------------
-class FakeClaudeModel(MessagesAPI):
+class Timed:
+    """A fake that notes when each request arrived (`times`): the gap from one answer to the next
+    request is the client's tool call, hooks and shims included (bench_agents.py: +ms per call)."""
+
+    def respond(self, body, *args, **kw):
+        self.__dict__.setdefault("times", []).append(time.monotonic())
+        return super().respond(body, *args, **kw)
+
+    def gaps(self) -> list[float]:
+        t = self.__dict__.get("times", [])
+        return [b - a for a, b in zip(t, t[1:])]
+
+
+class FakeClaudeModel(Timed, MessagesAPI):
     """Messages API (tests/fakes): the next scripted Bash call while fewer results than calls came back."""
 
     results_in = staticmethod(tool_results_in)
@@ -241,7 +254,7 @@ class FakeClaudeModel(MessagesAPI):
         return [result_text(r) for r in super().tool_results()]
 
 
-class FakeCodexModel(ResponsesAPI):
+class FakeCodexModel(Timed, ResponsesAPI):
     """Responses API (tests/fakes): the next scripted `exec_command` while fewer outputs than calls came
     back; an empty item from `_item` fails the stream."""
 
@@ -279,6 +292,7 @@ class Session:
     facts: list[tuple[str, ...]] = field(default_factory=list)
     requests: list[dict] = field(default_factory=list)    # every model request, as the fake received it
     elapsed_s: float = 0.0    # the client's whole run (capsule's start included in capsule mode)
+    gaps: list[float] = field(default_factory=list)   # answer -> next request: each tool call's time
 
     def tool_names(self) -> set[str]:
         return {t.get("name") or t.get("type") for b in self.requests for t in b.get("tools") or []}
@@ -370,7 +384,7 @@ def run_claude(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_en
                               stdin=subprocess.DEVNULL)
         assert proc.returncode == 0, f"claude ({mode}) exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
         return Session("claude", mode, fake.tool_results(), home, proc.stdout, proc.stderr,
-                       [facts_for(c, head) for c in calls], fake.requests, time.monotonic() - t0)
+                       [facts_for(c, head) for c in calls], fake.requests, time.monotonic() - t0, fake.gaps())
     finally:
         fake.close()
 
@@ -395,7 +409,7 @@ def run_codex(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_env
                               stdin=subprocess.DEVNULL)
         assert proc.returncode == 0, f"codex ({mode}) exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
         return Session("codex", mode, fake.tool_results(), home, proc.stdout, proc.stderr,
-                       [facts_for(c, head) for c in calls], fake.requests, time.monotonic() - t0)
+                       [facts_for(c, head) for c in calls], fake.requests, time.monotonic() - t0, fake.gaps())
     finally:
         fake.close()
 
@@ -410,7 +424,7 @@ def run_claude_tools(ws: Path, home: Path, mode: str, calls: list[tuple[str, dic
     from tests.fakes.anthropic import ToolCalls  # noqa: PLC0415
 
     home.mkdir(parents=True, exist_ok=True)
-    fake = ToolCalls(calls)
+    fake = type("TimedToolCalls", (Timed, ToolCalls), {})(calls)
     try:
         env = {**base_env(home), "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{fake.port}", "ANTHROPIC_API_KEY": "test",
                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
@@ -424,7 +438,7 @@ def run_claude_tools(ws: Path, home: Path, mode: str, calls: list[tuple[str, dic
         assert proc.returncode == 0, f"claude ({mode}) exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
         results = [result_text(r) for r in fake.tool_results()]
         return Session("claude", mode, results, home, proc.stdout, proc.stderr, [], fake.requests,
-                       time.monotonic() - t0), fake
+                       time.monotonic() - t0, fake.gaps()), fake
     finally:
         fake.close()
 
