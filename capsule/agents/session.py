@@ -24,7 +24,8 @@ from capsule.agents.common import MARKER_KEY, MARKER_VALUE, SERVER_NAME, server_
 from capsule.ground import switches
 
 SESSIONS_DIR = "sessions"
-INTENT_RETENTION_S = 24 * 3600     # recorded Bash descriptions and prompts of past sessions
+INTENT_RETENTION_S = 24 * 3600     # recorded Bash descriptions and prompts of past sessions, hook-door answers
+HOOK_MEMO_DIR = "hook-memo"        # in the state dir: the hook door's answer per tool call and content
 HOOK_TEMPLATE = Path(__file__).with_name("hook_template") / "intent_hook.py"
 BOUNDARY_TEMPLATE = Path(__file__).with_name("hook_template") / "boundary_hook.py"
 TOOL_TEMPLATE = Path(__file__).with_name("hook_template") / "tool_hook.py"
@@ -64,7 +65,9 @@ def prepare(state_dir: Path) -> Path:
         if d.name.isdigit() and not _alive(int(d.name)):
             shutil.rmtree(d, ignore_errors=True)
     cutoff = time.time() - INTENT_RETENTION_S
-    for f in intents_dir(state_dir).glob("*.jsonl"):
+    # the hook door's answers (shims/hook_door.py MEMO_DIR) only matter inside a session: a resumed
+    # one replays its transcript, which holds the answer Claude Code got
+    for f in [*intents_dir(state_dir).glob("*.jsonl"), *(Path(state_dir) / HOOK_MEMO_DIR).glob("*/*.json")]:
         try:
             if f.stat().st_mtime < cutoff:
                 f.unlink()

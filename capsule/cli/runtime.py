@@ -258,6 +258,10 @@ def run_as(workspace: Path, override: str | None):
         except ValueError as exc:
             raise UserError(str(exc)) from None
         if user.uid == 0:
+            owner = identity.owner_of(workspace)
+            if owner.uid != 0:      # never below the workspace owner, whoever asks (the supervisor re-checks)
+                raise UserError(f"--user {override}: the workspace {workspace} is owned by {owner}; capsule runs "
+                                f"the agent as root only on a root-owned workspace: pass --user {owner} (the default)")
             print("capsule: --user 0:0: the agent runs as root, as asked; it can leave setuid-root files in "
                   f"{workspace}", file=sys.stderr)
         return user
@@ -348,7 +352,7 @@ def _say_before_docker(role: Role, extra: dict[str, str], argv: list[str], image
     up_banner.say(up_banner.before(role, planning.plan(role, sw), planning.effective_mode(role, sw),
                                    f"container {name} from image {image}", list(argv or role.agent.command),
                                    agent_kind(role, argv or None),
-                                   f"volume {STATE_VOLUME_PREFIX}{role.name} at {paths.CONTAINER_STATE_DIR}"))
+                                   f"volume {STATE_VOLUME_PREFIX}{role.name} at {paths.CONTAINER_STATE_DIR}", here=False))
 
 
 def _build_image(docker: str, image: str) -> None:

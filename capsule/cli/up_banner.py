@@ -39,10 +39,12 @@ def agent_version(command: str) -> str | None:
     return None
 
 
-def before(role, plan: dict, mode: str, where: str, command: list[str], kind: str, state_dir: str) -> str:
-    """The block `up` prints before it starts the agent."""
+def before(role, plan: dict, mode: str, where: str, command: list[str], kind: str, state_dir: str,
+           here: bool = True) -> str:
+    """The block `up` prints before it starts the agent; `here` False: the agent is the image's
+    (its version is not this host's)."""
     name = os.path.basename(command[0]) if command else kind
-    version = agent_version(command[0]) if command and kind in PACKAGES else None
+    version = agent_version(command[0]) if here and command and kind in PACKAGES else None
     agent = f"{PACKAGES.get(kind, name)} {version}" if version else (PACKAGES.get(kind) or name)
     doors = ", ".join(f"{d} {'on' if plan[d].on else 'off'}" for d in DOORS if d in plan)
     return "\n".join([

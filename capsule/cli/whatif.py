@@ -60,8 +60,8 @@ def build(args) -> dict:
     sessions = {(c["agent"], c["session_id"]) for c in calls}
     found, said = exchanges.collect(ingest.transcript_files(claude_dirs, codex_dirs))
     found = [e for e in found if (e.agent, e.session) in sessions and (since is None or (e.ts or 0) >= since)]
-    saved, bounces, media = _replay(found, said, mode, role.context.languages)
-    report = whatif.project(calls, saved, bounces, _standing(role), _lanes(role), media)
+    saved, bounces, media, media_saved = _replay(found, said, mode, role.context.languages, dict(role.context.media))
+    report = whatif.project(calls, saved, bounces, _standing(role), _lanes(role), media, media_saved)
     report["role"], report["mode"] = role.name, mode
     if role.context.mode != mode:
         report["mode_note"] = f"role {role.name} is mode {role.context.mode} (changes nothing): projected as {mode}"
@@ -91,12 +91,12 @@ def _lanes(role):
     return model
 
 
-def _replay(found, said, mode: str, languages) -> tuple[list, list, dict]:
+def _replay(found, said, mode: str, languages, media_table: dict) -> tuple[list, list, dict, list]:
     from capsule.engine import Engine
     from capsule.ground import tokens
     from capsule.measure.whatif import Bounce, Change
 
-    saved, bounces, images = [], [], 0
+    saved, bounces, media_saved, images = [], [], [], 0
     later: dict[tuple, list] = {}
     for s in sorted(said, key=lambda s: (s.ts or 0.0)):
         later.setdefault((s.agent, s.session, s.thread), []).append(s)
@@ -105,7 +105,11 @@ def _replay(found, said, mode: str, languages) -> tuple[list, list, dict]:
         engine = Engine(Path(tmp), mode=mode, languages=tuple(languages or ()))
         try:
             for e in sorted(found, key=lambda e: (e.session, e.ts or 0.0, e.tool_id)):
-                images += "image" in e.name.lower()
+                for media_type, data in e.images:
+                    images += 1
+                    removed = _media_removed(engine, e, media_type, data, mode, media_table)
+                    if removed > 0:
+                        media_saved.append(Change(e.agent, e.session, e.thread, e.ts, removed))
                 after = _shaped(engine, e)
                 if after is None or after == e.text:
                     continue
@@ -119,8 +123,31 @@ def _replay(found, said, mode: str, languages) -> tuple[list, list, dict]:
                 os.environ.pop(switches.STATE_DIR, None)
             else:
                 os.environ[switches.STATE_DIR] = keep_env
-    note = "no images or PDFs in these sessions" if not images else f"{images} image results seen, not re-costed"
-    return saved, bounces, {"images": images, "note": note}
+    note = ("no images or PDFs in these sessions" if not images else
+            f"{images} images or PDFs re-costed, {sum(c.tokens for c in media_saved):,} tokens fewer")
+    return saved, bounces, {"images": images, "note": note}, media_saved
+
+
+def _media_removed(engine, e, media_type: str, data: str, mode: str, table: dict) -> int:
+    """Tokens an image or PDF block would have cost less through the engine's media stage."""
+    import base64
+    import binascii
+
+    from capsule import engine_media
+
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return 0
+    obs = engine_media.observation(raw, door="proxy", path=e.input.get("file_path"), scope=e.session,
+                                   media_type=media_type or None, model=None, api=e.api, table=table,
+                                   context_mode=mode)
+    if obs is None:
+        return 0
+    em = engine.observe(obs)
+    if em.parts is None or em.known_raw_tokens is None or em.known_emitted_tokens is None:
+        return 0
+    return max(0, em.known_raw_tokens - em.known_emitted_tokens)
 
 
 def _shaped(engine, e) -> str | None:

@@ -26,7 +26,7 @@ from capsule.ground.types import Observation
 
 log = logs.get("capsule.hook")
 
-MEMO_DIR = "hook-memo"            # in the state dir: one file per answered tool call
+MEMO_DIR = session.HOOK_MEMO_DIR  # in the state dir: one file per answered tool call (kept 24 h)
 MIN_CHARS = 256                   # shorter results are not worth an engine call (as the proxy's)
 # Claude Code numbers a Read's lines itself from `startLine`, one by one: in a shrunk view those
 # numbers are positions, not the file's line numbers. Said once, first, so no offset is built on them.

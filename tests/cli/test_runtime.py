@@ -109,7 +109,12 @@ def test_up_runs_the_agent_as_the_workspace_owner_or_the_override(tmp_path, monk
     os.chown(ws, 501, 20)
     assert str(run_as(ws, None)) == "501:20"                 # the owner, by default
     assert str(run_as(ws, "1234")) == "1234:1234"            # --user UID: gid = uid
-    assert str(run_as(ws, "0:0")) == "0:0"
+    try:                                                     # never root over a workspace 501 owns (issue 31)
+        run_as(ws, "0:0")
+    except UserError as exc:
+        assert "owned by 501:20" in str(exc)
+    else:
+        raise AssertionError("--user 0:0 accepted over a workspace 501:20 owns")
     for bad in ("agent", "501:", "-1", "1:2:3", "99999999999"):
         try:
             run_as(ws, bad)

@@ -106,3 +106,17 @@ def test_proxy_under_umask_022_leaves_only_owner_only_paths(tmp_path):
         proc.wait(timeout=30)
     assert (state / "proxy.db").exists()
     assert _readable_by_others(state) == []
+
+
+def test_up_in_a_container_says_what_it_starts_first(capsys, monkeypatch):
+    from capsule.cli import runtime
+    from capsule.policy.manifest import load_role
+
+    monkeypatch.delenv("JACKIN_CTX_NO_MCP", raising=False)
+    runtime._say_before_docker(load_role("python-dev"), {"JACKIN_CTX_NO_MCP": "1"}, [], "capsule:dev", "capsule-python-dev")
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("capsule: role python-dev (") and err[0].endswith(
+        "mode standard, container capsule-python-dev from image capsule:dev")
+    assert err[1] == "capsule: agent Claude Code (claude)"
+    assert err[2] == "capsule: doors: shims on, proxy on, mcp off, register on, routing on"   # -e switches count
+    assert err[3] == "capsule: state volume capsule-state-python-dev at /state/context"

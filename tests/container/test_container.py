@@ -238,8 +238,10 @@ def test_two_roles_side_by_side_share_nothing_but_the_image(image, repo):
     try:
         for role, name in names.items():
             subprocess.run([*cli, "down", name, "--volumes"], capture_output=True)
+            # the repo is root's: the agent runs as the image's user (`up` refuses root by default, issue 31)
             up = subprocess.run([*cli, "up", "--role", role, "--workspace", str(repo), "--detach", "--name", name,
-                                 "--", "sleep", "infinity"], capture_output=True, text=True, timeout=120)
+                                 "--user", "1000:1000", "--", "sleep", "infinity"], capture_output=True, text=True,
+                                timeout=120)
             assert up.returncode == 0, up.stderr
         for role, name in names.items():
             probe = ("from capsule.supervisor.server import wait_ready, status; import json; "

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from capsule.ground.tokens import count
 from tests.fakes.anthropic import MessagesAPI, result_text, tool_results_in
+from tests.fakes.gemini import GenerateContentAPI, function_responses_in, offered
 from tests.fakes.openai import ResponsesAPI, outputs_in
 
 REPO = Path(__file__).resolve().parents[2]
@@ -216,7 +217,20 @@ def facts_for(call: Call, head: str) -> tuple[str, ...]:
 
 
 # ---- fake model APIs ------------------------------------------------------------------------------
-class FakeClaudeModel(MessagesAPI):
+class Timed:
+    """A fake that notes when each request arrived (`times`): the gap from one answer to the next
+    request is the client's tool call, hooks and shims included (bench_agents.py: +ms per call)."""
+
+    def respond(self, body, *args, **kw):
+        self.__dict__.setdefault("times", []).append(time.monotonic())
+        return super().respond(body, *args, **kw)
+
+    def gaps(self) -> list[float]:
+        t = self.__dict__.get("times", [])
+        return [b - a for a, b in zip(t, t[1:])]
+
+
+class FakeClaudeModel(Timed, MessagesAPI):
     """Messages API (tests/fakes): the next scripted Bash call while fewer results than calls came back."""
 
     results_in = staticmethod(tool_results_in)
@@ -241,7 +255,7 @@ class FakeClaudeModel(MessagesAPI):
         return [result_text(r) for r in super().tool_results()]
 
 
-class FakeCodexModel(ResponsesAPI):
+class FakeCodexModel(Timed, ResponsesAPI):
     """Responses API (tests/fakes): the next scripted `exec_command` while fewer outputs than calls came
     back; an empty item from `_item` fails the stream."""
 
@@ -264,7 +278,50 @@ class FakeCodexModel(ResponsesAPI):
                 "content": [{"type": "output_text", "text": "done", "annotations": []}]}
 
 
-_RUN_NOISE = re.compile(r"(?m)^(?:Chunk ID|Wall time): .*\n")
+class FakeOpenCodeModel(FakeClaudeModel):
+    """OpenCode's Anthropic provider speaks the Messages API; its shell tool is `bash`. Usage differs
+    per call and fills every bucket (a reader that drops or double counts one fails)."""
+
+    def usage(self, body: dict, n: int) -> dict:
+        return {"input_tokens": 100 + n, "cache_read_input_tokens": 1000 * n, "cache_creation_input_tokens": 50 + n,
+                "cache_creation": {"ephemeral_5m_input_tokens": 50 + n, "ephemeral_1h_input_tokens": 0},
+                "output_tokens": 7 + n}
+
+    def _blocks(self, body: dict) -> list[dict]:
+        offered_bash = any(t.get("name") == "bash" for t in body.get("tools") or [])
+        done = len(self.results_in(body))
+        if offered_bash and done < len(self.calls):
+            call = self.calls[done]
+            return [{"type": "tool_use", "id": f"toolu_{done:02d}", "name": "bash",
+                     "input": {"command": call.command, "description": call.description}}]
+        return [{"type": "text", "text": "done"}]
+
+
+class FakeGeminiModel(GenerateContentAPI):
+    """streamGenerateContent (tests/fakes/gemini.py): the next scripted `run_shell_command` while
+    fewer functionResponses than calls came back. Usage differs per call and has every bucket,
+    so a reader that drops or double counts one fails."""
+
+    def __init__(self, calls=CALLS):
+        self.calls = calls
+        super().__init__()
+
+    def answer(self, body: dict) -> list[dict]:
+        done = len(function_responses_in(body))
+        if done < len(self.calls) and "run_shell_command" in offered(body):
+            call = self.calls[done]
+            return [{"functionCall": {"name": "run_shell_command",
+                                      "args": {"command": call.command, "description": call.description}}}]
+        return [{"text": "done"}]
+
+    def usage(self, body: dict, n: int) -> dict:
+        prompt, cached, out, thoughts = 1000 + 100 * n, 200 + n, 20 + n, 7 * n
+        return {"promptTokenCount": prompt, "cachedContentTokenCount": cached, "candidatesTokenCount": out,
+                "thoughtsTokenCount": thoughts, "totalTokenCount": prompt + out + thoughts}
+
+
+# Per-run lines a client adds to every result (Codex's chunk and wall time, Gemini CLI's process group).
+_RUN_NOISE = re.compile(r"(?m)^(?:Chunk ID|Wall time|Process Group PGID): .*\n")
 
 
 # ---- one session ----------------------------------------------------------------------------------
@@ -278,7 +335,9 @@ class Session:
     stderr: str = ""
     facts: list[tuple[str, ...]] = field(default_factory=list)
     requests: list[dict] = field(default_factory=list)    # every model request, as the fake received it
+    fake: object = None       # the fake model itself (its usage log), where a test reads it back
     elapsed_s: float = 0.0    # the client's whole run (capsule's start included in capsule mode)
+    gaps: list[float] = field(default_factory=list)   # answer -> next request: each tool call's time
 
     def tool_names(self) -> set[str]:
         return {t.get("name") or t.get("type") for b in self.requests for t in b.get("tools") or []}
@@ -370,7 +429,7 @@ def run_claude(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_en
                               stdin=subprocess.DEVNULL)
         assert proc.returncode == 0, f"claude ({mode}) exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
         return Session("claude", mode, fake.tool_results(), home, proc.stdout, proc.stderr,
-                       [facts_for(c, head) for c in calls], fake.requests, time.monotonic() - t0)
+                       [facts_for(c, head) for c in calls], fake.requests, time.monotonic() - t0, fake.gaps())
     finally:
         fake.close()
 
@@ -395,12 +454,65 @@ def run_codex(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_env
                               stdin=subprocess.DEVNULL)
         assert proc.returncode == 0, f"codex ({mode}) exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
         return Session("codex", mode, fake.tool_results(), home, proc.stdout, proc.stderr,
-                       [facts_for(c, head) for c in calls], fake.requests, time.monotonic() - t0)
+                       [facts_for(c, head) for c in calls], fake.requests, time.monotonic() - t0, fake.gaps())
     finally:
         fake.close()
 
 
-RUNNERS = {"claude": run_claude, "codex": run_codex}
+def run_opencode(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_env: dict | None = None) -> Session:
+    """`opencode run`, its Anthropic provider pointed at the fake in the user's own config
+    (~/.config/opencode/opencode.json), autoupdate and sharing off, bash allowed."""
+    home.mkdir(parents=True, exist_ok=True)
+    fake = FakeOpenCodeModel(calls)
+    try:
+        cfg = home / ".config" / "opencode"
+        cfg.mkdir(parents=True, exist_ok=True)
+        (cfg / "opencode.json").write_text(json.dumps({
+            "provider": {"anthropic": {"options": {"baseURL": f"http://127.0.0.1:{fake.port}/v1", "apiKey": "test"}}},
+            "model": "anthropic/claude-sonnet-4-5", "autoupdate": False, "share": "disabled",
+            "permission": {"bash": "allow", "edit": "allow"}}))
+        env = {**base_env(home), "XDG_DATA_HOME": str(home / ".local" / "share"), "SHELL": "/bin/bash",
+               **(extra_env or {})}
+        argv = [client_path("opencode"), "run", PROMPT]
+        if mode == "capsule":
+            argv = capsule_prefix() + argv
+        proc = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
+                              stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, f"opencode ({mode}) exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+        return Session("opencode", mode, fake.tool_results(), home, proc.stdout, proc.stderr,
+                       [facts_for(c, head) for c in calls], fake.requests, fake)
+    finally:
+        fake.close()
+
+
+GEMINI_SETTINGS = {"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+                   "tools": {"sandbox": False}, "general": {"enableAutoUpdate": False},
+                   "telemetry": {"enabled": False}, "privacy": {"usageStatisticsEnabled": False}}
+
+
+def run_gemini(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_env: dict | None = None) -> Session:
+    """`gemini --yolo -p`, GOOGLE_GEMINI_BASE_URL at the fake, API-key auth, no sandbox, no folder
+    trust prompt, no auto-update or telemetry (~/.gemini/settings.json)."""
+    home.mkdir(parents=True, exist_ok=True)
+    fake = FakeGeminiModel(calls)
+    try:
+        (home / ".gemini").mkdir(exist_ok=True)
+        (home / ".gemini" / "settings.json").write_text(json.dumps(GEMINI_SETTINGS))
+        env = {**base_env(home), "GEMINI_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": f"http://127.0.0.1:{fake.port}",
+               "SHELL": "/bin/bash", **(extra_env or {})}
+        argv = [client_path("gemini"), "--yolo", "-p", PROMPT]
+        if mode == "capsule":
+            argv = capsule_prefix() + argv
+        proc = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
+                              stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, f"gemini ({mode}) exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+        return Session("gemini", mode, fake.tool_results(), home, proc.stdout, proc.stderr,
+                       [facts_for(c, head) for c in calls], fake.requests, fake)
+    finally:
+        fake.close()
+
+
+RUNNERS = {"claude": run_claude, "codex": run_codex, "opencode": run_opencode, "gemini": run_gemini}
 
 
 def run_claude_tools(ws: Path, home: Path, mode: str, calls: list[tuple[str, dict]], extra_env: dict | None = None,
@@ -410,7 +522,7 @@ def run_claude_tools(ws: Path, home: Path, mode: str, calls: list[tuple[str, dic
     from tests.fakes.anthropic import ToolCalls  # noqa: PLC0415
 
     home.mkdir(parents=True, exist_ok=True)
-    fake = ToolCalls(calls)
+    fake = type("TimedToolCalls", (Timed, ToolCalls), {})(calls)
     try:
         env = {**base_env(home), "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{fake.port}", "ANTHROPIC_API_KEY": "test",
                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
@@ -424,7 +536,7 @@ def run_claude_tools(ws: Path, home: Path, mode: str, calls: list[tuple[str, dic
         assert proc.returncode == 0, f"claude ({mode}) exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
         results = [result_text(r) for r in fake.tool_results()]
         return Session("claude", mode, results, home, proc.stdout, proc.stderr, [], fake.requests,
-                       time.monotonic() - t0), fake
+                       time.monotonic() - t0, fake.gaps()), fake
     finally:
         fake.close()
 

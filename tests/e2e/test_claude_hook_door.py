@@ -18,7 +18,10 @@ from tests.e2e import harness as h
 
 def _calls(ws):
     return [("Read", {"file_path": str(ws / "data" / "orders.jsonl")}),
-            ("Grep", {"pattern": "TODO", "path": str(ws / "src"), "output_mode": "content", "-n": True})]
+            # wide: every hit (head_limit 0; the client's default keeps 250 of ripgrep's unordered lines,
+            # which may drop the decisive one before any hook sees it)
+            ("Grep", {"pattern": "TODO", "path": str(ws / "src"), "output_mode": "content", "-n": True,
+                      "head_limit": 0})]
 
 
 READ_FACTS = (h.BAD_ID, h.BAD_ERROR)
@@ -44,6 +47,7 @@ def test_native_read_and_grep_are_shrunk_by_the_hook_with_the_proxy_off(tmp_path
     _, plain, _ = _session(tmp_path, "plain", "plain", claude=claude)
     ws, cap, _ = _session(tmp_path, "hook", "capsule", {"JACKIN_CTX_NO_PROXY": "1"}, claude=claude)
     read, grep = cap.results
+    assert all(f in plain.results[1] for f in GREP_FACTS) and len(plain.results[1].splitlines()) >= 301
     for fact in READ_FACTS:
         assert fact in read, read[:3000]
     for fact in GREP_FACTS:

@@ -89,6 +89,17 @@ def test_a_root_owned_workspace_is_refused_with_the_fix_and_root_only_when_asked
     assert got.returncode == 2 and "owned by root" in got.stderr and not got.stdout
 
 
+def test_user_or_capsule_user_0_is_refused_over_a_workspace_someone_else_owns(tmp_path):
+    ws = _workspace(tmp_path, 1000)
+    with pytest.raises(UserError) as exc:
+        run_as(ws, "0:0")
+    assert "owned by 1000:1000" in str(exc.value) and "--user 1000:1000" in str(exc.value)
+    got = subprocess.run([sys.executable, "-m", "capsule", "up", "--role", "default", "--workspace", str(ws),
+                          "--", "true"], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "CAPSULE_USER": "0", "JACKIN_CTX_STATE_DIR": str(tmp_path / "state")})
+    assert got.returncode == 2 and "owned by 1000:1000" in got.stderr, got.stderr
+
+
 def test_the_supervisor_refuses_root_over_a_workspace_someone_else_owns(tmp_path):
     """$JACKIN_CTX_RUN_AS=0:0 from anywhere but `capsule up` (a hand-written compose file, docker run -e):
     the supervisor re-checks against the workspace's owner before it hands anything over."""

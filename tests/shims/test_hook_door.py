@@ -123,3 +123,15 @@ def test_the_hook_script_without_a_supervisor_runs_the_embedded_engine(tmp_path,
     small = subprocess.run(group["hooks"][0]["command"], shell=True, input=b'{"tool_name":"Read"}',
                            capture_output=True, env=env, timeout=60)
     assert small.returncode == 0 and small.stdout == b""
+
+
+def test_answers_older_than_a_day_are_removed_at_the_next_session_start(engine, state_dir):
+    import os
+    import time
+
+    hook_door.answer(engine, _read_event())
+    hook_door.answer(engine, _read_event(tool_use_id="toolu_2"))
+    old, new = sorted((state_dir / hook_door.MEMO_DIR).glob("*/*.json"))
+    os.utime(old, (time.time() - 2 * session.INTENT_RETENTION_S,) * 2)
+    session.prepare(state_dir)
+    assert sorted((state_dir / hook_door.MEMO_DIR).glob("*/*.json")) == [new]

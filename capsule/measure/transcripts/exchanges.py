@@ -17,7 +17,8 @@ from capsule.measure.transcripts.common import iso_ts, text
 # agent, session, thread (a subagent's id or None), ts (the result's), tool call id, tool name,
 # input (dict), result text, is_error, api (the wire format its door reads: anthropic | openai)
 Exchange = namedtuple("Exchange", ("agent", "session", "thread", "ts", "tool_id", "name", "input", "text",
-                                   "is_error", "api"))
+                                   "is_error", "api", "images"), defaults=((),))
+# images: (media_type, base64 data) of each image block the result carried (a Read of a PNG, a PDF page)
 # One thing the model produced in a thread after a result: its text and tool inputs, for bounces.
 Said = namedtuple("Said", ("agent", "session", "thread", "ts", "text"))
 
@@ -28,6 +29,14 @@ def _result_text(content) -> str:
     if isinstance(content, list):
         return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
     return ""
+
+
+def _images(content) -> tuple:
+    if not isinstance(content, list):
+        return ()
+    return tuple((str(src.get("media_type") or ""), src["data"]) for b in content
+                 if isinstance(b, dict) and b.get("type") in ("image", "document")
+                 for src in [b.get("source")] if isinstance(src, dict) and isinstance(src.get("data"), str))
 
 
 def claude(lines) -> tuple[list[Exchange], list[Said]]:
@@ -56,7 +65,8 @@ def claude(lines) -> tuple[list[Exchange], list[Said]]:
             elif b.get("type") == "tool_result" and b.get("tool_use_id") in asked:
                 name, inp = asked[b["tool_use_id"]]
                 out.append(Exchange("claude", session, thread, ts, b["tool_use_id"], name, inp,
-                                    _result_text(b.get("content")), bool(b.get("is_error")), "anthropic"))
+                                    _result_text(b.get("content")), bool(b.get("is_error")), "anthropic",
+                                    _images(b.get("content"))))
     return out, said
 
 
