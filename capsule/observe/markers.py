@@ -136,13 +136,17 @@ def align(original: list[str], emitted: list[str]) -> dict[int, str] | None:
     an emitted line is neither an original line nor a marker (a transform that rewrote the text):
     then no run can be told apart and the emission is not re-marked."""
     where: dict[str, list[int]] = {}
-    plain = not any("\x1b" in ln or "\r" in ln for ln in original)
-    for i, line in enumerate(original):
-        if plain:               # most outputs: a line is shown only as itself
-            where.setdefault(line, []).append(i)
-            continue
-        for norm in _norms(line):
-            where.setdefault(norm, []).append(i)
+    joined = "\n".join(original)
+    if "\x1b" not in joined and "\r" not in joined:
+        # most outputs: a line is shown only as itself, and only the lines shown need an index
+        wanted = set(emitted) | {_ANNOTATION.sub("", ln) for ln in emitted}
+        for i, line in enumerate(original):
+            if line in wanted:
+                where.setdefault(line, []).append(i)
+    else:
+        for i, line in enumerate(original):
+            for norm in _norms(line):
+                where.setdefault(norm, []).append(i)
     shown: dict[int, str] = {}
     pos = 0
     for line in emitted:
