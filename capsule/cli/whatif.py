@@ -20,8 +20,10 @@ from capsule.cli.gain import parse_since
 from capsule.ground import switches
 from capsule.ground.terminal import visible
 
-# a removed line's words that would show the agent used it later: identifiers, paths, long numbers
+# a removed line's words that would show the agent used it later: identifiers, paths, ids, long
+# numbers — a word with a digit, `_`, `/`, `.` or `-` in it (a plain English word proves nothing)
 _DISTINCT = re.compile(r"[A-Za-z_][\w./-]{5,}|\d{4,}")
+_MARKED = re.compile(r"[\d_/.-]")
 
 
 def register(sub) -> None:
@@ -79,6 +81,7 @@ def _standing(role) -> int:
 def _lanes(role):
     """The role's lane model for a call's thread: main for the main thread, subagent for the others;
     only for the role's own client (a Claude role's lanes say nothing of a Codex session)."""
+    from capsule.measure import cost
     from capsule.route import lanes
 
     table = lanes.from_role(role)
@@ -86,7 +89,14 @@ def _lanes(role):
     def model(call: dict):
         if call["agent"] != role.agent.kind:
             return None
-        lane = table["subagent" if call.get("thread_id") else "main"]
+        if call.get("thread_id"):
+            # a subagent thread: the role's read-only lane on the model it ran on (a Haiku Explore
+            # agent is the explore lane), else the general subagent lane
+            ran = cost.normalise(call.get("model") or "")
+            same = [table[c] for c in ("explore", "plan") if table[c].model and cost.normalise(table[c].model) == ran]
+            lane = same[0] if same else table["subagent"]
+        else:
+            lane = table["main"]
         return lane.model if lane.model_from.startswith("role") else None
     return model
 
@@ -187,16 +197,18 @@ def _bounces(e, after: str, said: list, Bounce, count) -> list:
     from capsule.store import redact
 
     kept = set(after.splitlines())
-    shown = set(_DISTINCT.findall(after)) | set(_DISTINCT.findall(json.dumps(e.input)))
+    # what the agent already had: the shaped result, the call itself, everything said before it
+    known = after + "\n" + json.dumps(e.input) + "\n" + "\n".join(
+        s.text for s in said if (s.ts or 0.0) <= (e.ts or 0.0))
     out, seen = [], set()
     for line in e.text.splitlines():
         if line in kept or line in seen:
             continue
-        words = [w for w in set(_DISTINCT.findall(line)) if w not in shown]
+        words = [w for w in set(_DISTINCT.findall(line)) if _MARKED.search(w) and w not in known]
         if not words:
             continue
         for s in said:
-            if (s.ts or 0.0) <= (e.ts or 0.0):
+            if (s.ts or 0.0) <= (e.ts or 0.0) or s.by != "agent":
                 continue
             hit = next((w for w in sorted(words) if w in s.text), None)
             if hit:

@@ -541,9 +541,15 @@ def run_claude_tools(ws: Path, home: Path, mode: str, calls: list[tuple[str, dic
         fake.close()
 
 
+# The clients run_in_container drives: Gemini CLI is pinned in the image but cannot run there yet
+# (it needs Node >= 20, the bookworm base has 18).
+IN_IMAGE = ("claude", "codex", "opencode")
+
+
 def run_in_container(client: str, root: Path, calls=CALLS, role: str = "python-dev") -> Session:
     """The same session with the client inside the capsule image (`capsule up`, no --local): the
     fake listens on the gateway of a docker network made for this run, the container joins it."""
+    assert client in IN_IMAGE, f"{client} is not run inside the image (harness.IN_IMAGE)"
     net = f"capsule-bench-{client}-{os.getpid()}"
     subprocess.run(["docker", "network", "create", net], check=True, capture_output=True)
     name = f"capsule-bench-{client}-{os.getpid()}"
@@ -553,12 +559,19 @@ def run_in_container(client: str, root: Path, calls=CALLS, role: str = "python-d
         ws = root / f"{client}-container" / "shop"
         ws.mkdir(parents=True)
         head = build_workspace(ws)
-        cls = FakeClaudeModel if client == "claude" else FakeCodexModel
+        cls = {"claude": FakeClaudeModel, "codex": FakeCodexModel, "opencode": FakeOpenCodeModel}[client]
         fake = type("GatewayFake", (cls,), {"host": gateway})(calls)
         env = ["-e", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "-e", "DISABLE_AUTOUPDATER=1"]
         if client == "claude":
             env += ["-e", f"ANTHROPIC_BASE_URL=http://{gateway}:{fake.port}", "-e", "ANTHROPIC_API_KEY=test"]
             argv = ["claude", "-p", PROMPT, "--allowedTools", "Bash", "--output-format", "json"]
+        elif client == "opencode":
+            (ws / ".opencode-test.json").write_text(json.dumps({
+                "provider": {"anthropic": {"options": {"baseURL": f"http://{gateway}:{fake.port}/v1", "apiKey": "test"}}},
+                "model": "anthropic/claude-sonnet-4-5", "autoupdate": False, "share": "disabled",
+                "permission": {"bash": "allow", "edit": "allow"}}))
+            env += ["-e", "OPENCODE_CONFIG=/workspace/.opencode-test.json", "-e", "SHELL=/bin/bash"]
+            argv = ["opencode", "run", PROMPT]
         else:
             (ws / ".codex-home").mkdir()
             (ws / ".codex-home" / "config.toml").write_text(fake.provider_config().replace("127.0.0.1", gateway))
