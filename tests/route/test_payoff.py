@@ -19,17 +19,17 @@ from capsule.measure.usage import UsageStore, record_usage  # noqa: E402
 from capsule.route import payoff  # noqa: E402
 from tests.fakes.cache import TimedCacheMessages as TimedCacheAPI, ramp  # noqa: E402
 
-NOW = time.time() - 120        # the last conversation ended 2 minutes ago: its prefix is warm
 SONNET, HAIKU = "claude-sonnet-4-5", "claude-haiku-4-5"
 
 
 def threads(n_threads: int, calls_each: int, *, prefix: int, fresh: int, out: int, model: str = SONNET):
-    """Recorded subagent conversations: the first call reads the shared warm prefix."""
-    rows = []
+    """Recorded subagent conversations, the last ended 2 minutes ago (its prefix is still warm): the
+    first call reads the shared prefix. Stamped when called: collection may be long before the test."""
+    now, rows = time.time() - 120, []
     for t in range(n_threads):
         for i in range(calls_each):
             rows.append({"agent": "claude", "call_id": f"msg_{t}_{i}", "session_id": f"S{t}", "thread_id": f"agent{t}",
-                         "model": model, "ts": NOW + t + i / 100, "input_tokens": fresh,
+                         "model": model, "ts": now + t / 10 + i / 1000, "input_tokens": fresh,
                          "cache_read_input_tokens": prefix + i * (fresh + out), "cache_creation_5m": (fresh + out) if i else 0,
                          "cache_creation_1h": 0, "output_tokens": out})
     return rows
@@ -99,7 +99,7 @@ def test_the_proxy_degrades_a_subagent_only_when_it_pays(run, tmp_path, calls_ea
 def test_a_cold_prefix_costs_nothing_extra_to_move():
     """The lane's last conversation is older than the cache's 5 minutes: staying writes it too."""
     rows = threads(3, 1, prefix=20_000, fresh=500, out=100)
-    hist = payoff.history(rows, SONNET, subagent=True, now=NOW + 3600)
+    hist = payoff.history(rows, SONNET, subagent=True, now=time.time() + 3600)
     assert not hist.warm
     p = payoff.price(SONNET, HAIKU, hist)
     assert p.cache_write_usd == 0 and p.pays
