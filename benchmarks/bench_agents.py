@@ -43,7 +43,7 @@ def main() -> int:
     if args.matrix:
         return matrix_table(args.client or sorted(harness.RUNNERS))
     if args.container:
-        return container_table(args.client or sorted(harness.RUNNERS))
+        return container_table(args.client or list(harness.IN_IMAGE))
     pairs = []
     with tempfile.TemporaryDirectory(prefix="capsule-bench-agents-") as tmp:
         for client in args.client or sorted(harness.RUNNERS):

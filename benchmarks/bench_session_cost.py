@@ -4,7 +4,9 @@ The real Claude Code runs the same scripted 10-call session (ls -la, git log --s
 echos) plain and under `capsule up --local`, against a fake Messages API that reports the usage the
 prompt cache would really report for the bytes it received (tests/fakes/cache.py,
 FakeCachingAnthropic: ~4 bytes a token, reads = longest previously written breakpoint prefix).
-`capsule ctx report --json` then reads the transcripts and the ledger. Prints one table.
+`capsule ctx report --json` then reads the transcripts and the ledger. Prints one table, and which of
+the client's own context features (context editing, tool search, auto-compaction) each run had on:
+both run at the client's defaults.
 
     python benchmarks/bench_session_cost.py
 """
@@ -26,6 +28,21 @@ from tests.fakes.cache import CachingMessages as FakeCachingAnthropic  # noqa: E
 from tests.measure.test_cache_real_client import script  # noqa: E402
 
 
+NATIVE: dict[str, str] = {}
+
+
+def native_features(requests: list[dict], env: dict) -> str:
+    """Which of the client's own context features were on, read off what it sent: capsule's win is
+    measured over them at their defaults, never over a client with them turned off."""
+    first = requests[0] if requests else {}
+    edits = [e.get("type") for e in (first.get("context_management") or {}).get("edits") or []]
+    names = [t.get("name") for t in first.get("tools") or []]
+    return ", ".join([
+        "context editing " + ("/".join(edits) if edits else "off"),
+        "tool search " + ("on" if "ToolSearch" in names else "off"),
+        "auto-compaction " + ("off" if env.get("DISABLE_AUTO_COMPACT") else "on (default)")])
+
+
 def run(ws: Path, work: Path, with_capsule: bool) -> dict:
     name = "capsule" if with_capsule else "plain"
     state, cfg = work / f"state-{name}", work / f"cc-{name}"
@@ -43,6 +60,7 @@ def run(ws: Path, work: Path, with_capsule: bool) -> dict:
         fake.close()
     if proc.returncode:
         raise SystemExit(f"{name} run failed: {proc.stderr[-1500:]}")
+    NATIVE[name] = native_features(fake.requests, env)
     rep = subprocess.run([sys.executable, "-m", "capsule", "ctx", "report", "--json", "--claude-dir", str(cfg)],
                          env=env, capture_output=True, text=True, check=True)
     return json.loads(rep.stdout)
@@ -72,6 +90,8 @@ def main() -> int:
         print(f"{label:<46}{sp[key]:>12,}{sc[key]:>12,}{'':>8}")
     busts = sum(len(c["busts"]) for c in plain["cache"] + cap["cache"])
     print(f"cache busts: {busts}; INV-1 misses: {sum(len(c['inv1_misses']) for c in plain['cache'] + cap['cache'])}")
+    for name, features in NATIVE.items():
+        print(f"client's own features ({name}): {features}")
     return 0
 
 

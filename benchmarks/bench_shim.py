@@ -112,8 +112,10 @@ def main() -> int:
         null = os.stat(os.devnull)
         view = f"{null.st_dev}:{null.st_ino}"
         out_var = getattr(switches, "AGENT_OUT", "JACKIN_CTX_AGENT_OUT")  # (older trees: ignored)
-        agent_env = dict(pass_env, CLAUDECODE="1", **{out_var: f"bench {view} {view}"})
+        # the client capsule launched (its marker) and its tool mark: an agent call
+        agent_env = dict(pass_env, CLAUDECODE="1", JACKIN_CTX_AGENT="claude", **{out_var: f"bench {view} {view}"})
         rows = []
+        served_before = server.status(state / "engine.sock")["served"]
         for argv in COMMANDS:
             real = shutil.which(argv[0], path=path)
             samples: dict[str, list[float]] = {"raw": [], "pass": [], "agent": []}
@@ -137,6 +139,7 @@ def main() -> int:
                 plain.append(timed(["bash", "-c", "true"], call_env))
                 sourced.append(timed(["bash", "-c", f". {env_file}\ntrue"], call_env))
             env_cost = (statistics.median(plain), statistics.median(sourced))
+        served = server.status(state / "engine.sock")["served"] - served_before
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
     finally:
@@ -162,6 +165,8 @@ def main() -> int:
     if env_cost:
         print(f"agent env file (capsule-env.sh, once per tool call): bash -c true {env_cost[0]:.2f} ms, "
               f"sourcing it first {env_cost[1]:.2f} ms ({env_cost[1] - env_cost[0]:+.2f} ms)")
+    agent_runs = len(COMMANDS) * (args.n + 3)
+    print(f"engine round trips served: {served} of {agent_runs} agent calls (fewer: some fell open, raw)")
     print(f"supervisor start-to-ready (socket answers PING, engine warm): median {statistics.median(ready):.0f} ms "
           f"over {args.starts} starts (min {min(ready):.0f}, max {max(ready):.0f})")
     return 0 if worst <= BUDGET_MS else 1

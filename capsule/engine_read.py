@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from capsule.ground import logs
 from capsule.ground.types import Observation, Request
 from capsule.policy.modes import passive
 from capsule.retrieve import focus, modes, packer, workspace
@@ -29,6 +30,8 @@ from capsule.store.stubs import StubStore
 
 if TYPE_CHECKING:       # the pipeline is imported with the engine, not with the door's tool list
     from capsule.observe.pipeline import Emission
+
+log = logs.get("capsule.engine.read")
 
 REFRESH_EVERY_S = 30.0
 MAX_MEDIA_BYTES = 32 << 20     # the model APIs' own request cap
@@ -123,7 +126,11 @@ class Reads:
         parsed = modes.parse(req.mode)
         auto = parsed is None and not passive(self.engine.mode)
         if auto and modes.default_mode(rel, source).name == "signatures":
-            em = self._focused(req, rel, source, started)
+            try:
+                em = self._focused(req, rel, source, started)
+            except Exception as exc:  # noqa: BLE001 - a task cut that fails serves the plain outline (fail open)
+                log.warning("task-cut read of %s failed: %r; the plain outline is served", rel, exc)
+                em = None
             if em is not None:
                 return em
         if auto and req.intent.strip() and modes.default_mode(rel, source).name == "full":
@@ -236,7 +243,7 @@ class Reads:
         return self._row(req, text, view, "doc:listing", f"ctx_doc {rel}", started, path=rel)
 
     def _expand(self, req: Request) -> Emission:
-        from capsule.store.archive import Archive, UnknownHandle, normalise  # noqa: PLC0415
+        from capsule.store.archive import UnknownHandle, normalise  # noqa: PLC0415
         from capsule.store.sqlite import StoreError  # noqa: PLC0415
 
         started = time.perf_counter()
@@ -244,7 +251,7 @@ class Reads:
         if not h:
             raise RequestError("give the handle from a [full output: capsule ctx expand '<<ccr:HASH>>'] footer")
         try:
-            selection = Selection(Archive(readonly=True).iter_chunks(h), req.lines.removeprefix("lines:") or None,
+            selection = Selection(self.engine.archive.iter_chunks(h), req.lines.removeprefix("lines:") or None,
                                   req.grep or None)
             data = b"".join(selection)
         except ExpandError:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Install the real agent clients the tests drive (Claude Code CLI, Codex, MCP Inspector).
-# Claude Code and Codex at the versions pinned in image/agent-clis.toml (the offline image copies
+# Install the real agent clients the tests drive (Claude Code, Codex, OpenCode, Gemini CLI, MCP Inspector).
+# The agent CLIs at the versions pinned in image/agent-clis.toml (the offline image copies
 # these installs in), each client's other tested releases apart (npm --prefix: the newest's hook
 # events, the benchmark matrix); the MCP Inspector at any version. Idempotent. Needs npm (Node >= 18).
 # Not responsible for Python deps (pip install -e '.[test]') or for network beyond the npm registry.

@@ -89,7 +89,12 @@ def _hook_command(session_dir: Path, state_dir: Path, python: str) -> str:
     import sys  # noqa: PLC0415
 
     # the hook redacts what it keeps with capsule's own pass: it needs capsule's import path (-IS drops it)
-    where = [p for p in sys.path if p and os.path.isdir(p)]
+    # (an editable install puts capsule on the path through a site hook, which -IS never runs: name
+    # the folder that holds the package itself too)
+    import capsule  # noqa: PLC0415
+
+    home = str(Path(capsule.__file__).resolve().parent.parent)
+    where = [home] + [p for p in sys.path if p and os.path.isdir(p) and p != home]
     text = (HOOK_TEMPLATE.read_text(encoding="utf-8").replace("@INTENTS_DIR@", repr(str(intents_dir(state_dir))))
             .replace("@IMPORT_PATH@", repr(where)).replace("@STATE_DIR@", repr(str(state_dir))))
     script.write_text(text, encoding="utf-8")

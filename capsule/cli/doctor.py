@@ -157,11 +157,15 @@ def collect(role_arg: str | None = None) -> dict:
         from capsule.agents import AGENTS, client_info, doors  # noqa: PLC0415
         from capsule.agents import clients as described  # noqa: PLC0415
 
-        command = role.agent.command[0] if role.agent.command else role.agent.kind
-        agent = {"kind": role.agent.kind, **client_info(command),
-                 **doors(role.agent.kind, {k: v.as_dict() for k, v in subsystems.items()})}
-        if described.get(role.agent.kind) and agent.get("path"):
-            agent["version_warning"] = described.version_status(described.get(role.agent.kind), agent.get("version"))
+        # The client the running supervisor launched (`up -- opencode …`), else the role's; its doors
+        # are live as that supervisor's plan says.
+        kind = (running or {}).get("agent_kind") or role.agent.kind
+        plan = (running or {}).get("subsystems") or {k: v.as_dict() for k, v in subsystems.items()}
+        command = described.get(kind).command if described.get(kind) and kind != role.agent.kind else (
+            role.agent.command[0] if role.agent.command else role.agent.kind)
+        agent = {"kind": kind, **client_info(command), **doors(kind, plan)}
+        if described.get(kind) and agent.get("path"):
+            agent["version_warning"] = described.version_status(described.get(kind), agent.get("version"))
         clients = {c: client_info(c) for c in AGENTS}
         for name, info in clients.items():     # every installed client, not only the role's: outside its range?
             if described.get(name) and info.get("path") and info.get("version"):

@@ -20,8 +20,10 @@ from capsule.cli.gain import parse_since
 from capsule.ground import switches
 from capsule.ground.terminal import visible
 
-# a removed line's words that would show the agent used it later: identifiers, paths, long numbers
+# a removed line's words that would show the agent used it later: identifiers, paths, ids, long
+# numbers — a word with a digit, `_`, `/`, `.` or `-` in it (a plain English word proves nothing)
 _DISTINCT = re.compile(r"[A-Za-z_][\w./-]{5,}|\d{4,}")
+_MARKED = re.compile(r"[\d_/.-]")
 
 
 def register(sub) -> None:
@@ -60,8 +62,8 @@ def build(args) -> dict:
     sessions = {(c["agent"], c["session_id"]) for c in calls}
     found, said = exchanges.collect(ingest.transcript_files(claude_dirs, codex_dirs))
     found = [e for e in found if (e.agent, e.session) in sessions and (since is None or (e.ts or 0) >= since)]
-    saved, bounces, media = _replay(found, said, mode, role.context.languages)
-    report = whatif.project(calls, saved, bounces, _standing(role), _lanes(role), media)
+    saved, bounces, media, media_saved = _replay(found, said, mode, role.context.languages, dict(role.context.media))
+    report = whatif.project(calls, saved, bounces, _standing(role), _lanes(role), media, media_saved)
     report["role"], report["mode"] = role.name, mode
     if role.context.mode != mode:
         report["mode_note"] = f"role {role.name} is mode {role.context.mode} (changes nothing): projected as {mode}"
@@ -79,6 +81,7 @@ def _standing(role) -> int:
 def _lanes(role):
     """The role's lane model for a call's thread: main for the main thread, subagent for the others;
     only for the role's own client (a Claude role's lanes say nothing of a Codex session)."""
+    from capsule.measure import cost
     from capsule.route import lanes
 
     table = lanes.from_role(role)
@@ -86,17 +89,24 @@ def _lanes(role):
     def model(call: dict):
         if call["agent"] != role.agent.kind:
             return None
-        lane = table["subagent" if call.get("thread_id") else "main"]
+        if call.get("thread_id"):
+            # a subagent thread: the role's read-only lane on the model it ran on (a Haiku Explore
+            # agent is the explore lane), else the general subagent lane
+            ran = cost.normalise(call.get("model") or "")
+            same = [table[c] for c in ("explore", "plan") if table[c].model and cost.normalise(table[c].model) == ran]
+            lane = same[0] if same else table["subagent"]
+        else:
+            lane = table["main"]
         return lane.model if lane.model_from.startswith("role") else None
     return model
 
 
-def _replay(found, said, mode: str, languages) -> tuple[list, list, dict]:
+def _replay(found, said, mode: str, languages, media_table: dict) -> tuple[list, list, dict, list]:
     from capsule.engine import Engine
     from capsule.ground import tokens
     from capsule.measure.whatif import Bounce, Change
 
-    saved, bounces, images = [], [], 0
+    saved, bounces, media_saved, images = [], [], [], 0
     later: dict[tuple, list] = {}
     for s in sorted(said, key=lambda s: (s.ts or 0.0)):
         later.setdefault((s.agent, s.session, s.thread), []).append(s)
@@ -105,7 +115,11 @@ def _replay(found, said, mode: str, languages) -> tuple[list, list, dict]:
         engine = Engine(Path(tmp), mode=mode, languages=tuple(languages or ()))
         try:
             for e in sorted(found, key=lambda e: (e.session, e.ts or 0.0, e.tool_id)):
-                images += "image" in e.name.lower()
+                for media_type, data in e.images:
+                    images += 1
+                    removed = _media_removed(engine, e, media_type, data, mode, media_table)
+                    if removed > 0:
+                        media_saved.append(Change(e.agent, e.session, e.thread, e.ts, removed))
                 after = _shaped(engine, e)
                 if after is None or after == e.text:
                     continue
@@ -119,8 +133,31 @@ def _replay(found, said, mode: str, languages) -> tuple[list, list, dict]:
                 os.environ.pop(switches.STATE_DIR, None)
             else:
                 os.environ[switches.STATE_DIR] = keep_env
-    note = "no images or PDFs in these sessions" if not images else f"{images} image results seen, not re-costed"
-    return saved, bounces, {"images": images, "note": note}
+    note = ("no images or PDFs in these sessions" if not images else
+            f"{images} images or PDFs re-costed, {sum(c.tokens for c in media_saved):,} tokens fewer")
+    return saved, bounces, {"images": images, "note": note}, media_saved
+
+
+def _media_removed(engine, e, media_type: str, data: str, mode: str, table: dict) -> int:
+    """Tokens an image or PDF block would have cost less through the engine's media stage."""
+    import base64
+    import binascii
+
+    from capsule import engine_media
+
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return 0
+    obs = engine_media.observation(raw, door="proxy", path=e.input.get("file_path"), scope=e.session,
+                                   media_type=media_type or None, model=None, api=e.api, table=table,
+                                   context_mode=mode)
+    if obs is None:
+        return 0
+    em = engine.observe(obs)
+    if em.parts is None or em.known_raw_tokens is None or em.known_emitted_tokens is None:
+        return 0
+    return max(0, em.known_raw_tokens - em.known_emitted_tokens)
 
 
 def _shaped(engine, e) -> str | None:
@@ -160,16 +197,18 @@ def _bounces(e, after: str, said: list, Bounce, count) -> list:
     from capsule.store import redact
 
     kept = set(after.splitlines())
-    shown = set(_DISTINCT.findall(after)) | set(_DISTINCT.findall(json.dumps(e.input)))
+    # what the agent already had: the shaped result, the call itself, everything said before it
+    known = after + "\n" + json.dumps(e.input) + "\n" + "\n".join(
+        s.text for s in said if (s.ts or 0.0) <= (e.ts or 0.0))
     out, seen = [], set()
     for line in e.text.splitlines():
         if line in kept or line in seen:
             continue
-        words = [w for w in set(_DISTINCT.findall(line)) if w not in shown]
+        words = [w for w in set(_DISTINCT.findall(line)) if _MARKED.search(w) and w not in known]
         if not words:
             continue
         for s in said:
-            if (s.ts or 0.0) <= (e.ts or 0.0):
+            if (s.ts or 0.0) <= (e.ts or 0.0) or s.by != "agent":
                 continue
             hit = next((w for w in sorted(words) if w in s.text), None)
             if hit:

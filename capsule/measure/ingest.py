@@ -1,8 +1,9 @@
 """Incremental ingestion of agent transcripts into the usage store.
 
 Finds Claude Code transcripts (`$CLAUDE_CONFIG_DIR` or ~/.claude: projects/<slug>/<session>.jsonl,
-<session>/subagents/agent-*.jsonl, 2.0.x agent-*.jsonl) and Codex rollouts (`$CODEX_HOME` or ~/.codex:
-sessions/YYYY/MM/DD/rollout-*.jsonl), reads each from its stored byte offset to its last complete
+<session>/subagents/agent-*.jsonl, 2.0.x agent-*.jsonl), Codex rollouts (`$CODEX_HOME` or ~/.codex:
+sessions/YYYY/MM/DD/rollout-*.jsonl), Gemini CLI chats (~/.gemini/tmp/<project>/chats/*.jsonl) and
+OpenCode's SQLite store (opencode.db, read whole when it changed), reads each from its stored byte offset to its last complete
 line, and stores the parsed rows and the new offset in one transaction.
 Not responsible for the line formats (capsule.measure.transcripts) or for reporting.
 Invariant: ingesting the same bytes twice changes no total; a half-written last line is left for
@@ -18,14 +19,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from capsule.measure.transcripts import claude, codex
+from capsule.measure.transcripts import claude, codex, gemini, opencode
 from capsule.measure.usage import UsageStore, checked
 
 CHUNK_BYTES = 8 << 20
 MAX_LINE_BYTES = 64 << 20      # a longer line is skipped and counted (it would be held whole in memory)
 MAX_PASS_BYTES = 256 << 20     # read from one file per pass; the next pass goes on from the offset
 BUDGET_S = 20.0                # the supervisor's pass, at most (ingest_default(budget_s=...))
-READERS = {"claude": claude.parse, "codex": codex.parse}
+READERS = {"claude": claude.parse, "codex": codex.parse, "gemini": gemini.parse}
 
 
 def claude_home(env=None) -> Path:
@@ -36,6 +37,22 @@ def claude_home(env=None) -> Path:
 def codex_home(env=None) -> Path:
     env = os.environ if env is None else env
     return Path(env.get("CODEX_HOME") or Path(env.get("HOME") or Path.home()) / ".codex")
+
+
+def gemini_home(env=None) -> Path:
+    env = os.environ if env is None else env
+    return Path(env.get("GEMINI_CLI_HOME") or env.get("HOME") or Path.home()) / ".gemini"
+
+
+def opencode_db(env=None) -> Path:
+    env = os.environ if env is None else env
+    base = env.get("XDG_DATA_HOME") or str(Path(env.get("HOME") or Path.home()) / ".local" / "share")
+    return Path(base) / "opencode" / "opencode.db"
+
+
+def gemini_files(root: Path) -> list[Path]:
+    """`root` is a Gemini CLI dir (holding tmp/<project>/chats/) or a chats dir itself."""
+    return sorted(set((root / "tmp").glob("*/chats/session-*.jsonl")) | set(root.glob("session-*.jsonl")))
 
 
 def claude_files(root: Path) -> list[Path]:
@@ -198,11 +215,14 @@ def transcript_files(claude_dirs: list[Path] = (), codex_dirs: list[Path] = ()) 
 
 
 def ingest(store: UsageStore, claude_dirs: list[Path] = (), codex_dirs: list[Path] = (),
-           budget_s: float | None = None) -> Report:
+           budget_s: float | None = None, gemini_dirs: list[Path] = (), opencode_dbs: list[Path] = ()) -> Report:
     """One pass; with budget_s it stops (between chunks) when the budget is spent, offsets kept."""
     report = Report()
     deadline = None if budget_s is None else time.monotonic() + budget_s
-    for agent, dirs, lister in (("claude", claude_dirs, claude_files), ("codex", codex_dirs, codex_files)):
+    for db in opencode_dbs:
+        ingest_sqlite(store, Path(db), report)
+    for agent, dirs, lister in (("claude", claude_dirs, claude_files), ("codex", codex_dirs, codex_files),
+                                ("gemini", gemini_dirs, gemini_files)):
         for root in dirs:
             root = Path(root)
             if not root.is_dir():
@@ -268,12 +288,48 @@ def _changed(path: Path, known: tuple[str, int] | None) -> bool:
     return known != (f"{st.st_dev}:{st.st_ino}", st.st_size)
 
 
+def ingest_sqlite(store: UsageStore, db: Path, report: Report) -> None:
+    """OpenCode keeps its sessions in SQLite: read whole each time it changed (ids dedupe), its
+    size and mtime remembered as the file's state."""
+    try:
+        st = db.stat()
+    except OSError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        report.errors.append(f"{db}: not a regular file; skipped")
+        return
+    wal = db.with_name(db.name + "-wal")
+    try:
+        wal_size = wal.stat().st_size
+    except OSError:
+        wal_size = 0
+    key, identity = str(db), f"{st.st_dev}:{st.st_ino}:{st.st_mtime_ns}:{wal_size}"
+    known = store.file_state(key)
+    report.files += 1
+    if known and known[0] == identity:
+        return
+    state: dict = {}
+    try:
+        batch = opencode.read(db, state)
+    except Exception as exc:  # noqa: BLE001 - a locked or foreign database is skipped, never fatal
+        report.errors.append(f"{db}: {exc}")
+        return
+    checked(batch)
+    state["_agent"] = "opencode"
+    state["_sessions"] = sorted({s.session_id for s in batch.sessions})
+    store.write(batch, (key, identity, st.st_size, json.dumps(state), len(batch.calls)))
+    report.files_read += 1
+    report.calls_seen += len(batch.calls)
+    report.skipped += state.get("bad_lines", 0) + batch.rejected
+
+
 def ingest_default(store: UsageStore | None = None, env=None, budget_s: float | None = None) -> Report:
     """Ingest the agents' own folders (respecting CLAUDE_CONFIG_DIR and CODEX_HOME)."""
     own = store is None
     store = store or UsageStore()
     try:
-        return ingest(store, [claude_home(env)], [codex_home(env)], budget_s)
+        return ingest(store, [claude_home(env)], [codex_home(env)], budget_s, gemini_dirs=[gemini_home(env)],
+                      opencode_dbs=[opencode_db(env)])
     finally:
         if own:
             store.close()

@@ -1,6 +1,6 @@
 """WHATIF: what recorded sessions would have cost under capsule's policy, lever by lever.
 
-Every recorded call is re-priced with the prompt it would have had: the tool results before it as
+Every recorded call is re-priced with the prompt it would have had: the tool results (text, images, PDFs) before it as
 the engine would have shaped them (tokens cached before the call come out of its cache read, new
 ones out of its writes and fresh input), capsule's standing context added to every call, the
 recovery of each line the agent used later but capsule would have cut (a bounce) added back, and the
@@ -20,7 +20,7 @@ ASSUMPTION = ("The model's behaviour is taken as unchanged: every call happens a
               "prompt (tool results as capsule would have shaped them, its standing context added) on the "
               "role's lane model. Lines the agent used later that capsule would have cut are counted as "
               "bounces: their recovery (a ctx_expand call and its result, kept in the prompt after) is added.")
-LEVERS = ("tool_results", "standing_context", "bounces", "lanes", "media")
+LEVERS = ("tool_results", "standing_context", "bounces", "lanes", "media")   # in the order they apply
 RECOVERY_CALL = {"input_tokens": 60, "output_tokens": 40}    # one ctx_expand request and its short answer
 
 # tokens leave (or, negative, join) the prompt of every later call in the thread from `ts` on
@@ -91,12 +91,14 @@ def _usd(call: dict, buckets: dict, model: str | None = None) -> float | None:
 
 
 def project(calls: list[dict], saved: list[Change], bounces: list[Bounce], standing_tokens: int = 0,
-            lane_model=None, media: dict | None = None) -> dict:
+            lane_model=None, media: dict | None = None, media_saved: list[Change] = ()) -> dict:
     """The report: per session and in total, actual and projected cost and the lever deltas."""
     lane_model = lane_model or (lambda call: None)
     back = [Change(b.agent, b.session, b.thread, b.ts, -b.tokens) for b in bounces]
+    media_saved = list(media_saved)
     stages = [calls, shaped(calls, saved), shaped(calls, saved, standing_tokens),
               shaped(calls, saved + back, standing_tokens)]
+    with_media = shaped(calls, saved + back + media_saved, standing_tokens)
     sessions: dict[tuple, dict] = {}
     unpriced = 0
     for i, c in enumerate(calls):
@@ -107,6 +109,7 @@ def project(calls: list[dict], saved: list[Change], bounces: list[Bounce], stand
         s["calls"] += 1
         figures = [_usd(c, {k: st[i][k] for k in BUCKETS}) for st in stages]
         figures.append(_usd(c, {k: stages[-1][i][k] for k in BUCKETS}, lane_model(c)))
+        figures.append(_usd(c, {k: with_media[i][k] for k in BUCKETS}, lane_model(c)))
         if figures[0] is None:
             s["unpriced_calls"] += 1
             unpriced += 1
@@ -115,7 +118,7 @@ def project(calls: list[dict], saved: list[Change], bounces: list[Bounce], stand
         s["projected_usd"] += figures[-1]
         for lever, a, b in zip(LEVERS, figures, figures[1:]):
             s["levers"][lever] += b - a
-    for ch in saved:
+    for ch in saved + media_saved:
         if (ch.agent, ch.session) in sessions:
             sessions[(ch.agent, ch.session)]["tokens_removed"] += ch.tokens
     for b in bounces:
@@ -148,12 +151,12 @@ def render(report: dict) -> str:
     lines = [f"what if capsule had run these {t['sessions']} sessions ({t['calls']} calls"
              + (f", {t['unpriced_calls']} unpriced" if t["unpriced_calls"] else "") + ")", "",
              f"{'agent':<7} {'session':<14} {'calls':>5} {'actual $':>10} {'projected $':>11} {'tool results':>12} "
-             f"{'standing':>9} {'bounces':>8} {'lanes':>8}"]
+             f"{'standing':>9} {'bounces':>8} {'lanes':>8} {'media':>8}"]
     for s in report["sessions"] + [{**t, "agent": "total", "session": ""}]:
         lv = s["levers"]
         lines.append(f"{s['agent']:<7} {s['session'][:14]:<14} {s['calls']:>5} {s['actual_usd']:>10.4f} "
                      f"{s['projected_usd']:>11.4f} {lv['tool_results']:>12.4f} {lv['standing_context']:>9.4f} "
-                     f"{lv['bounces']:>8.4f} {lv['lanes']:>8.4f}")
+                     f"{lv['bounces']:>8.4f} {lv['lanes']:>8.4f} {lv['media']:>8.4f}")
     if t["actual_usd"]:
         lines.append(f"\nprojected {t['projected_usd'] / t['actual_usd']:.1%} of actual; "
                      f"{t['tokens_removed']:,} tool-result tokens removed; {t['bounces']} bounces")

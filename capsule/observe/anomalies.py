@@ -95,6 +95,26 @@ def _mask(line: str) -> tuple[str, ...]:
     return tuple(_tokens(_DIGITS.sub("#", line)))
 
 
+def rare_lines(lines: list[str], masked: list[str] | None = None) -> set[int]:
+    """The failing-run rules alone (one-token variants, rare templates in a repetitive text), for
+    any run: what anomalies(lines, True) adds to anomalies(lines, False) (observe/rarity.py)."""
+    templates = _groups(_masks(lines, masked))
+    return _variants(templates, lines) | _rare_templates(templates, sum(1 for ln in lines if ln.strip()))
+
+
+def _masks(lines: list[str], masked: list[str] | None = None) -> list[tuple[str, ...]]:
+    """[() if FRAME.match(ln) else _mask(ln) for ln in lines], once per distinct digit-masked line
+    (every digit lies inside a span _mask replaces, and FRAME reads a digit only as `\\d`: a line
+    and its mask answer alike)."""
+    masked = masked if masked is not None else digits.masked(lines)
+    if masked is None:
+        masked = lines
+    memo: dict[str, tuple[str, ...]] = {}
+    for m in dict.fromkeys(masked):
+        memo[m] = () if FRAME.match(m) else _mask(m)
+    return list(map(memo.__getitem__, masked))
+
+
 def _groups(keys: list[tuple]) -> dict[tuple, list[int]]:
     groups: dict[tuple, list[int]] = defaultdict(list)
     for i, key in enumerate(keys):
@@ -117,7 +137,7 @@ def anomalies(lines: list[str], failing: bool, masked: list[str] | None = None) 
         # Templates (numbers masked, words kept): in a failing run, the odd one out.
         # Stack frames and source excerpts are the tool filters' business, not anomalies.
         # (A blank line masks to no tokens: no template, and not counted below.)
-        templates = _groups([() if FRAME.match(ln) else _mask(ln) for ln in lines])
+        templates = _groups(_masks(lines, masked))
         keep |= _variants(templates, lines)
         keep |= _rare_templates(templates, sum(1 for ln in lines if ln.strip()))
     return keep
@@ -133,6 +153,11 @@ def _columns(lines: list[str], idx: list[int], width: int) -> list:
         if len(words) == width * len(idx):
             return [words[k::width] for k in range(width)]
     return list(zip(*(_tokens(lines[i]) for i in idx)))[:width]
+
+
+def field_outliers(idx: list[int], columns: list) -> set[int]:
+    """The rule below for a caller's own columns (observe/rarity.py's narrow tables: `du`'s two)."""
+    return _field_outliers(idx, columns)
 
 
 def _rare(count: int, total: int) -> bool:

@@ -1,10 +1,11 @@
 """GUARD: the contracts every emission keeps, whatever the transform did.
 
-Not responsible for shrinking anything. Decides raw-or-transformed, and owns the two
-markers the agent may see: `[N more lines]` and the recovery footer.
+Not responsible for shrinking anything, nor for the omission markers' form and contract
+(markers.py owns them; guard re-exports MARKER_RE and marker). Decides raw-or-transformed, and
+owns the recovery footer.
 Invariants: never worse in tokens (INV-3), and a change that saves less than the worth-it
 threshold (budgets.toml [worth]) is not made; small outputs pass untouched; a lossy emission
-carries exactly one `[N more lines]` marker with kept + N == total, and one footer.
+carries one footer, and its markers add up (kept + markers' N == total).
 """
 
 from __future__ import annotations

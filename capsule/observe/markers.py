@@ -33,6 +33,7 @@ from bisect import bisect_left
 # ANSI escapes, which a transform may strip from a line it keeps (transforms/basic.py strips with this one).
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 MARKER_RE = re.compile(r"^\[(\d+) more lines?(?: L(\d+)(?:-(\d+))?(?: like .*)?)?\]$")
+SHOW_UP_TO = 3          # a run this short is shown rather than marked when its lines are shorter
 LIKE_MAX = 160          # characters of a template a marker quotes
 
 
@@ -70,7 +71,11 @@ def render(lines: list[str], shown: dict[int, str], like=None) -> list[str]:
     for i in sorted(shown) + [len(lines)]:
         if i > prev + 1:
             a, b = prev + 1, i           # the omitted run [a, b)
-            out.append(marker(b - a, a + 1, b, like(a, b) if like else None))
+            said = marker(b - a, a + 1, b, like(a, b) if like and b - a > 1 else None)
+            if b - a <= SHOW_UP_TO and sum(len(shown_form(ln)) + 1 for ln in lines[a:b]) <= len(said):
+                out += [shown_form(ln) for ln in lines[a:b]]     # no marker longer than its lines
+            else:
+                out.append(said)
         if i < len(lines):
             out.append(shown[i])
         prev = i
@@ -121,7 +126,7 @@ def shown_form(line: str) -> str:
 # What a family appends to a kept line or prints between kept lines to say what it folded: read as
 # no original line (the markers render() writes say it instead, in the one form).
 _ANNOTATION = re.compile(r"\s+(?:\(x\d+\)|\[×\d+(?: [^\]]*)?\]|\(\+\d+ more [^)]*\))$")
-_SYNTHESISED = re.compile(r"^\s*(?:\[[^\]]*\b(?:more|omitted|repeat\w*|lines?|times)\b[^\]]*\]|\(\+\d+ more [^)]*\)"
+_SYNTHESISED = re.compile(r"^\s*(?:\[.*\b(?:more|omitted|repeat\w*|lines?|times)\b.*\]|\(\+\d+ more .*\)"
                           r"|\.\.\.|…)\s*$")
 
 
@@ -131,9 +136,17 @@ def align(original: list[str], emitted: list[str]) -> dict[int, str] | None:
     an emitted line is neither an original line nor a marker (a transform that rewrote the text):
     then no run can be told apart and the emission is not re-marked."""
     where: dict[str, list[int]] = {}
-    for i, line in enumerate(original):
-        for norm in _norms(line):
-            where.setdefault(norm, []).append(i)
+    joined = "\n".join(original)
+    if "\x1b" not in joined and "\r" not in joined:
+        # most outputs: a line is shown only as itself, and only the lines shown need an index
+        wanted = set(emitted) | {_ANNOTATION.sub("", ln) for ln in emitted}
+        for i, line in enumerate(original):
+            if line in wanted:
+                where.setdefault(line, []).append(i)
+    else:
+        for i, line in enumerate(original):
+            for norm in _norms(line):
+                where.setdefault(norm, []).append(i)
     shown: dict[int, str] = {}
     pos = 0
     for line in emitted:

@@ -4,7 +4,9 @@ or, for a spooled payload too large to hold, the HUGE stage (head, tail, error w
 Not responsible for I/O beyond the archive it is handed, nor for the ledger row (the
 engine writes it from the Emission). Pure apart from the archive put. Classifies once.
 Invariants: any transform failure emits raw (INV-4); never worse (INV-3) and worth it; verbatim-class
-lines survive or raw is emitted (INV-7); a lossy emission has one marker and one footer (INV-5).
+lines survive or raw is emitted (INV-7); a lossy emission has one footer and markers that add up
+(INV-5: one per omitted run in the form of markers.py where the salience model ran under the cut
+(rarity.py), else the single `[N more lines]`).
 """
 
 from __future__ import annotations
@@ -15,16 +17,38 @@ from dataclasses import dataclass, field, replace
 
 from capsule.ground import logs, switches, tokens
 from capsule.ground.types import Limit, Observation
-from capsule.observe import fit, guard, registry
+from capsule.observe import fit, guard, markers, rarity, registry
 from capsule.observe.classify import Classification, classify
 from capsule.observe.intent import shorten
-from capsule.observe.keep import missing
+from capsule.observe.keep import missing, split as keep_split
 from capsule.observe.types import Context, Removal, StageReport
 from capsule.observe.verbatim import EXEMPT_TRANSFORMS
 from capsule.store.archive import handle_of
 
 log = logs.get("capsule.pipeline")
 
+
+# Transforms that cut an output by dropping its lines (not re-shaping a document, not a read): the
+# salience model runs under them and their omissions are re-marked in the one form.
+REMARKED = frozenset({"default", "filter", "logs", "line_budget", "run_collapse"})
+MODELLED = frozenset({"default", "line_budget"})     # the salience model's own cut (rarity.shape)
+# Streaming filters whose output is a structure of its own (a diff's hunks, a search's groups, a
+# test run's report): the model leaves their cut as it is.
+OWN_STRUCTURE = ("git_stream:", "search_stream:", "pytest_stream:", "go_stream:")
+
+
+def _remarked_filter(filter_id: str | None) -> bool:
+    if filter_id is None:
+        return True
+    from capsule.observe.filters.engine import get_filter
+
+    spec = get_filter(filter_id)
+    return spec is not None and not any(s in (spec.streaming or "") for s in OWN_STRUCTURE)
+
+
+def _filter_ran(notes: list[str], chosen: str | None) -> str | None:
+    """The filter that ran (the one chosen, or the one it delegated to: filters/engine.py's note)."""
+    return next((n[len("filter "):] for n in notes if n.startswith("filter ") and " " not in n[len("filter "):]), chosen)
 
 PENDING = -1     # a stage report's token figure not yet counted (Emission.settle fills it in)
 
@@ -297,10 +321,26 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
         return passthrough(f"verbatim line lost ({lost[0][:80]!r}): raw", result.transform_id,
                            warn=f"{result.transform_id} dropped {len(lost)} verbatim line(s); raw output passed through")
 
+    # The salience model under every line-dropping family (observe/rarity.py): the rare lines the
+    # family cut go back, and every omitted run gets one marker of the one contract (markers.py).
     original_markers = guard.count_markers(text)
     removed = result.removed_lines
-    out_text = guard.with_marker(out_text, removed, original_markers)
-    if not guard.marker_ok(out_text, removed, original_markers):
+    remarked = None
+    if tid in MODELLED and any(r.start is not None and r.reason.startswith("salience") for r in result.removals):
+        remarked = out_text     # the model's own cut: already in the contract's form
+    elif tid in REMARKED and not result.lossless and _remarked_filter(_filter_ran(result.notes, ctx.filter_id) if tid == "filter" else None):
+        remarked = rarity.under(text, out_text)
+    if remarked is not None:
+        out_text = remarked
+        broken = markers.check(len(keep_split(text)), keep_split(out_text), original_markers)
+        if broken:
+            return passthrough(f"marker contract broken ({broken}): raw", result.transform_id,
+                               warn=f"{result.transform_id}: {broken}; raw output passed through")
+        if out_text == text:
+            return passthrough("transform changed nothing", result.transform_id)
+    else:
+        out_text = guard.with_marker(out_text, removed, original_markers)
+    if remarked is None and not guard.marker_ok(out_text, removed, original_markers):
         return passthrough("marker contract broken: raw", result.transform_id,
                            warn=f"{result.transform_id} broke the one-marker contract; raw output passed through")
 

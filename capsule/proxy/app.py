@@ -28,6 +28,7 @@ log = logging.getLogger("capsule.proxy")
 
 OPENAI_PREFIX = "/openai"
 ANTHROPIC_DEFAULT = "https://api.anthropic.com"
+TRANSCRIPT_ONLY = ("opencode",)   # clients whose usage the proxy does not record (see _record)
 OPENAI_DEFAULT = "https://api.openai.com/v1"
 HOP_BY_HOP = {b"host", b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"te",
               b"upgrade", b"trailer", b"content-length", b"proxy-authorization"}
@@ -365,7 +366,9 @@ class Proxy:
     def _record(self, tap: usage.Tap) -> None:
         try:
             row = tap.result()
-            if row is not None:
+            # OpenCode stores each call under its own message id, not the API's: its database is
+            # the usage source (capsule/measure/transcripts/opencode.py), a proxy row would count twice.
+            if row is not None and self.settings.agent_kind not in TRANSCRIPT_ONLY:
                 with self._usage_lock:
                     if self._usage_store is None:
                         from capsule.measure.usage import UsageStore  # noqa: PLC0415

@@ -1,8 +1,9 @@
 """Point one agent session at the proxy: where its model API is now, and how to redirect it.
 
 Not responsible for the proxy itself or for any permanent config: Claude Code gets
-ANTHROPIC_BASE_URL in its environment, Codex gets `-c` overrides on its command line; both last
-only for the session the supervisor launches. Invariant: when the upstream cannot be determined
+ANTHROPIC_BASE_URL in its environment, Codex gets `-c` overrides on its command line, OpenCode its
+Anthropic provider's baseURL in its session config (capsule/agents/opencode.py); all last only for
+the session the supervisor launches. Gemini CLI: none yet (the proxy speaks no generateContent). Invariant: when the upstream cannot be determined
 safely, `plan()` says why and the agent keeps its own base URL.
 """
 
@@ -25,6 +26,7 @@ class Redirect:
     args: list[str] = field(default_factory=list)   # inserted right after the agent's binary
     skip: str | None = None          # why this session does not use the proxy
     provider: str = "openai"         # Codex: the model provider whose base URL is redirected
+    base_url: str | None = None      # OpenCode: its Anthropic provider's baseURL for this session
     # Claude Code turns its MCP tool search off for any ANTHROPIC_BASE_URL that is not first-party
     # ("[ToolSearch:optimistic] disabled"), and then inlines every MCP tool's schema into every
     # request. The proxy forwards to first-party Anthropic unchanged, so capsule turns it back on,
@@ -32,13 +34,15 @@ class Redirect:
     tool_search: bool = False
 
 
-def upstream(kind: str, env: dict[str, str]) -> Redirect:
+def upstream(kind: str, env: dict[str, str], workspace: Path | None = None) -> Redirect:
     """The agent's real model API, before any redirect."""
     if kind == "claude":
         url = env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT
         return Redirect(kind, url, tool_search=url.rstrip("/") == ANTHROPIC_DEFAULT and "ENABLE_TOOL_SEARCH" not in env)
     if kind == "codex":
         return _codex(env)
+    if kind == "opencode":
+        return _opencode(env, workspace or Path.cwd())
     return Redirect(kind, None, skip=f"agent kind {kind} has no known model API")
 
 
@@ -51,7 +55,44 @@ def redirect(r: Redirect, proxy_url: str, openai_url: str) -> Redirect:
     elif r.kind == "codex":
         setting = "openai_base_url" if r.provider == "openai" else f"model_providers.{r.provider}.base_url"
         r.args = ["-c", f"{setting}={json.dumps(openai_url)}"]
+    elif r.kind == "opencode":
+        r.base_url = proxy_url.rstrip("/") + "/v1"    # the SDK appends /messages to it
     return r
+
+
+def _opencode(env: dict[str, str], workspace: Path) -> Redirect:
+    """OpenCode's Anthropic provider baseURL, from its config layers in its merge order (global,
+    OPENCODE_CONFIG, the project's, OPENCODE_CONFIG_CONTENT; the last that sets it wins)."""
+    home = Path(env.get("HOME") or Path.home())
+    config_home = Path(env.get("XDG_CONFIG_HOME") or home / ".config") / "opencode"
+    layers: list[tuple[str, str | None]] = []
+    for path in (config_home / "opencode.json", config_home / "opencode.jsonc",
+                 Path(env["OPENCODE_CONFIG"]) if env.get("OPENCODE_CONFIG") else None,
+                 workspace / "opencode.json", workspace / "opencode.jsonc"):
+        if path is None:
+            continue
+        try:
+            layers.append((str(path), path.read_text(encoding="utf-8")))
+        except OSError:
+            continue
+    layers.append(("OPENCODE_CONFIG_CONTENT", env.get("OPENCODE_CONFIG_CONTENT")))
+    url = None
+    for where, text in layers:
+        if not text or not text.strip():
+            continue
+        try:
+            cfg = json.loads(text)
+        except ValueError:
+            return Redirect("opencode", None, skip=f"{where} is not plain JSON (comments?): its baseURL is unknown")
+        opts = (((cfg.get("provider") or {}).get("anthropic") or {}).get("options") or {}) if isinstance(cfg, dict) else {}
+        if isinstance(opts, dict) and isinstance(opts.get("baseURL"), str):
+            url = opts["baseURL"]
+    if url is None:
+        url = (env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT).rstrip("/") + "/v1"
+    base = url.rstrip("/")
+    if not base.endswith("/v1"):
+        return Redirect("opencode", None, skip=f"Anthropic baseURL {url!r} does not end in /v1")
+    return Redirect("opencode", base[:-3])
 
 
 def _codex(env: dict[str, str]) -> Redirect:

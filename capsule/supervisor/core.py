@@ -20,6 +20,7 @@ from pathlib import Path
 import anyio
 
 from capsule import __version__
+from capsule.agents import clients
 from capsule.ground import paths
 from capsule.ground import switches
 from capsule.policy.manifest import Role
@@ -34,6 +35,7 @@ from capsule.supervisor.server import EngineServer
 
 log = logging.getLogger("capsule.supervisor")
 
+SESSION_ONLY = ("opencode", "gemini")   # clients configured by their session's environment alone
 USAGE_INTERVAL_S = 30.0   # transcript ingestion while the agent runs ($JACKIN_CTX_USAGE_INTERVAL)
 USAGE_BUDGET_S = 20.0     # one such pass, at most
 FINAL_INGEST_S = 5.0      # the pass after the agent exits: its status is returned by then, whatever is left
@@ -186,7 +188,9 @@ class Supervisor:
     def _register_agents(self) -> None:
         """Register capsule's MCP read door with the agent (capsule.agents), when plan and switches allow."""
         kind = agent_kind(self.role, self.opts.command)
-        if self.opts.session_config:
+        # OpenCode and Gemini CLI are configured per session everywhere (their env lasts for the
+        # process): there is no user file of theirs to write, in the image either.
+        if self.opts.session_config or kind in SESSION_ONLY:
             self._prepare_session(kind)
             return
         if not self.plan["mcp"].on or kind not in ("claude", "codex"):
@@ -206,7 +210,7 @@ class Supervisor:
     def _prepare_session(self, kind: str) -> None:
         """`up --local`: the agent's MCP server, hooks and note come from its command line and
         files in the state dir (capsule.agents.session); the user's config and repo stay untouched."""
-        if kind not in ("claude", "codex"):
+        if clients.get(kind) is None:
             return
         try:
             from capsule.agents import session  # noqa: PLC0415
@@ -222,7 +226,7 @@ class Supervisor:
     def _record_run(self) -> None:
         """Which register this agent run has, for `ctx usage` by register (prompt/record.py)."""
         kind = agent_kind(self.role, self.opts.command)
-        if kind not in ("claude", "codex") or not self.plan["register"].on:
+        if clients.get(kind) is None or not self.plan["register"].on:
             return
         try:
             self.prompt_run = record.start(self.state_dir, agent=kind, cwd=os.getcwd(), role=self.role.name,
@@ -281,6 +285,26 @@ class Supervisor:
         return (self.session_dir is not None and self.plan["engine"].on
                 and agent_kind(self.role, self.opts.command) == "claude")
 
+    def _session_env(self, env: dict[str, str]) -> dict[str, str]:
+        """OpenCode and Gemini CLI learn about capsule from their environment (one session's)."""
+        kind = agent_kind(self.role, self.opts.command)
+        if self.session_dir is None or kind not in SESSION_ONLY:
+            return {}
+        try:
+            mcp = self.plan["mcp"].on
+            if kind == "opencode":
+                from capsule.agents import opencode  # noqa: PLC0415
+
+                return opencode.session_env(self.session_dir, self.state_dir, env, mcp=mcp, mark=self.plan["shims"].on,
+                                            instructions=self._standing_text() if mcp else None,
+                                            base_url=self.redirect.base_url if self.redirect is not None else None)
+            from capsule.agents import gemini  # noqa: PLC0415
+
+            return gemini.session_env(self.session_dir, self.state_dir, env, mcp=mcp)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("session config for %s failed: %r; the agent runs without it", kind, exc)
+            return {}
+
     # ---- the agent -------------------------------------------------------------------
     def agent_command(self) -> list[str]:
         # The role's lanes apply to the role's agent and to a claude/codex command given on the
@@ -335,6 +359,7 @@ class Supervisor:
     def _spawn_agent(self) -> None:
         cmd = self._session_argv(self.agent_command())
         env = self.agent_env()
+        env.update(self._session_env(env))
         if self.opts.workdir:
             os.chdir(self.opts.workdir)
         self._record_run()
@@ -342,9 +367,10 @@ class Supervisor:
         if path is None:
             log.error("agent command not found: %s", cmd[0])
             hint = ""
-            if os.path.basename(cmd[0]) in ("claude", "codex"):
-                hint = ("; install it (npm install -g @anthropic-ai/claude-code / @openai/codex), or build the "
-                        "image with --build-arg AGENT_CLIS=\"@anthropic-ai/claude-code @openai/codex\"")
+            client = clients.by_command(cmd[0])
+            if client is not None:
+                hint = (f"; install it (npm install -g {client.package}), or build the image with "
+                        f"--build-arg AGENT_CLIS=\"{client.package}\"")
             print(f"capsule: agent command not found: {cmd[0]}{hint}", file=sys.stderr)
             self.pid1.failed_to_start(127 << 8)
             return
@@ -355,6 +381,7 @@ class Supervisor:
             "version": __version__,
             "pid": os.getpid(),
             "role": self.role.name,
+            "agent_kind": agent_kind(self.role, self.opts.command),    # the client it launched (doctor names it)
             "role_path": str(self.role.path),
             "mode": self.mode,
             "agent_pid": self.agent_pid,

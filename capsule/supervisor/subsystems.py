@@ -73,7 +73,7 @@ def start_proxy(*, kind: str, env: dict[str, str], state_dir: Path, mode: str, s
         from capsule.proxy.server import ProxyServer, redact  # noqa: PLC0415
         from capsule.proxy.stagger import settings_from  # noqa: PLC0415
 
-        target = clients.upstream(kind, env)
+        target = clients.upstream(kind, env, workspace)
         if target.skip:
             log.info("proxy not used: %s", target.skip)
             return None, None, {"state": "not used", "reason": target.skip}
@@ -81,7 +81,7 @@ def start_proxy(*, kind: str, env: dict[str, str], state_dir: Path, mode: str, s
                             languages=role.context.languages, media=dict(role.context.media),
                             workspace=workspace, routing=routing, agent_kind=kind,
                             stagger=settings_from((role.context.routing or {}).get("stagger") or {}),
-                            **({"anthropic_upstream": target.upstream} if kind == "claude"
+                            **({"anthropic_upstream": target.upstream} if kind in ("claude", "opencode")
                                else {"openai_upstream": target.upstream}))
         proxy = ProxyServer(settings).start()
         redirect = clients.redirect(target, proxy.url, proxy.openai_url)

@@ -59,3 +59,54 @@ def test_doors_name_what_is_live_under_a_plan():
     off = agents.doors("claude", {**plan, "shims": {"on": False}})
     assert off["doors"]["shims"]["live"] is False and off["doors"]["hooks"]["live"]
     assert agents.doors("shell", plan) == {}
+
+
+def test_opencode_session_config_keeps_the_users_and_adds_capsules(tmp_path):
+    import json
+
+    from capsule.agents import opencode
+
+    theirs = {"plugin": ["theirs"], "mcp": {"other": {"type": "local", "command": ["x"]}}}
+    env = opencode.session_env(tmp_path, tmp_path / "state", {"OPENCODE_CONFIG_CONTENT": json.dumps(theirs)},
+                               mcp=True, mark=True, instructions="use ctx_expand", base_url="http://127.0.0.1:9/v1")
+    cfg = json.loads(env["OPENCODE_CONFIG_CONTENT"])
+    assert cfg["plugin"][0] == "theirs" and cfg["plugin"][1] == (tmp_path / opencode.PLUGIN_FILE).as_uri()
+    assert set(cfg["mcp"]) == {"other", "capsule"} and cfg["mcp"]["capsule"]["environment"]["JACKIN_CTX_STATE_DIR"]
+    assert '"JACKIN_CTX_TOOL"' in (tmp_path / opencode.PLUGIN_FILE).read_text()     # the tool mark it sets
+    assert (tmp_path / opencode.NOTE_FILE).read_text() == "use ctx_expand"
+    assert cfg["provider"]["anthropic"]["options"]["baseURL"] == "http://127.0.0.1:9/v1"
+    assert opencode.session_env(tmp_path, tmp_path, {}, mcp=False, mark=False) == {}
+
+
+def test_gemini_session_settings_carry_the_read_door(tmp_path):
+    import json
+
+    from capsule.agents import gemini
+
+    (tmp_path / "theirs.json").write_text(json.dumps({"mcpServers": {"other": {"command": "x"}}, "ui": {"theme": "a"}}))
+    env = gemini.session_env(tmp_path, tmp_path / "state", {gemini.SETTINGS_ENV: str(tmp_path / "theirs.json")}, mcp=True)
+    cfg = json.loads(open(env[gemini.SETTINGS_ENV]).read())
+    assert set(cfg["mcpServers"]) == {"other", "capsule"} and cfg["ui"] == {"theme": "a"}
+    assert cfg["mcpServers"]["capsule"]["trust"] is True
+    assert gemini.session_env(tmp_path, tmp_path, {}, mcp=False) == {}
+
+
+def test_the_proxy_finds_opencodes_anthropic_base_url_in_its_config_layers(tmp_path):
+    import json
+
+    from capsule.proxy import clients as proxy_clients
+
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    (home / ".config" / "opencode").mkdir(parents=True)
+    ws.mkdir()
+    env = {"HOME": str(home)}
+    assert proxy_clients.upstream("opencode", env, ws).upstream == "https://api.anthropic.com"
+    (home / ".config" / "opencode" / "opencode.json").write_text(json.dumps(
+        {"provider": {"anthropic": {"options": {"baseURL": "http://127.0.0.1:5/v1"}}}}))
+    assert proxy_clients.upstream("opencode", env, ws).upstream == "http://127.0.0.1:5"
+    (ws / "opencode.json").write_text(json.dumps({"provider": {"anthropic": {"options": {"baseURL": "http://h:6/v1/"}}}}))
+    r = proxy_clients.redirect(proxy_clients.upstream("opencode", env, ws), "http://127.0.0.1:7", "unused")
+    assert (r.upstream, r.base_url) == ("http://h:6", "http://127.0.0.1:7/v1")
+    (ws / "opencode.json").write_text("{ // a comment\n}")
+    assert "not plain JSON" in proxy_clients.upstream("opencode", env, ws).skip
+    assert proxy_clients.upstream("gemini", env, ws).skip

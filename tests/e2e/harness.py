@@ -24,6 +24,7 @@ from pathlib import Path
 
 from capsule.ground.tokens import count
 from tests.fakes.anthropic import MessagesAPI, result_text, tool_results_in
+from tests.fakes.gemini import GenerateContentAPI, function_responses_in, offered
 from tests.fakes.openai import ResponsesAPI, outputs_in
 
 REPO = Path(__file__).resolve().parents[2]
@@ -277,7 +278,50 @@ class FakeCodexModel(Timed, ResponsesAPI):
                 "content": [{"type": "output_text", "text": "done", "annotations": []}]}
 
 
-_RUN_NOISE = re.compile(r"(?m)^(?:Chunk ID|Wall time): .*\n")
+class FakeOpenCodeModel(FakeClaudeModel):
+    """OpenCode's Anthropic provider speaks the Messages API; its shell tool is `bash`. Usage differs
+    per call and fills every bucket (a reader that drops or double counts one fails)."""
+
+    def usage(self, body: dict, n: int) -> dict:
+        return {"input_tokens": 100 + n, "cache_read_input_tokens": 1000 * n, "cache_creation_input_tokens": 50 + n,
+                "cache_creation": {"ephemeral_5m_input_tokens": 50 + n, "ephemeral_1h_input_tokens": 0},
+                "output_tokens": 7 + n}
+
+    def _blocks(self, body: dict) -> list[dict]:
+        offered_bash = any(t.get("name") == "bash" for t in body.get("tools") or [])
+        done = len(self.results_in(body))
+        if offered_bash and done < len(self.calls):
+            call = self.calls[done]
+            return [{"type": "tool_use", "id": f"toolu_{done:02d}", "name": "bash",
+                     "input": {"command": call.command, "description": call.description}}]
+        return [{"type": "text", "text": "done"}]
+
+
+class FakeGeminiModel(GenerateContentAPI):
+    """streamGenerateContent (tests/fakes/gemini.py): the next scripted `run_shell_command` while
+    fewer functionResponses than calls came back. Usage differs per call and has every bucket,
+    so a reader that drops or double counts one fails."""
+
+    def __init__(self, calls=CALLS):
+        self.calls = calls
+        super().__init__()
+
+    def answer(self, body: dict) -> list[dict]:
+        done = len(function_responses_in(body))
+        if done < len(self.calls) and "run_shell_command" in offered(body):
+            call = self.calls[done]
+            return [{"functionCall": {"name": "run_shell_command",
+                                      "args": {"command": call.command, "description": call.description}}}]
+        return [{"text": "done"}]
+
+    def usage(self, body: dict, n: int) -> dict:
+        prompt, cached, out, thoughts = 1000 + 100 * n, 200 + n, 20 + n, 7 * n
+        return {"promptTokenCount": prompt, "cachedContentTokenCount": cached, "candidatesTokenCount": out,
+                "thoughtsTokenCount": thoughts, "totalTokenCount": prompt + out + thoughts}
+
+
+# Per-run lines a client adds to every result (Codex's chunk and wall time, Gemini CLI's process group).
+_RUN_NOISE = re.compile(r"(?m)^(?:Chunk ID|Wall time|Process Group PGID): .*\n")
 
 
 # ---- one session ----------------------------------------------------------------------------------
@@ -291,6 +335,7 @@ class Session:
     stderr: str = ""
     facts: list[tuple[str, ...]] = field(default_factory=list)
     requests: list[dict] = field(default_factory=list)    # every model request, as the fake received it
+    fake: object = None       # the fake model itself (its usage log), where a test reads it back
     elapsed_s: float = 0.0    # the client's whole run (capsule's start included in capsule mode)
     gaps: list[float] = field(default_factory=list)   # answer -> next request: each tool call's time
 
@@ -414,7 +459,60 @@ def run_codex(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_env
         fake.close()
 
 
-RUNNERS = {"claude": run_claude, "codex": run_codex}
+def run_opencode(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_env: dict | None = None) -> Session:
+    """`opencode run`, its Anthropic provider pointed at the fake in the user's own config
+    (~/.config/opencode/opencode.json), autoupdate and sharing off, bash allowed."""
+    home.mkdir(parents=True, exist_ok=True)
+    fake = FakeOpenCodeModel(calls)
+    try:
+        cfg = home / ".config" / "opencode"
+        cfg.mkdir(parents=True, exist_ok=True)
+        (cfg / "opencode.json").write_text(json.dumps({
+            "provider": {"anthropic": {"options": {"baseURL": f"http://127.0.0.1:{fake.port}/v1", "apiKey": "test"}}},
+            "model": "anthropic/claude-sonnet-4-5", "autoupdate": False, "share": "disabled",
+            "permission": {"bash": "allow", "edit": "allow"}}))
+        env = {**base_env(home), "XDG_DATA_HOME": str(home / ".local" / "share"), "SHELL": "/bin/bash",
+               **(extra_env or {})}
+        argv = [client_path("opencode"), "run", PROMPT]
+        if mode == "capsule":
+            argv = capsule_prefix() + argv
+        proc = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
+                              stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, f"opencode ({mode}) exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+        return Session("opencode", mode, fake.tool_results(), home, proc.stdout, proc.stderr,
+                       [facts_for(c, head) for c in calls], fake.requests, fake)
+    finally:
+        fake.close()
+
+
+GEMINI_SETTINGS = {"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+                   "tools": {"sandbox": False}, "general": {"enableAutoUpdate": False},
+                   "telemetry": {"enabled": False}, "privacy": {"usageStatisticsEnabled": False}}
+
+
+def run_gemini(ws: Path, home: Path, mode: str, head: str, calls=CALLS, extra_env: dict | None = None) -> Session:
+    """`gemini --yolo -p`, GOOGLE_GEMINI_BASE_URL at the fake, API-key auth, no sandbox, no folder
+    trust prompt, no auto-update or telemetry (~/.gemini/settings.json)."""
+    home.mkdir(parents=True, exist_ok=True)
+    fake = FakeGeminiModel(calls)
+    try:
+        (home / ".gemini").mkdir(exist_ok=True)
+        (home / ".gemini" / "settings.json").write_text(json.dumps(GEMINI_SETTINGS))
+        env = {**base_env(home), "GEMINI_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": f"http://127.0.0.1:{fake.port}",
+               "SHELL": "/bin/bash", **(extra_env or {})}
+        argv = [client_path("gemini"), "--yolo", "-p", PROMPT]
+        if mode == "capsule":
+            argv = capsule_prefix() + argv
+        proc = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
+                              stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, f"gemini ({mode}) exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+        return Session("gemini", mode, fake.tool_results(), home, proc.stdout, proc.stderr,
+                       [facts_for(c, head) for c in calls], fake.requests, fake)
+    finally:
+        fake.close()
+
+
+RUNNERS = {"claude": run_claude, "codex": run_codex, "opencode": run_opencode, "gemini": run_gemini}
 
 
 def run_claude_tools(ws: Path, home: Path, mode: str, calls: list[tuple[str, dict]], extra_env: dict | None = None,
@@ -443,9 +541,15 @@ def run_claude_tools(ws: Path, home: Path, mode: str, calls: list[tuple[str, dic
         fake.close()
 
 
+# The clients run_in_container drives: Gemini CLI is pinned in the image but cannot run there yet
+# (it needs Node >= 20, the bookworm base has 18).
+IN_IMAGE = ("claude", "codex", "opencode")
+
+
 def run_in_container(client: str, root: Path, calls=CALLS, role: str = "python-dev") -> Session:
     """The same session with the client inside the capsule image (`capsule up`, no --local): the
     fake listens on the gateway of a docker network made for this run, the container joins it."""
+    assert client in IN_IMAGE, f"{client} is not run inside the image (harness.IN_IMAGE)"
     net = f"capsule-bench-{client}-{os.getpid()}"
     subprocess.run(["docker", "network", "create", net], check=True, capture_output=True)
     name = f"capsule-bench-{client}-{os.getpid()}"
@@ -455,12 +559,19 @@ def run_in_container(client: str, root: Path, calls=CALLS, role: str = "python-d
         ws = root / f"{client}-container" / "shop"
         ws.mkdir(parents=True)
         head = build_workspace(ws)
-        cls = FakeClaudeModel if client == "claude" else FakeCodexModel
+        cls = {"claude": FakeClaudeModel, "codex": FakeCodexModel, "opencode": FakeOpenCodeModel}[client]
         fake = type("GatewayFake", (cls,), {"host": gateway})(calls)
         env = ["-e", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "-e", "DISABLE_AUTOUPDATER=1"]
         if client == "claude":
             env += ["-e", f"ANTHROPIC_BASE_URL=http://{gateway}:{fake.port}", "-e", "ANTHROPIC_API_KEY=test"]
             argv = ["claude", "-p", PROMPT, "--allowedTools", "Bash", "--output-format", "json"]
+        elif client == "opencode":
+            (ws / ".opencode-test.json").write_text(json.dumps({
+                "provider": {"anthropic": {"options": {"baseURL": f"http://{gateway}:{fake.port}/v1", "apiKey": "test"}}},
+                "model": "anthropic/claude-sonnet-4-5", "autoupdate": False, "share": "disabled",
+                "permission": {"bash": "allow", "edit": "allow"}}))
+            env += ["-e", "OPENCODE_CONFIG=/workspace/.opencode-test.json", "-e", "SHELL=/bin/bash"]
+            argv = ["opencode", "run", PROMPT]
         else:
             (ws / ".codex-home").mkdir()
             (ws / ".codex-home" / "config.toml").write_text(fake.provider_config().replace("127.0.0.1", gateway))

@@ -146,3 +146,16 @@ def test_the_view_keeps_the_marker_contract(engine, ws, source):
     assert markers.check(len(source.split("\n")) - 1, plain) is None
     assert all(source.split("\n")[int(line.split(":")[0]) - 1] == line.split(": ", 1)[1]
                for line in body if markers.parse(line) is None)
+
+
+def test_a_failing_task_cut_serves_the_plain_outline(engine, ws, monkeypatch):
+    """Fail open: a fault in the task cut costs the cut, never the read."""
+    from capsule.retrieve import focus
+
+    plain = read(engine, ws, scope="p1")
+
+    def broken(*args, **kw):
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(focus, "view", broken)
+    assert read(engine, ws, intent="fix _get_values", scope="p2") == plain

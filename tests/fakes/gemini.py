@@ -15,7 +15,10 @@ from tests.fakes.http import FakeServer, Quiet
 
 FIXED_USAGE = {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
 DEFAULT_MODEL = "gemini-2.5-pro"
-ROUTER_ANSWER = json.dumps({"reasoning": "scripted", "model_choice": "pro"})
+# The model router's side call: Gemini CLI 0.61 asks for a choice and, from its numerical
+# classifier, a complexity score; one answer that satisfies both schemas.
+ROUTER_ANSWER = json.dumps({"reasoning": "scripted", "model_choice": "pro",
+                            "complexity_reasoning": "scripted", "complexity_score": 50})
 
 
 def function_responses_in(body: dict) -> list[dict]:

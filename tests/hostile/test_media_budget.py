@@ -138,3 +138,42 @@ def test_a_refused_pdf_says_why(door, name, reason):
     with pytest.raises(ToolError) as err:
         door.read(name)
     assert reason in str(err.value) and "serves its text only when" not in str(err.value), str(err.value)
+
+
+def test_the_proxys_abandoned_worker_stops_instead_of_decoding_later(pool, state_dir):
+    """The engine budget abandons the wait; the worker's own deadline (the same budget) ends its wait
+    for the pool, so it never decodes after the request was answered (the second wave's memory)."""
+    import base64
+    import json
+
+    import httpx2
+
+    from tests.fakes.http import Canned
+
+    from capsule.proxy.app import Settings
+    from capsule.proxy.server import ProxyServer
+
+    up = Canned(200, [("content-type", "application/json")],
+                [b'{"type":"message","content":[],"usage":{"input_tokens":1,"output_tokens":1}}'])
+    server = ProxyServer(Settings(state_dir=state_dir, anthropic_upstream=up.url, engine_budget_ms=500)).start()
+    png = hm.png(1800, 1800, seed=77)
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 5, "metadata": {"user_id": json.dumps({"session_id": "w"})},
+            "messages": [{"role": "user", "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                             "data": base64.b64encode(png).decode()}},
+                {"type": "text", "text": "look"}]}]}
+    try:
+        with budget.decoding(pool, "another request's image"):       # the pool is full
+            t0 = time.monotonic()
+            r = httpx2.post(server.url + "/v1/messages", content=json.dumps(body).encode(), timeout=60,
+                            headers={"x-api-key": "k", "content-type": "application/json"})
+            answered = time.monotonic() - t0
+        budget.reset_peak()
+        assert r.status_code == 200 and answered < 5, answered
+        sent = json.loads(up.seen[0][3])["messages"][0]["content"][0]["source"]["data"]
+        assert base64.b64decode(sent) == png                          # over budget: sent as it came
+        time.sleep(1.0)                                               # room now: a live worker would decode
+        assert budget.in_use() == (0, 0), budget.in_use()             # nobody reserved after the release
+    finally:
+        server.stop()
+        up.close()

@@ -21,16 +21,22 @@ RECORDS = [{"id": f"ord-{i:05d}", "status": "ok", "amount": 100 + i, "customer":
 LATER = "ord-00137"
 
 
-def claude_script(body, turn):
-    tools = [t.get("name") for t in body.get("tools") or []]
-    if "Bash" not in tools:
-        return [{"type": "text", "text": "side answer"}]
+def claude_script(image: str):
     steps = [{"command": "ls -la", "description": "list"}, {"command": "git log --stat -n 30", "description": "log"},
              {"command": "cat orders.json", "description": "the orders"},
              {"command": f"grep -n {LATER} orders.json", "description": "one order"}]
-    if turn < len(steps):
-        return [{"type": "tool_use", "id": f"toolu_w{turn}", "name": "Bash", "input": steps[turn]}]
-    return [{"type": "text", "text": "done"}]
+
+    def script(body, turn):
+        tools = [t.get("name") for t in body.get("tools") or []]
+        if "Bash" not in tools or "Read" not in tools:
+            return [{"type": "text", "text": "side answer"}]
+        if turn < len(steps):
+            return [{"type": "tool_use", "id": f"toolu_w{turn}", "name": "Bash", "input": steps[turn]}]
+        if turn == len(steps):      # a native Read of a large PNG: an image block in the result
+            return [{"type": "tool_use", "id": "toolu_img", "name": "Read", "input": {"file_path": image}}]
+        return [{"type": "text", "text": "done"}]
+
+    return script
 
 
 def codex_script(body, done):
@@ -47,11 +53,18 @@ def recorded(tmp_path_factory):
     root = tmp_path_factory.mktemp("whatif")
     ws = clients.make_workspace(root / "ws")
     (ws / "orders.json").write_text(json.dumps(RECORDS, indent=1))
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGB", (2400, 1600), "white")
+    draw = ImageDraw.Draw(img)
+    for x in range(0, 2400, 40):
+        draw.line([(x, 0), (2400 - x, 1600)], fill=(x % 255, 80, 160), width=3)
+    img.save(ws / "chart.png")
     cfg, home = root / "cc", root / "codex-home"
     home.mkdir()
-    fake = CachingMessages(claude_script)
+    fake = CachingMessages(claude_script(str(ws / "chart.png")))
     try:
-        clients.run_claude(fake, ws, cfg, "look around")
+        clients.run_claude(fake, ws, cfg, "look around")   # allowed tools: Bash, Read, Agent
     finally:
         fake.close()
     rfake = CachingResponses(codex_script)
@@ -78,13 +91,15 @@ def test_whatif_on_real_claude_and_codex_sessions(recorded, capsule):
     assert {s["agent"] for s in w["sessions"]} == {"claude", "codex"}
     # actual is the cost engine's figure for the same calls: what ctx report shows
     actual = sum(s["cost_usd"] or 0 for s in report["sessions"])
-    assert w["total"]["actual_usd"] == pytest.approx(actual, abs=1e-6) and actual > 0
+    assert w["total"]["actual_usd"] == pytest.approx(actual, abs=1e-5) and actual > 0
     lv = w["total"]["levers"]
     assert lv["tool_results"] < 0 and w["total"]["tokens_removed"] > 1000       # ls -la and git log shrink
     assert lv["standing_context"] > 0                                            # what capsule adds is counted
     # the agent asked for a record capsule would have left out: a bounce, its recovery added
     assert any(LATER in b["line"] for b in w["bounces"]), w["bounces"]
     assert lv["bounces"] > 0
+    # the 2400x1600 PNG the agent read, resized to the model family's cap
+    assert w["media"]["images"] == 1 and lv["media"] < 0
     # python-dev (a Claude role) re-prices the Claude session on its lanes and leaves Codex's alone
     codex = next(s for s in w["sessions"] if s["agent"] == "codex")
     assert codex["levers"]["lanes"] == 0
@@ -118,3 +133,20 @@ def test_the_html_report_shows_the_whatif_section_in_chromium(recorded, capsule,
     section = html[html.index('id="sec-whatif"'):]
     assert not re.match(r'id="sec-whatif"[^>]*hidden', section)
     assert "taken as unchanged" in section and "projected" in section and LATER in section
+
+
+def test_a_word_the_agent_already_had_is_no_bounce():
+    """A public session (issue 34's smoke run): every cut line of a spec 'used' later because a later
+    Read path shared the words 'doctrine' or 'design' with it — words the user's prompt had given."""
+    from capsule.cli.whatif import _bounces
+    from capsule.ground import tokens
+    from capsule.measure.transcripts.exchanges import Exchange, Said
+    from capsule.measure.whatif import Bounce
+
+    text = "\n".join(["# The doctrine of design", "rule ord-00042 applies to design/forms", "plain words here"])
+    e = Exchange("claude", "S", None, 10.0, "t1", "Read", {"file_path": "SPEC.md"}, text, False, "anthropic")
+    said = [Said("claude", "S", None, 1.0, "review design/doctrine-r1.md against SPEC.md", "user"),
+            Said("claude", "S", None, 20.0, json.dumps({"file_path": "design/doctrine-r1.md"})),
+            Said("claude", "S", None, 30.0, "and what of ord-00042?")]
+    got = _bounces(e, "# The doctrine of design\n[2 lines omitted]", said, Bounce, tokens.count)
+    assert [b.used for b in got] == ["ord-00042"]          # the one id only the cut line had

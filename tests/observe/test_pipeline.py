@@ -10,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 from capsule.ground import tokens
 from capsule.observe import guard, registry
 from capsule.observe.pipeline import process
+from capsule.observe import markers as contract
 from capsule.observe.transforms.basic import default_text, line_budget
 from capsule.observe.types import Context, Removal, TransformResult
 from capsule.store.archive import Archive
@@ -141,10 +142,12 @@ def test_line_budget_keeps_plus_marker_equals_total(lines, budget):
     if result.removed_lines == 0:
         assert result.text == text
         return
-    assert len(markers) == 1
-    n = int(guard.MARKER_RE.match(markers[0]).group(1))
-    assert n == result.removed_lines
-    assert len(out_lines) - 1 + n == len(text.split("\n"))
+    # issue 29's contract (observe/markers.py): one marker per omitted run, each where its lines were,
+    # kept + markers == total (this asserted the old single marker after a head, whatever it stood for)
+    assert sum(int(guard.MARKER_RE.match(m).group(1)) for m in markers) == result.removed_lines
+    total = len(text.split("\n")) - text.endswith("\n")
+    body = out_lines[:-1] if result.text.endswith("\n") else out_lines
+    assert contract.check(total, body) is None
 
 
 @settings(max_examples=200, deadline=None)

@@ -53,7 +53,9 @@ def test_ruff_full_keeps_every_diagnostic_and_drops_source_that_names_errors(obs
         if re.match(r"^[A-Z]+\d+ ", ln) or ln.lstrip().startswith("--> ") or ln.startswith("Found "):
             assert ln.strip() in kept, ln
     assert 'raise ValueError("bad bytes: expected utf8")' not in out      # quoted source, not the run's error
-    assert "<<ccr:" in out and len(out) < len(raw) // 2
+    # (issue 29: one marker per omitted run, where it was, instead of one at the end: ~20 characters
+    # more per dropped code frame)
+    assert "<<ccr:" in out and len(out) < len(raw) * 0.6
 
 
 def test_cargo_lint_at_many_sites_keeps_each_site_and_its_help_once(observe):

@@ -17,9 +17,11 @@ from capsule.measure.transcripts.common import iso_ts, text
 # agent, session, thread (a subagent's id or None), ts (the result's), tool call id, tool name,
 # input (dict), result text, is_error, api (the wire format its door reads: anthropic | openai)
 Exchange = namedtuple("Exchange", ("agent", "session", "thread", "ts", "tool_id", "name", "input", "text",
-                                   "is_error", "api"))
-# One thing the model produced in a thread after a result: its text and tool inputs, for bounces.
-Said = namedtuple("Said", ("agent", "session", "thread", "ts", "text"))
+                                   "is_error", "api", "images"), defaults=((),))
+# images: (media_type, base64 data) of each image block the result carried (a Read of a PNG, a PDF page)
+# One thing said in a thread (the model's text and tool inputs, by="agent"; the user's prompt, by="user"),
+# for bounces: what the agent asked for later, and what it already knew before a result.
+Said = namedtuple("Said", ("agent", "session", "thread", "ts", "text", "by"), defaults=("agent",))
 
 
 def _result_text(content) -> str:
@@ -28,6 +30,14 @@ def _result_text(content) -> str:
     if isinstance(content, list):
         return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
     return ""
+
+
+def _images(content) -> tuple:
+    if not isinstance(content, list):
+        return ()
+    return tuple((str(src.get("media_type") or ""), src["data"]) for b in content
+                 if isinstance(b, dict) and b.get("type") in ("image", "document")
+                 for src in [b.get("source")] if isinstance(src, dict) and isinstance(src.get("data"), str))
 
 
 def claude(lines) -> tuple[list[Exchange], list[Said]]:
@@ -41,9 +51,15 @@ def claude(lines) -> tuple[list[Exchange], list[Said]]:
         if not isinstance(entry, dict) or not isinstance(entry.get("message"), dict):
             continue
         session, ts, msg = entry.get("sessionId"), iso_ts(entry.get("timestamp")), entry["message"]
-        if not isinstance(session, str) or not isinstance(msg.get("content"), list):
+        if not isinstance(session, str):
             continue
         thread = text(entry.get("agentId")) if entry.get("isSidechain") else None
+        if isinstance(msg.get("content"), str):
+            said.append(Said("claude", session, thread, ts, msg["content"],
+                             "agent" if entry.get("type") == "assistant" else "user"))
+            continue
+        if not isinstance(msg.get("content"), list):
+            continue
         for b in msg["content"]:
             if not isinstance(b, dict):
                 continue
@@ -51,12 +67,14 @@ def claude(lines) -> tuple[list[Exchange], list[Said]]:
                 inp = b.get("input") if isinstance(b.get("input"), dict) else {}
                 asked[b["id"]] = (str(b.get("name") or ""), inp)
                 said.append(Said("claude", session, thread, ts, json.dumps(inp, sort_keys=True)))
-            elif b.get("type") == "text" and entry.get("type") == "assistant":
-                said.append(Said("claude", session, thread, ts, str(b.get("text") or "")))
+            elif b.get("type") == "text":
+                said.append(Said("claude", session, thread, ts, str(b.get("text") or ""),
+                                 "agent" if entry.get("type") == "assistant" else "user"))
             elif b.get("type") == "tool_result" and b.get("tool_use_id") in asked:
                 name, inp = asked[b["tool_use_id"]]
                 out.append(Exchange("claude", session, thread, ts, b["tool_use_id"], name, inp,
-                                    _result_text(b.get("content")), bool(b.get("is_error")), "anthropic"))
+                                    _result_text(b.get("content")), bool(b.get("is_error")), "anthropic",
+                                    _images(b.get("content"))))
     return out, said
 
 
@@ -88,9 +106,10 @@ def codex(lines) -> tuple[list[Exchange], list[Said]]:
             inp = inp if isinstance(inp, dict) else {}
             asked[p["call_id"]] = (str(p.get("name") or t), inp)
             said.append(Said("codex", session, thread, ts, json.dumps(inp, sort_keys=True)))
-        elif t == "message" and p.get("role") == "assistant":
+        elif t == "message" and p.get("role") in ("assistant", "user"):
             said.append(Said("codex", session, thread, ts, _result_text(
-                [{"type": "text", "text": c.get("text", "")} for c in p.get("content") or [] if isinstance(c, dict)])))
+                [{"type": "text", "text": c.get("text", "")} for c in p.get("content") or [] if isinstance(c, dict)]),
+                "agent" if p.get("role") == "assistant" else "user"))
         elif t in ("function_call_output", "custom_tool_call_output") and p.get("call_id") in asked:
             o = p.get("output")
             if isinstance(o, dict):

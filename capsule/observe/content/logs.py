@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from capsule.observe import digits
+from capsule.observe import rarity
 from capsule.observe.types import Context, Removal, TransformResult
 
 TRANSFORM_ID = "logs"
@@ -24,67 +24,10 @@ MIN_REPEAT = 3
 INTENT_KEEP = 20     # folded lines the intent picks out (most relevant first) stay, up to this many
 OUTLIER_MAX_LINES = 20000   # a template group this large is folded without the word-level outlier pass (bounded work)
 
-_MASKS = [
-    (re.compile(r"\b[a-z][a-z0-9+.-]*://\S+"), "<url>"),
-    (re.compile(r"(?:\.{0,2}/[\w.@%+-]+){2,}/?"), "<path>"),
-    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"), "<ts>"),
-    (re.compile(r"\b\d{1,2}[./]\d{1,2}[./]\d{2,4}\b"), "<date>"),
-    (re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?\b"), "<time>"),
-    (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"), "<uuid>"),
-    (re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b"), "<ip>"),
-    (re.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{7,64}\b"), "<hex>"),
-    (re.compile(r"\b[A-Za-z]+[-_]?\d+[A-Za-z0-9_-]*\b"), "<id>"),
-    (re.compile(r"\d+(?:\.\d+)?"), "<n>"),
-]
-
-
-# An HTTP request as access logs write it (Common/Combined Log Format, nginx, python's
-# http.server): the target is the variable part; the method, protocol and status are the kind
-# of request, so a 404 or a POST never shares a template with the 200 GETs around it.
-_REQUEST = re.compile(r'"([A-Z]{3,7}) (\S+) (HTTP/[\d.]+)" (\d{3})\b')
-_HOLE = "\x00"
-
-
-def template(line: str) -> str:
-    """The line with its variable parts masked."""
-    t = line.strip()
-    req = _REQUEST.search(t)
-    if req:
-        t = t[:req.start()] + _HOLE + t[req.end():]
-    for pat, repl in _MASKS:
-        t = pat.sub(repl, t)
-    if req:
-        t = t.replace(_HOLE, f'"{req.group(1)} <target> {req.group(3)}" {req.group(4)}', 1)
-    return t
-
-
-# A mask can match only where its text holds one of these (None: no such test): a whole text
-# without them skips that mask's pass.
-_NEEDED = ("://", "/", "-", None, ":", "-", ".", None, None, None)
-
-
-def templates(lines: list[str]) -> list[str]:
-    """[template(line) for line in lines] (lines without a newline). A template holds no ASCII
-    digit and every mask reads a digit only as a digit, so lines that differ only in their digits
-    share a template: it is worked out once per distinct digit-masked line (digits.masked), each
-    mask one substitution over them joined (no mask spans a newline, which is a word boundary as
-    a line's end is). A line holding an HTTP request (its status and protocol stay in the
-    template) gets template() itself."""
-    stripped = [ln.strip() for ln in lines]
-    masked = digits.masked(stripped)
-    if not stripped or masked is None:
-        return [template(ln) for ln in lines]
-    distinct = list(dict.fromkeys(masked))
-    joined = "\n".join(distinct)
-    for (pat, repl), needle in zip(_MASKS, _NEEDED):
-        if needle is None or needle in joined:
-            joined = pat.sub(repl, joined)
-    template_of = dict(zip(distinct, joined.split("\n")))
-    out = list(map(template_of.__getitem__, masked))
-    for i, t in enumerate(stripped):
-        if "HTTP/" in t and _REQUEST.search(t):
-            out[i] = template(lines[i])
-    return out
+# The masks and the templates are the salience model's (observe/rarity.py): one template miner for
+# every door and family.
+template, templates = rarity.template, rarity.templates
+_REQUEST = rarity.REQUEST
 
 
 def failed_requests(lines: list[str]) -> set[int]:

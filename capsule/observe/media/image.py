@@ -28,8 +28,6 @@ JPEG_QUALITY = 85
 # word recall (tests/observe/media/test_legibility.py holds the recall rule).
 
 
-
-
 @dataclass(frozen=True)
 class Sized:
     data: bytes
@@ -115,7 +113,7 @@ def _resized(img, fam: caps.Family, media_type: str, size: tuple[int, int], targ
     (w, h), (tw, th) = size, target
     try:
         img.load()
-        img = ImageOps.exif_transpose(img)
+        ImageOps.exif_transpose(img, in_place=True)    # a copy would double the decoded image (issue 31)
         if (img.size[0] > img.size[1]) != (w > h) and w != h:   # rotated by its EXIF: the cap turns too
             tw, th = th, tw
         img = _normal_mode(img)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import re
 
-from capsule.observe import keep
+from capsule.observe import keep, markers, rarity
 from capsule.observe.content import gate
-from capsule.observe.guard import budgets, marker
+from capsule.observe.guard import budgets
 from capsule.observe.types import Context, Removal, TransformResult
 from capsule.observe.verbatim import is_salient
 
-ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+ANSI_RE = markers.ANSI_RE
 
 
 def ansi_strip(text: str, ctx: Context) -> TransformResult:
@@ -48,52 +48,34 @@ def run_collapse(text: str, ctx: Context) -> TransformResult:
 
 
 def line_budget(text: str, ctx: Context, budget: int | None = None, already_removed: int = 0) -> TransformResult:
-    """Head and tail within the budget, verbatim lines between; one marker at the cut.
+    """The salience model's cut (observe/rarity.py) within the line budget: the pinned, verbatim
+    and salient lines whatever the budget, a repeated template's first line, then the head and the
+    tail; one marker per omitted run, saying how many lines and which (observe/markers.py).
 
-    `already_removed` counts lines an earlier step folded away, so the single marker's
-    N still satisfies kept + N == total for the original text.
-    """
+    `already_removed`: lines an earlier step folded away (a collapsed run), not counted here."""
     lines = text.split("\n")
-    trailing_newline = bool(lines) and lines[-1] == ""
-    if trailing_newline:
+    if lines and lines[-1] == "":
         lines = lines[:-1]
     if budget is None:
         table = budgets()["aggressive" if ctx.mode == "aggressive" else "budgets"]
         budget = table["grep"] if ctx.family in ("grep", "rg") else table["bash"]
     if len(lines) <= budget:
         return TransformResult(text, "line_budget")
-    head_n = int(budget * budgets()["split"]["head_share"])
-    tail_n = budget - head_n
-    tail_start = len(lines) - tail_n
-    kept: list[str] = lines[:head_n]
-    removals: list[Removal] = []
-    gap_start = None
-    middle_kept: list[str] = []
-    pinned = keep.extra(text, ctx.exit_code)
-    for idx in range(head_n, tail_start):
-        if idx in pinned or is_salient(lines[idx]):
-            if gap_start is not None:
-                removals.append(_gap(lines, gap_start, idx))
-                gap_start = None
-            middle_kept.append(lines[idx])
-        elif gap_start is None:
-            gap_start = idx
-    if gap_start is not None:
-        removals.append(_gap(lines, gap_start, tail_start))
-    removed = sum(r.count for r in removals)
+    pinned = set(keep.extra(text, ctx.exit_code)) | {i for i, ln in enumerate(lines) if is_salient(ln)}
+    out, removed = rarity.shape(text, budget, pinned)
     if removed == 0:
         return TransformResult(text, "line_budget")
-    body = kept + middle_kept + [marker(removed + already_removed)] + lines[tail_start:]
-    result = "\n".join(body) + ("\n" if trailing_newline else "")
-    return TransformResult(result, "line_budget", removals)
-
-
-def _gap(lines: list[str], start: int, stop: int) -> Removal:
-    return Removal("beyond line budget", stop - start, start + 1, stop, lines[start][:120])
+    removals = []
+    for ln in out.split("\n"):
+        m = markers.parse(ln)
+        if m is not None and m[1] is not None:
+            removals.append(Removal("salience model: routine lines", m[0], m[1], m[2], lines[m[1] - 1][:120]))
+    return TransformResult(out, "line_budget", removals)
 
 
 def default_text(text: str, ctx: Context) -> TransformResult:
-    """For commands no filter knows: strip ANSI, resolve redraws, collapse runs, cap lines."""
+    """For commands no filter knows: strip ANSI, resolve redraws, then over the line budget the
+    salience model's cut (never a blind head and tail), within it identical runs collapsed."""
     notes = []
     stripped = ANSI_RE.sub("", text)
     if stripped != text:
@@ -102,8 +84,8 @@ def default_text(text: str, ctx: Context) -> TransformResult:
     removals: list[Removal] = []
     if redrawn:
         removals.append(Removal("progress redraws: last frame kept", 0, preview=f"{redrawn} lines redrawn"))
-    collapsed = run_collapse(resolved, ctx)
-    removals += collapsed.removals
-    capped = line_budget(collapsed.text, ctx, already_removed=collapsed.removed_lines)
+    capped = line_budget(resolved, ctx)
+    if capped.text == resolved:      # within the budget: only identical runs fold (losslessly)
+        capped = run_collapse(resolved, ctx)
     removals += capped.removals
     return TransformResult(capped.text, "default", removals, lossless=not removals and not redrawn, notes=notes)
