@@ -123,6 +123,15 @@ def _anthropic(body: dict, fn: Transform, pages_fn: PagesTransform | None = None
                         skip, msg_changed = len(read.b64), True
                         continue
                 inner = b.get("content")
+                # 2.1.332 sends the page images inside the tool_result, after its "PDF pages extracted" line
+                read = _page_images({"content": inner[:1]}, inner[1:], last_path,
+                                    page_args.get(str(b.get("tool_use_id")))) if isinstance(inner, list) else None
+                parts = pages_fn(read) if read is not None and pages_fn is not None else None
+                if parts is not None:
+                    b["content"] = [inner[0], *(_anthropic_part(p) for p in parts), *inner[1 + len(read.b64):]]
+                    new_content.append(b)
+                    msg_changed = True
+                    continue
                 if isinstance(inner, list):
                     spliced, inner_changed = _splice_anthropic(inner, fn, last_path)
                     if inner_changed:
@@ -142,7 +151,8 @@ def _anthropic(body: dict, fn: Transform, pages_fn: PagesTransform | None = None
 
 
 def _page_images(result: dict, following: list, path: str | None, pages_arg: object) -> PdfPages | None:
-    """The page images that follow a "PDF pages extracted" tool_result, when they are what it says."""
+    """The page images that follow a "PDF pages extracted" tool_result (or its first block, `result`
+    then holding that one), when they are what it says."""
     content = result.get("content")
     text = content if isinstance(content, str) else (
         "".join(c.get("text", "") for c in content if isinstance(c, dict) and c.get("type") == "text")

@@ -28,6 +28,18 @@ def tool_results_in(body: dict) -> list[dict]:
             for c in m["content"] if isinstance(c, dict) and c.get("type") == "tool_result"]
 
 
+TOOL_SEARCH = "ToolSearch"
+SEARCH_ID = "toolu_search_"
+DEFERRED = "deferred tools are now available via ToolSearch"
+
+
+def deferred(body: dict, tool: str) -> bool:
+    """The request lists `tool` among the client's deferred tools (loadable through ToolSearch)."""
+    return any(DEFERRED in c["text"] and f"\n{tool}\n" in c["text"] + "\n"
+               for m in body.get("messages") or [] if isinstance(m.get("content"), list)
+               for c in m["content"] if isinstance(c, dict) and isinstance(c.get("text"), str))
+
+
 def result_text(result: dict) -> str:
     content = result.get("content")
     return content if isinstance(content, str) else "\n".join(
@@ -153,8 +165,10 @@ class MessagesAPI(FakeServer):
         return [raw for _, _, raw in self.raw]
 
     def tool_results(self) -> list[dict]:
-        """The tool results of the longest conversation seen, in order."""
-        return max((tool_results_in(b) for b in self.requests), key=len, default=[])
+        """The tool results of the longest conversation seen, in order (a ToolSearch that loaded a
+        deferred tool for ToolCalls is the client's step, not a result of the script)."""
+        longest = max((tool_results_in(b) for b in self.requests), key=len, default=[])
+        return [r for r in longest if not str(r.get("tool_use_id", "")).startswith(SEARCH_ID)]
 
     def totals(self) -> dict:
         t = {"calls": 0, "input_tokens": 0, "cache_read_input_tokens": 0, "cache_creation_5m": 0,
@@ -184,10 +198,18 @@ class ToolCalls(MessagesAPI):
 
     def answer(self, body: dict) -> list[dict]:
         offered = {t.get("name") for t in body.get("tools") or []}
-        done = len(tool_results_in(body))
+        results = tool_results_in(body)
+        searched = {r.get("tool_use_id") for r in results if str(r.get("tool_use_id", "")).startswith(SEARCH_ID)}
+        done = len(results) - len(searched)
         if done < len(self.calls) and self.calls[done][0] in offered:
             name, args = self.calls[done]
             return [{"type": "tool_use", "id": self.id_format.format(done), "name": name, "input": args}]
+        if (done < len(self.calls) and TOOL_SEARCH in offered and f"{SEARCH_ID}{done}" not in searched
+                and deferred(body, self.calls[done][0])):
+            # what a model does with a deferred tool (Claude Code 2.1.332 defers MCP tools): load it
+            # by name through ToolSearch, then call it once the client offers its definition
+            return [{"type": "tool_use", "id": f"{SEARCH_ID}{done}", "name": TOOL_SEARCH,
+                     "input": {"query": f"select:{self.calls[done][0]}", "max_results": 1}}]
         return [{"type": "text", "text": self.final if offered else self.side}]
 
     def conversation(self) -> list[bytes]:
@@ -195,4 +217,20 @@ class ToolCalls(MessagesAPI):
         return [raw for _, _, raw in self.raw if json.loads(raw).get("tools")]
 
     def offered_tools(self) -> list[dict]:
-        return [t for b in self.requests for t in (b.get("tools") or []) if t.get("name", "").startswith("mcp__")][:4]
+        """The MCP tool definitions the client sent, one per name (2.1.332 sends only those loaded)."""
+        seen: dict[str, dict] = {}
+        for b in self.requests:
+            for t in b.get("tools") or []:
+                if t.get("name", "").startswith("mcp__"):
+                    seen.setdefault(t["name"], t)
+        return list(seen.values())
+
+    def offered_names(self, prefix: str = "mcp__") -> set[str]:
+        """The tools the client offered the model: sent as definitions or listed as deferred."""
+        names = {t["name"] for t in self.offered_tools() if t["name"].startswith(prefix)}
+        for b in self.requests:
+            for m in b.get("messages") or []:
+                for c in m.get("content") if isinstance(m.get("content"), list) else []:
+                    if isinstance(c, dict) and DEFERRED in str(c.get("text", "")):
+                        names |= {ln.strip() for ln in c["text"].splitlines() if ln.strip().startswith(prefix)}
+        return names

@@ -13,7 +13,8 @@ import sys
 
 from capsule import agents
 from capsule.ground.tokens import count
-from tests.fakes.anthropic import MessagesAPI, ToolCalls, result_text, tool_results_in
+from tests.fakes.anthropic import (SEARCH_ID, TOOL_SEARCH, MessagesAPI, ToolCalls, deferred, result_text,
+                                   tool_results_in)
 from tests.fakes.openai import FunctionCalls
 
 READ = "mcp__capsule__ctx_read"
@@ -118,9 +119,12 @@ def test_claude_code_end_to_end_model_sees_plain_text_then_a_stub(workspace, sta
         assert "unchanged since you read it" in second and count(second) <= 20
         assert "def function_0(alpha, beta):" in big and "x5 = alpha" not in big
         assert not any(r.get("is_error") for r in results)
+        # all four offered: as definitions (2.1.197) or by name behind ToolSearch (2.1.332 defers MCP
+        # tools and sends the definition of the one the model loads)
+        assert sorted(fake.offered_names()) == ["mcp__capsule__ctx_doc", "mcp__capsule__ctx_expand",
+                                                "mcp__capsule__ctx_read", "mcp__capsule__ctx_search"]
         offered = fake.offered_tools()
-        assert sorted(t["name"] for t in offered) == ["mcp__capsule__ctx_doc", "mcp__capsule__ctx_expand",
-                                                      "mcp__capsule__ctx_read", "mcp__capsule__ctx_search"]
+        assert "mcp__capsule__ctx_read" in {t["name"] for t in offered}
         assert count(json.dumps(offered)) <= 1500
     finally:
         fake.close()
@@ -218,8 +222,16 @@ class WithSubagent(MessagesAPI):
     def answer(self, body: dict) -> list[dict]:
         msgs = body.get("messages", [])
         first = json.dumps(msgs[0]) if msgs else ""
-        done = len(tool_results_in(body))
-        if not any(t.get("name") == READ for t in body.get("tools") or []):
+        results = tool_results_in(body)
+        searched = [r for r in results if r["tool_use_id"].startswith(SEARCH_ID)]
+        done = len(results) - len(searched)
+        offered = {t.get("name") for t in body.get("tools") or []}
+        who = "sub" if self.MARK in first else "main"
+        if READ not in offered and TOOL_SEARCH in offered and not searched and deferred(body, READ):
+            # 2.1.332 defers MCP tools: load ctx_read through ToolSearch first, as a model does
+            return [{"type": "tool_use", "id": f"{SEARCH_ID}{who}", "name": TOOL_SEARCH,
+                     "input": {"query": f"select:{READ}", "max_results": 1}}]
+        if READ not in offered:
             return [{"type": "text", "text": "ok"}]
         read = {"type": "tool_use", "name": READ, "input": self.read_input}
         if self.MARK in first:

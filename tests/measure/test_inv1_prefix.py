@@ -2,7 +2,8 @@
 (`capsule up --local`: shims, MCP read door, proxy when on), against a fake Messages API that keeps
 each request's raw body: every request's tools and system are the previous request's bytes, and its
 messages start with the previous request's messages byte for byte (cache_control markers, which
-Claude Code moves to the newest message and which are not part of the cached prefix, set aside).
+Claude Code moves to the newest message and which are not part of the cached prefix, and its
+one-text-block or plain-string form of the same message, set aside).
 """
 
 from __future__ import annotations
@@ -19,6 +20,13 @@ from tests.measure import clients
 from tests.fakes.usage import DistinctMessages as FakeAnthropic
 
 CACHE_MARK = re.compile(r',"cache_control":\{"type":"ephemeral"(?:,"ttl":"[0-9a-z]+")?\}')
+# Claude Code sends a message as one text block in one request and as a plain string in the next
+# (2.1.332: its role:system environment message, the block carrying the marker); the same text
+ONE_BLOCK = re.compile(r'"content":\[\{"type":"text","text":("(?:[^"\\]|\\.)*")\}\]')
+
+
+def prefix_text(messages: str) -> str:
+    return ONE_BLOCK.sub(r'"content":\1', CACHE_MARK.sub("", messages))
 
 
 def members(raw: bytes) -> dict[str, str]:
@@ -74,9 +82,10 @@ def test_every_request_extends_the_previous_bytes(workspace, tmp_path, with_caps
     for before, after in zip(parts, parts[1:]):
         assert after["tools"] == before["tools"]
         assert after["system"] == before["system"]
-        old, new = CACHE_MARK.sub("", before["messages"]), CACHE_MARK.sub("", after["messages"])
+        old, new = prefix_text(before["messages"]), prefix_text(after["messages"])
         assert new.startswith(old[:-1]) and len(new) > len(old)
     # capsule really changed what the model saw (else the test proves nothing about it), and its
     # read door was offered from the first request on (the supervisor makes Claude Code wait for it).
     assert (b"<<ccr:" in bodies[-1]) is with_capsule
-    assert all((b'"mcp__capsule__ctx_read"' in b) is with_capsule for b in bodies)
+    # (a definition, or 2.1.332's deferred-tools list naming it)
+    assert all((b"mcp__capsule__ctx_read" in b) is with_capsule for b in bodies)

@@ -90,8 +90,10 @@ def test_claude_code_whole_folder_fork_and_compact(claude_run, capsule):
     # The one call Claude Code never writes down: /compact's summary request (USAGE-FORMATS trap 6).
     compact_calls = log[len(claude_run["forked"]):]
     assert unrecorded == [e for e in compact_calls if e["id"] not in recorded]
-    assert len(unrecorded) == 1, unrecorded
-    assert "Bash" not in json.dumps(unrecorded[0]["blocks"])
+    # (2.1.332 asks once more, a stricter instruction, when the answer had no <summary> block, as the
+    # fake's has not: that retry is a summary request too, also never written down)
+    assert 1 <= len(unrecorded) <= 2, unrecorded
+    assert all("Bash" not in json.dumps(e["blocks"]) for e in unrecorded)
     assert pick(got["totals"]) == totals_of([e for e in log if e["id"] in recorded], FakeAnthropic)
     # The fork copied the original's calls: they stay in the original session, counted once; the
     # fork's own new call is the fork's.

@@ -104,6 +104,20 @@ def added_tools(plain: dict, other: dict) -> list[dict]:
     return [t for t in other.get("tools") or [] if (t.get("name") or t.get("type")) not in names]
 
 
+def deferred_names(body: dict) -> set[str]:
+    """The tools a Claude Code request lists as deferred behind ToolSearch (2.1.332: MCP tools among
+    them; the model loads a definition by name, the client then sends it with defer_loading)."""
+    from tests.fakes.anthropic import DEFERRED  # noqa: PLC0415
+
+    out: set[str] = set()
+    for m in body.get("messages", []):
+        for c in m.get("content") if isinstance(m.get("content"), list) else []:
+            text = c.get("text", "") if isinstance(c, dict) else ""
+            if DEFERRED in text:
+                out |= set(text.split(DEFERRED, 1)[1].split("\n\n", 1)[0].splitlines()[1:])
+    return out
+
+
 def claude_system_text(body: dict) -> str:
     """The standing text of a Messages request: its system blocks, role:system messages and the
     <system-reminder> blocks of the first user message (where Claude Code puts the agent types and
@@ -132,7 +146,9 @@ def codex_developer_text(body: dict) -> str:
 def standing_part(client_name: str, body: dict) -> str:
     """The part of a request that stays the same across a session's calls: tools + instructions."""
     text = claude_system_text(body) if client_name == "claude" else (codex_developer_text(body) + (body.get("instructions") or ""))
-    return json.dumps(body.get("tools"), sort_keys=True) + "\n" + text
+    # a deferred definition (defer_loading) is sent once the model loaded it: not in the cached prefix
+    tools = [t for t in body.get("tools") or [] if not t.get("defer_loading")]
+    return json.dumps(tools, sort_keys=True) + "\n" + text
 
 
 RESOURCE_SERVER = '''

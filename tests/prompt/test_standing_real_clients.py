@@ -56,7 +56,15 @@ def test_claude_code_requests_carry_exactly_what_doctor_counts(ws, tmp_path):
 
     # tools: capsule's four as Claude Code wraps them, and no MCP resource tools
     added = capture.added_tools(plain.requests[0], first.requests[0])
-    assert added == budget.wrapped_tools("claude", surface.load())
+    want = budget.wrapped_tools("claude", surface.load())
+    deferred = capture.deferred_names(first.requests[0]) - capture.deferred_names(plain.requests[0])
+    if deferred:   # 2.1.332 defers MCP tools: their names stand, a definition comes once the model loads it
+        assert added == [] and sorted(deferred) == [t["name"] for t in want]
+        loaded = [{k: v for k, v in t.items() if k != "defer_loading"}
+                  for t in capture.added_tools(plain.requests[0], first.requests[-1])]
+        assert loaded and all(t in want for t in loaded), loaded
+    else:
+        assert added == want
     assert not {"ListMcpResourcesTool", "ReadMcpResourceTool", "ReadMcpResourceDirTool"} & {t["name"] for t in added}
 
     # text: every counted part is in the standing part (system) of every request, verbatim
@@ -74,7 +82,8 @@ def test_claude_code_requests_carry_exactly_what_doctor_counts(ws, tmp_path):
     base = set(capture.claude_system_text(plain.requests[0]).splitlines())
     extra = [ln for ln in capture.claude_system_text(first.requests[0]).splitlines() if ln and ln not in base]
     counted = "\n".join(body_parts.values())
-    assert all(ln in counted for ln in extra), extra
+    # (2.1.332's deferred-tools list names capsule's four tools: doctor counts them as "mcp tools")
+    assert all(ln in counted or ln in deferred for ln in extra), [ln for ln in extra if ln not in counted]
 
     # byte-stable: every call of a session and a second session of the same role
     stand = {capture.standing_part("claude", b) for b in first.requests + second.requests}

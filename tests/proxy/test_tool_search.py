@@ -1,4 +1,5 @@
-"""Claude Code turns its tool search off for any ANTHROPIC_BASE_URL that is not first-party, so a
+"""Claude Code 2.1.197 turns its tool search off for any ANTHROPIC_BASE_URL that is not first-party
+(2.1.332 keeps it on), so a
 proxy in front of api.anthropic.com would make it inline every MCP schema (and its deferred built-in
 tools) into every request. capsule's redirect turns it back on where the upstream is first-party and
 the user said nothing; the real client's first request shows what that saves."""
@@ -32,7 +33,7 @@ def test_the_real_client_inlines_mcp_schemas_without_it(tmp_path):
                                       "env": {"JACKIN_CTX_STATE_DIR": str(tmp_path / "state")}}}}
     (tmp_path / "mcp.json").write_text(json.dumps(cfg))
     first = {}
-    for search in (None, "true"):
+    for search in (None, "true", "false"):
         fake = MessagesAPI(lambda body, turn: [{"type": "text", "text": "done"}])
         env = {**os.environ, "CLAUDE_CONFIG_DIR": str(tmp_path / "cc"), "HOME": str(tmp_path),
                "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "test", "IS_SANDBOX": "1",
@@ -47,7 +48,10 @@ def test_the_real_client_inlines_mcp_schemas_without_it(tmp_path):
             fake.close()
         body = fake.requests[0]
         first[search] = (len(json.dumps(body)), [t.get("name") for t in body.get("tools") or []])
-    (inlined, names), (searched, names_ts) = first[None], first["true"]
+    (inlined, names), (searched, names_ts) = first["false"], first["true"]
     assert {"mcp__capsule__ctx_read", "mcp__capsule__ctx_expand"} <= set(names)        # every schema, every turn
+    # unset: 2.1.197 inlines them for a base URL that is not first-party (what the redirect's "true"
+    # is for); 2.1.332 searches for any base URL
+    assert first[None][1] in (names, names_ts), first[None][1]
     assert not any(n.startswith("mcp__") for n in names_ts) and "ToolSearch" in names_ts
     assert searched < 0.8 * inlined, (searched, inlined)

@@ -178,7 +178,7 @@ def test_claude_quota_report_and_decision_log_match_the_headers(claude_run):
     # Claude Code's own hooks wrote the boundaries too: each session's start, prompt and subagents
     hooks = [e for e in _events(claude_run["state"]) if e["source"] == "claude hook"]
     reasons = [e["reason"] for e in hooks]
-    assert reasons.count("session startup") == SESSIONS and reasons.count("user prompt") == SESSIONS
+    assert reasons.count("session startup") == SESSIONS and reasons.count("user prompt") == SESSIONS, reasons
     assert reasons.count("subagent start") == 2 * SESSIONS
     assert sum(r.startswith("session end") for r in reasons) == SESSIONS
     assert sorted(e["detail"]["agent_type"] for e in hooks if e["reason"] == "subagent start") == \

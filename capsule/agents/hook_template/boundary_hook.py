@@ -15,6 +15,7 @@ BOUNDARIES = @BOUNDARIES@
 WHAT = {"SessionStart": "session {source}", "UserPromptSubmit": "user prompt", "SubagentStart": "subagent start",
         "PreCompact": "compaction ({trigger})", "SessionEnd": "session end ({reason})",
         "PreModelSwitch": "model switch requested ({source})", "PostModelSwitch": "model switched by the client ({source})"}
+NOTIFICATION = "<task-notification>"
 # What a switch (or a resume) event says about the cache it costs, as the client computed it.
 SWITCH_FIELDS = ("from_model", "to_model", "requested_model", "context_tokens", "prompt_cache_warm", "cache_ttl",
                  "estimated_cache_write_usd", "pricing", "seconds_since_last_response", "prompt_cache_likely_expired")
@@ -25,6 +26,8 @@ def main():
     name = event.get("hook_event_name")
     if name not in WHAT:
         return
+    if name == "UserPromptSubmit" and str(event.get("prompt") or "").startswith(NOTIFICATION):
+        return   # 2.1.332 submits a finished background subagent's notice as a prompt: not the user's
     fields = {k: str(event.get(k) or "?")[:40] for k in ("source", "trigger", "reason")}
     agent = event.get("agent_type")
     record = {"ts": time.time(), "session": str(event.get("session_id") or "")[:80],
