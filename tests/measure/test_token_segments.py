@@ -40,7 +40,7 @@ def test_the_sum_of_the_segments_is_the_whole_count(core, first, second):
 
 
 def test_real_outputs_count_alike_and_the_second_count_reuses_the_first(core, monkeypatch):
-    runs = [["git", "log", "--stat", "--no-merges", "-n", "30"], ["git", "log", "-p", "--no-merges", "-n", "8"], ["ls", "-la", "/usr/bin"],
+    runs = [["git", "log", "--stat", "--no-merges", "-n", "80"], ["git", "log", "-p", "--no-merges", "-n", "20"], ["ls", "-la", "/usr/bin"],
             [sys.executable, "-c", "print(''.join(map(chr, range(1, 3000))) * 8)"]]
     for argv in runs:
         text = subprocess.run(argv, capture_output=True).stdout.decode("utf-8", "replace")
