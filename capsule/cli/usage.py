@@ -53,7 +53,8 @@ def load(claude_dirs, codex_dirs, since: float | None) -> dict:
     if keep is not None:
         calls = [c for c in calls if (c["agent"], c["session_id"]) in keep]
         events = [e for e in events if (e["agent"], e["session_id"]) in keep]
-    return {"calls": calls, "events": events, "meta": meta, "ingest": report.as_dict()}
+    return {"calls": calls, "events": events, "meta": meta, "ingest": report.as_dict(),
+            "dirs": (claude_dirs, codex_dirs)}
 
 
 def collect(claude_dirs, codex_dirs, since: float | None) -> dict:

@@ -56,9 +56,7 @@ def build(args) -> dict:
     since = parse_since(args.since) if args.since else None
     data = load(args.claude_dir, args.codex_dir, since)
     calls = data["calls"]
-    explicit = bool(args.claude_dir or args.codex_dir)
-    claude_dirs = [Path(d).resolve() for d in args.claude_dir or []] or ([] if explicit else [ingest.claude_home()])
-    codex_dirs = [Path(d).resolve() for d in args.codex_dir or []] or ([] if explicit else [ingest.codex_home()])
+    claude_dirs, codex_dirs = data["dirs"]          # the folders `load` ingested: the same transcripts
     sessions = {(c["agent"], c["session_id"]) for c in calls}
     found, said = exchanges.collect(ingest.transcript_files(claude_dirs, codex_dirs))
     found = [e for e in found if (e.agent, e.session) in sessions and (since is None or (e.ts or 0) >= since)]
@@ -126,7 +124,7 @@ def _replay(found, said, mode: str, languages, media_table: dict) -> tuple[list,
                 removed = tokens.count(e.text) - tokens.count(after)
                 if removed > 0:
                     saved.append(Change(e.agent, e.session, e.thread, e.ts, removed))
-                bounces += _bounces(e, after, later.get((e.agent, e.session, e.thread), []), Bounce, tokens.count)
+                bounces += _bounces(e, after, later.get((e.agent, e.session, e.thread), []))
         finally:
             engine.close()
             if keep_env is None:
@@ -192,8 +190,10 @@ def _shaped(engine, e) -> str | None:
     return out if isinstance(out, str) else json.dumps(out)
 
 
-def _bounces(e, after: str, said: list, Bounce, count) -> list:
+def _bounces(e, after: str, said: list) -> list:
     """Lines cut from this result whose distinct words the agent wrote or asked for later."""
+    from capsule.ground.tokens import count
+    from capsule.measure.whatif import Bounce
     from capsule.store import redact
 
     kept = set(after.splitlines())

@@ -139,14 +139,12 @@ def test_a_word_the_agent_already_had_is_no_bounce():
     """A public session (issue 34's smoke run): every cut line of a spec 'used' later because a later
     Read path shared the words 'doctrine' or 'design' with it — words the user's prompt had given."""
     from capsule.cli.whatif import _bounces
-    from capsule.ground import tokens
     from capsule.measure.transcripts.exchanges import Exchange, Said
-    from capsule.measure.whatif import Bounce
 
     text = "\n".join(["# The doctrine of design", "rule ord-00042 applies to design/forms", "plain words here"])
     e = Exchange("claude", "S", None, 10.0, "t1", "Read", {"file_path": "SPEC.md"}, text, False, "anthropic")
     said = [Said("claude", "S", None, 1.0, "review design/doctrine-r1.md against SPEC.md", "user"),
             Said("claude", "S", None, 20.0, json.dumps({"file_path": "design/doctrine-r1.md"})),
             Said("claude", "S", None, 30.0, "and what of ord-00042?")]
-    got = _bounces(e, "# The doctrine of design\n[2 lines omitted]", said, Bounce, tokens.count)
+    got = _bounces(e, "# The doctrine of design\n[2 lines omitted]", said)
     assert [b.used for b in got] == ["ord-00042"]          # the one id only the cut line had
