@@ -58,6 +58,7 @@ def totals(session_rows: list[dict]) -> dict:
             t[b] += s[b]
         t["cost_usd"] += s["cost_usd"] or 0.0
         t["unpriced_calls"] += s["unpriced_calls"]
-    t["cost_usd"] = round(t["cost_usd"], 6)
+    # every call unpriced: no figure (as cost.total_cost), never a $0 that reads as a price
+    t["cost_usd"] = None if t["calls"] and t["unpriced_calls"] == t["calls"] else round(t["cost_usd"], 6)
     t["cache_read_share"] = read_share(t)
     return t

@@ -12,6 +12,11 @@ import subprocess
 from pathlib import Path
 
 MARK = "SUBAGENT-MARK"
+# The cost tests name a priced model (capsule/measure/data/prices.toml): Claude Code 2.1.332's
+# default, claude-opus-5-5, is deliberately unpriced (no published page gives all five figures), so
+# a run on the default has no cost to compare. test_cost keeps one run on that default, reported unpriced.
+PRICED = "claude-opus-4-8"
+UNPRICED_DEFAULT = "claude-opus-5-5"    # Claude Code 2.1.332's default model
 
 
 def client(name: str) -> str:
@@ -54,11 +59,12 @@ def claude_script(read_path: str):
     return script
 
 
-def run_claude(fake, cwd: Path, config_dir: Path, *args: str, extra_env: dict | None = None) -> dict:
+def run_claude(fake, cwd: Path, config_dir: Path, *args: str, extra_env: dict | None = None,
+               model: str = PRICED) -> dict:
     env = {**os.environ, "CLAUDE_CONFIG_DIR": str(config_dir), "ANTHROPIC_BASE_URL": fake.url,
            "ANTHROPIC_API_KEY": "test", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
            "IS_SANDBOX": "1", **(extra_env or {})}
-    proc = subprocess.run([client("claude"), "-p", *args, "--allowedTools", "Bash,Read,Agent",
+    proc = subprocess.run([client("claude"), "-p", *args, "--model", model, "--allowedTools", "Bash,Read,Agent",
                            "--output-format", "json"], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=240, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

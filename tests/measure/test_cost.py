@@ -55,3 +55,29 @@ def test_claude_code_own_cost_figure_matches(claude_run, capsule, tmp_path):
     got = json.loads(capsule("ctx", "usage", "--json", "--claude-dir", str(cfg)).stdout)
     assert got["totals"]["unpriced_calls"] == 0
     assert got["totals"]["cost_usd"] == pytest.approx(claude_run["first_result"]["total_cost_usd"], abs=1e-6)
+
+
+def test_claude_code_default_model_is_reported_unpriced_never_guessed(tmp_path, capsule):
+    """Claude Code 2.1.332's default model (claude-opus-5-5) has no price row: a real session on it is
+    reported unpriced, with no cost figure, though the client itself prices it (its own guess)."""
+    from tests.fakes.usage import DistinctMessages
+    from tests.measure import clients
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "f.txt").write_text("hello\n")
+    fake = DistinctMessages(clients.claude_script(str(ws / "f.txt")))
+    try:
+        clients.run_claude(fake, ws, tmp_path / "cc", "go", model=clients.UNPRICED_DEFAULT)
+    finally:
+        fake.close()
+    assert cost.price_for(clients.UNPRICED_DEFAULT) is None
+    seen = {e["model"] for e in fake.log}
+    assert clients.UNPRICED_DEFAULT in seen, seen
+    data = json.loads(capsule("ctx", "usage", "--json", "--claude-dir", str(tmp_path / "cc")).stdout)
+    got = data["totals"]
+    unpriced = sum(1 for e in fake.log if cost.price_for(e["model"]) is None)
+    assert got["unpriced_calls"] == unpriced == len(fake.log) and got["cost_usd"] is None, got
+    assert {m for s in data["sessions"] for m in s["unpriced_models"]} == {clients.UNPRICED_DEFAULT}, data["sessions"]
+    text = capsule("ctx", "usage", "--claude-dir", str(tmp_path / "cc")).stdout.decode()
+    assert f"unpriced (no row in capsule/measure/data/prices.toml): {clients.UNPRICED_DEFAULT}" in text, text

@@ -43,8 +43,10 @@ def test_claude_traps(claude_run):
         mid.append(json.dumps(e).encode())
     assert _calls(claude.parse, mid) == base
     assert _calls(claude.parse, list(reversed(mid))) == base
-    # Trap 4: the Agent tool's result repeats the subagent's last usage; it is in the file, never counted.
-    assert any(isinstance(e.get("toolUseResult"), dict) and "usage" in e["toolUseResult"] for e in entries)
+    # Trap 4: the subagent's usage is repeated in the file, never counted: in the Agent tool's result
+    # (2.1.197), or, the agent run in the background (2.1.332), in the task-notification prompt.
+    assert any(isinstance(e.get("toolUseResult"), dict) and "usage" in e["toolUseResult"] for e in entries) or any(
+        e["type"] == "user" and "<subagent_tokens>" in json.dumps(e.get("message")) for e in entries)
     # Trap 5: a synthetic entry (API error shape) is not a call.
     synth = {**entries[-1], "type": "assistant", "isApiErrorMessage": True,
              "message": {"id": "3c1f0d6e-synthetic", "model": "<synthetic>", "role": "assistant",
