@@ -1,42 +1,43 @@
 """What a running `ctx run` has captured, kept under the state dir until the user has been shown it.
 
 Not responsible for showing output (run.py) nor for storing originals (the archive). A `ctx run`
-killed with SIGKILL runs none of our code, so its command's raw bytes are mirrored here as they
-arrive, best effort (a state dir that is read-only or full costs only this safety net, never output);
-the next `ctx run` archives the bytes of a run whose owner is gone and names their handles on stderr.
-Invariant: a journal is removed only after its output was written (or archived and named).
+killed with SIGKILL runs none of our code, so its command's bytes are mirrored here as they arrive,
+best effort (a state dir that is read-only or full costs only this safety net, never output); the
+next `ctx run` archives the bytes of a run whose owner is gone and names their handles on stderr.
+What is written here has its secrets redacted first, like every byte capsule persists (issue 31):
+complete lines through store/redact_stream.py, within FLUSH_S of their arrival (or at once, past
+BATCH bytes); a partial line waits in memory for its end (bounded). The run's raw bytes, which the
+agent is shown, are spooled by run.py outside the state dir.
+Invariant: a journal is removed only after its output was written (or archived and named); no byte
+reaches a journal file unredacted (JACKIN_CTX_NO_REDACT aside).
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
-import re
+import threading
 import time
 
 from capsule.ground import paths
 
 DIR = "journal"
 STREAMS = ("stdout", "stderr")
-# What every secret pattern of store/data/secrets.toml needs: a credential word (its [lines] words and
-# the command-line forms), or a token of 16+ letters and digits (every token format).
-_CREDENTIAL_WORD = re.compile(r"(?i)key|pw|pass|token|secret|auth|cred|bearer|://|curl|mysql|mariadb|-p\S")
-_LONG_TOKEN = re.compile(r"[A-Za-z0-9_+=.-]{16,}")
-
-
-def _maybe_secret(command: str) -> bool:
-    if _CREDENTIAL_WORD.search(command):
-        return True
-    return any(any(c.isdigit() for c in m.group()) and any(c.isalpha() for c in m.group())
-               for m in _LONG_TOKEN.finditer(command))
+FLUSH_S = 0.2           # how long captured bytes may wait in memory before the journal has them
+BATCH = 64 << 10        # held bytes past which they are written without waiting for FLUSH_S
 
 
 class Journal:
     """The files of one live run: NAME.cmd (the command line; flock'ed while the run lives) and
-    NAME.stdout / NAME.stderr (the raw bytes so far; `ctx run` spools into them)."""
+    NAME.stdout / NAME.stderr (the bytes so far, redacted). write() and end() come from the capture
+    threads, a timer writes what waited FLUSH_S; every call is safe after discard()."""
 
     def __init__(self, state_dir, command: str):
-        self.files: dict = {}       # stream -> an unbuffered read/write file, the run's spool
+        self.files: dict = {}       # stream -> an unbuffered write-only file
+        self._redactors: dict = {}  # stream -> its StreamRedactor
+        self._ended: set[str] = set()
+        self._mutex = threading.Lock()
+        self._timer = None
         self._lock = None
         self._base = None
         try:
@@ -46,25 +47,72 @@ class Journal:
             tmp = f"{base}.tmp"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             fcntl.flock(fd, fcntl.LOCK_EX)        # held until we exit, however we exit
-            # The command line redacted when it may hold a secret (issue 31: a live run's journal kept it
-            # as typed); loading the patterns costs a cold run ~100 ms, so a command with no credential
-            # word and no long token is written as it is. Readers go through _command(), which redacts too.
-            line = command
-            if _maybe_secret(command):
-                from capsule.store import redact
+            # The command line redacted when it may hold a secret; loading the patterns costs a cold run
+            # ~100 ms, so a command that cannot hold one is written as it is.
+            from capsule.store import redact
 
-                line = redact.redacted(command)
+            line = redact.redacted(command) if redact.may_hold_secret(command) else command
             os.write(fd, f"{line}\n{os.getcwd()}\n".encode("utf-8", "surrogateescape"))
             os.rename(tmp, f"{base}.cmd")       # seen by recover() only once locked
             self._lock, self._base = fd, base
+            from capsule.store.redact_stream import StreamRedactor
+
             for s in STREAMS:
-                fd = paths.open_private(f"{base}.{s}", os.O_RDWR | os.O_CREAT | os.O_EXCL)
-                self.files[s] = open(fd, "r+b", buffering=0)
-        except OSError:
+                fd = paths.open_private(f"{base}.{s}", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+                self.files[s] = open(fd, "wb", buffering=0)
+                self._redactors[s] = StreamRedactor()
+        except Exception:  # noqa: BLE001 - a read-only or full state dir, a redaction fault: no safety net
             self.discard()
 
-    def drop(self, stream: str) -> None:
-        """This stream cannot be journalled (a full disk): the run spools it elsewhere."""
+    def write(self, stream: str, chunk: bytes) -> None:
+        """Keep `chunk` of `stream`; its complete lines reach the file redacted within FLUSH_S."""
+        with self._mutex:
+            r = self._redactors.get(stream)
+            if r is None:
+                return
+            r.feed(chunk)
+            if r.held() >= BATCH:
+                self._put(stream)
+            if r.held():
+                self._arm()
+
+    def end(self, stream: str) -> None:
+        """`stream` reached its end: what it still holds (a last partial line) is written too."""
+        with self._mutex:
+            self._ended.add(stream)
+            r = self._redactors.get(stream)
+            if r is not None and r.held():
+                self._arm()
+
+    def _arm(self) -> None:
+        """(under the mutex) What is held now reaches the file within FLUSH_S."""
+        if self._timer is None:
+            self._timer = threading.Timer(FLUSH_S, self._tick)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _tick(self) -> None:
+        with self._mutex:
+            self._timer = None
+            for s in list(self._redactors):
+                self._put(s)
+
+    def _put(self, stream: str) -> None:
+        """Append what `stream` has ready, redacted (under the mutex: all of it once the stream ended);
+        a stream whose file cannot take it, or whose redaction failed, is dropped."""
+        f, r = self.files.get(stream), self._redactors.get(stream)
+        if f is None or r is None:
+            return
+        try:
+            view = memoryview(r.rest() if stream in self._ended else r.ready())
+            while view:
+                view = view[f.write(view):]
+        except Exception:  # noqa: BLE001 - a full disk, or a redaction fault: the safety net goes, never output
+            self._drop(stream)
+
+    def _drop(self, stream: str) -> None:
+        """(under the mutex) This stream cannot be journalled (a full disk): its file goes."""
+        self._redactors.pop(stream, None)
         f = self.files.pop(stream, None)
         if f is not None:
             f.close()
@@ -72,14 +120,19 @@ class Journal:
 
     def discard(self) -> None:
         """The output was shown (or the journal cannot be kept): remove it."""
-        for s in list(self.files):
-            self.drop(s)
-        if self._base is not None:
-            _unlink(f"{self._base}.cmd")
-            self._base = None
-        if self._lock is not None:
-            os.close(self._lock)
-            self._lock = None
+        with self._mutex:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            for s in list(self.files):
+                self._drop(s)
+            self._redactors.clear()
+            if self._base is not None:
+                _unlink(f"{self._base}.cmd")
+                self._base = None
+            if self._lock is not None:
+                os.close(self._lock)
+                self._lock = None
 
 
 def _unlink(path: str) -> None:

@@ -96,8 +96,8 @@ def _copy(pipe, spool, hasher) -> None:
 
 
 class _Capture:
-    """One stream of a running command: spooled into the run's journal (or, when the state dir
-    cannot hold it, a temporary spool) until the output is emitted, or, once the command has run
+    """One stream of a running command: spooled (raw, outside the state dir) and mirrored into the
+    run's journal (redacted, journal.py) until the output is emitted, or, once the command has run
     too long, written straight through to the user."""
 
     def __init__(self, name: str, pipe, out, journal, wake: int, done: threading.Event):
@@ -105,7 +105,7 @@ class _Capture:
 
         self.name, self.pipe, self.out, self.journal = name, pipe, out, journal
         self.wake, self.done, self.stopped = wake, done, False
-        self.spool = journal.files.get(name) or _temporary_spool()
+        self.spool = _temporary_spool()
         self.size = 0
         self.hasher = blake3.blake3()
         self.lock = threading.Lock()
@@ -133,6 +133,7 @@ class _Capture:
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 self.pipe.close()
+                self.journal.end(self.name)
                 return
             yield chunk
 
@@ -143,30 +144,14 @@ class _Capture:
                     self._show(chunk)
                     continue
                 try:
-                    self._keep(chunk)
+                    _write_all(self.spool, chunk)
                 except Exception:  # noqa: BLE001 - nowhere to hold it: show it raw, never block the command
                     self._go_live()
                     self._show(chunk)
                     continue
+                self.size += len(chunk)
                 self.hasher.update(chunk)
-
-    def _keep(self, chunk: bytes) -> None:
-        try:
-            _write_all(self.spool, chunk)
-        except OSError:
-            if self.spool is not self.journal.files.get(self.name):
-                raise
-            # The state dir is full: what it holds moves to a temporary spool, the journal goes.
-            spool = _temporary_spool()
-            self.spool.seek(0)
-            left = self.size
-            while left and (part := self.spool.read(min(left, 1 << 20))):
-                spool.write(part)
-                left -= len(part)
-            self.journal.drop(self.name)
-            self.spool = spool
-            spool.write(chunk)
-        self.size += len(chunk)
+                self.journal.write(self.name, chunk)
 
     def go_live(self) -> None:
         """Show what was held, then everything as it comes (raw)."""

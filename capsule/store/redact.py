@@ -75,6 +75,29 @@ def _value(value):
     return value
 
 
+# What every pattern needs (store/data/secrets.toml and detect-secrets'): a credential word of the
+# [lines] table (keyword patterns run only on lines holding one; a private key's header says KEY), or
+# a token of 16+ characters with a letter and something other than lower-case letters (every token
+# format: a prefix such as ghp_ or sk-, upper case or digits; `internationalization` is none).
+# Colour escapes can cut a token into short runs: a text with one always may.
+_TOKEN_RUN = re.compile(r"[A-Za-z0-9_+/=.-]{16,}")
+_words_re = None
+
+
+def may_hold_secret(text: str) -> bool:
+    """Could `text` hold a secret? A cheap test (no pattern is loaded) that is never False for one."""
+    global _words_re
+    if "\x1b" in text:
+        return True
+    for m in _TOKEN_RUN.finditer(text):
+        run = m.group()
+        if any(c.isalpha() for c in run) and (not run.islower() or "_" in run or "-" in run):
+            return True
+    if _words_re is None:
+        _words_re = re.compile(tomlcache.loads(DATA.read_bytes())["lines"]["words"])
+    return _words_re.search(text) is not None
+
+
 def count_markers(data: bytes) -> int:
     return len(MARKER_RE.findall(data.decode("utf-8", "replace")))
 
