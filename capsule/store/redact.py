@@ -80,22 +80,33 @@ def _value(value):
 # a token of 16+ characters with a letter and something other than lower-case letters (every token
 # format: a prefix such as ghp_ or sk-, upper case or digits; `internationalization` is none).
 # Colour escapes can cut a token into short runs: a text with one always may.
-_TOKEN_RUN = re.compile(r"[A-Za-z0-9_+/=.-]{16,}")
-_words_re = None
+_TOKEN_RUN = r"[A-Za-z0-9_+/=.-]{16,}"
+_cheap = None       # (token-run regex, credential-word regex): RE2 where it loads (~20x re's speed here)
 
 
 def may_hold_secret(text: str) -> bool:
     """Could `text` hold a secret? A cheap test (no pattern is loaded) that is never False for one."""
-    global _words_re
+    global _cheap
     if "\x1b" in text:
         return True
-    for m in _TOKEN_RUN.finditer(text):
+    if _cheap is None:
+        words = tomlcache.loads(DATA.read_bytes())["lines"]["words"]
+        fast = (_re2(_TOKEN_RUN, 0), _re2(words, 0))
+        _cheap = (fast, (re.compile(_TOKEN_RUN), re.compile(words)))
+    (runs, words), subject = _cheap[0], None
+    if runs is not None and words is not None:
+        try:
+            subject = text.encode("utf-8")
+        except UnicodeEncodeError:      # lone surrogates (non-UTF-8 bytes): RE2 reads UTF-8 only
+            pass
+    if subject is None:
+        (runs, words), subject = _cheap[1], text
+    for m in runs.finditer(subject):
         run = m.group()
+        run = run.decode("ascii") if isinstance(run, bytes) else run
         if any(c.isalpha() for c in run) and (not run.islower() or "_" in run or "-" in run):
             return True
-    if _words_re is None:
-        _words_re = re.compile(tomlcache.loads(DATA.read_bytes())["lines"]["words"])
-    return _words_re.search(text) is not None
+    return words.search(subject) is not None
 
 
 def count_markers(data: bytes) -> int:
