@@ -1,0 +1,121 @@
+"""A running `ctx run`'s journal (issue 31): it held the command's raw stdout/stderr, secrets included,
+until the run ended. Now every byte reaches the state dir redacted as it is written. A slow command
+prints a GitHub token and aws-cli's credentials JSON, then sleeps: while it sleeps, no file under the
+state dir holds either secret (the journal does hold the redacted lines: the SIGKILL safety net still
+works); the agent's view, when the run ends, is the command's own bytes; a run killed outright is
+archived from the redacted journal."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+from tests.hostile.test_secret_redaction import _holding
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GHP = "ghp_Q7wE2rT9yU4iO6pA3sD8fG1hJ5kL0zX2cV4b"
+SAK = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzLIVEJOURNAL"
+STS = json.dumps({"Credentials": {"AccessKeyId": "ASIAQWERTYUIOPASDFGH", "SecretAccessKey": SAK,
+                                  "Expiration": "2026-12-02T18:00:00Z"}}, indent=4)
+SECRETS = [GHP.encode(), SAK.encode(), GHP[:20].encode(), GHP[20:].encode()]
+# The token printed whole, then wrapped over two lines by a second write after a pause. The secrets come
+# from the environment (the command line is redacted by its own test: test_killed_run.py).
+SCRIPT = ('echo "cloning with token $T"; printf "%s\\n" "$STS" >&2; sleep 0.5; '
+          'printf "GITHUB_TOKEN=%s\\n" "$T_A"; sleep 0.5; printf "%s\\nstill working\\n" "$T_B"; sleep NAP; echo done')
+SECRET_ENV = {"T": GHP, "T_A": GHP[:20], "T_B": GHP[20:], "STS": STS}
+
+
+def _env(state, **extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JACKIN_CTX_")}
+    return {**env, "JACKIN_CTX_STATE_DIR": str(state), **extra}
+
+
+def _journal_text(state) -> str:
+    d = state / "journal"
+    out = []
+    for p in sorted(d.iterdir()) if d.is_dir() else ():
+        if p.suffix in (".stdout", ".stderr"):
+            try:
+                out.append(p.read_text(errors="replace"))
+            except FileNotFoundError:
+                continue
+    return "".join(out)
+
+
+def _start(state, nap: float) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "capsule", "ctx", "run", "--", "sh", "-c", SCRIPT.replace("NAP", str(nap))],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO,
+                            env=_env(state, JACKIN_CTX_STREAM_AFTER="120", **SECRET_ENV))
+
+
+def _wait_for_journal(state, proc, timeout=60.0) -> list[str]:
+    """Poll the state dir until the journal holds every line printed before the sleep; every look
+    greps every file there for the secrets. Returns what any look found."""
+    found: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if state.is_dir():
+            found += _holding(state, SECRETS)
+        text = _journal_text(state)
+        if "still working" in text and "SecretAccessKey" in text:
+            return found
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    raise AssertionError(f"the journal never held the lines printed before the sleep: {_journal_text(state)!r}")
+
+
+def test_while_the_command_sleeps_no_file_under_the_state_dir_holds_its_secrets(tmp_path):
+    state = tmp_path / "state"
+    proc = _start(state, nap=3)
+    try:
+        found = _wait_for_journal(state, proc)
+        assert found == [], found
+        time.sleep(0.5)                                    # and a look well after the flush
+        assert _holding(state, SECRETS) == []
+        text = _journal_text(state)
+        assert text.count("[capsule redacted: ") >= 3, text         # the lines are there, redacted
+        assert "cloning with token [capsule redacted: " in text and '"Expiration": "2026-12-02T18:00:00Z"' in text
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0
+    # the agent's view is the command's own: the secrets are there (it printed them), nothing redacted
+    assert GHP.encode() in out and f"GITHUB_TOKEN={GHP[:20]}\n{GHP[20:]}\n".encode() in out and out.endswith(b"done\n")
+    assert SAK.encode() in err and b"capsule redacted" not in out + err
+    assert not (state / "journal").exists() or not any((state / "journal").iterdir())
+    assert _holding(state, SECRETS) == []                   # nor after the run (archive, ledger)
+
+
+def test_a_killed_run_is_archived_from_the_redacted_journal(tmp_path):
+    state = tmp_path / "state"
+    proc = _start(state, nap=60)
+    try:
+        _wait_for_journal(state, proc)
+    finally:
+        # the command leads its own process group (no terminal): ours to end, by its id, after ctx run
+        groups = [int(c) for t in os.listdir(f"/proc/{proc.pid}/task")
+                  for c in open(f"/proc/{proc.pid}/task/{t}/children").read().split()]
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
+        for g in groups:
+            try:
+                os.killpg(g, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    nxt = subprocess.run([sys.executable, "-m", "capsule", "ctx", "run", "--", "echo", "next"], capture_output=True,
+                         env=_env(state), cwd=REPO, timeout=120)
+    handles = dict(re.findall(r"bytes of (\w+) it had printed are kept: capsule ctx expand '<<ccr:([0-9a-f]{24})>>'",
+                              nxt.stderr.decode()))
+    assert set(handles) == {"stdout", "stderr"}, nxt.stderr
+    shown = subprocess.run([sys.executable, "-m", "capsule", "ctx", "expand", handles["stdout"]], capture_output=True,
+                           env=_env(state), cwd=REPO, timeout=120)
+    assert shown.stdout.startswith(b"cloning with token [capsule redacted: ") and b"still working\n" in shown.stdout
+    assert b"redacted before it was stored" in shown.stderr
+    assert _holding(state, SECRETS) == []
