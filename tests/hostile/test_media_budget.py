@@ -177,3 +177,75 @@ def test_the_proxys_abandoned_worker_stops_instead_of_decoding_later(pool, state
     finally:
         server.stop()
         up.close()
+
+
+def test_a_long_pdf_is_refused_from_its_declared_count_before_pypdf_parses_it(monkeypatch):
+    """10,000 pages: pypdf parsed every object before the count was read (0.6-1.5 s); pdfinfo reads the
+    page tree root's /Count (bench_media_hostile.py --refusals-only has the seconds). A cyclic tree and
+    an encrypted file still reach pypdf, which names them."""
+    import shutil
+
+    import pypdf
+
+    from capsule.observe.media import pdf
+
+    assert shutil.which("pdfinfo"), "poppler-utils' pdfinfo is part of the image (Dockerfile) and of CI"
+    opened = []
+    real = pypdf.PdfReader
+    monkeypatch.setattr(pypdf, "PdfReader", lambda *a, **k: opened.append(1) or real(*a, **k))
+    with pytest.raises(MediaError, match="PDF of 10000 pages is over the 600-page limit"):
+        pdf.page_sizes(hm.many_pages())
+    assert opened == []                                   # refused before pypdf read an object
+    assert pdf.declared_pages(hm.many_pages(601)) == 601 and pdf.declared_pages(hm.scan_bomb(3)) == 3
+    with pytest.raises(MediaError, match="cyclic"):
+        pdf.page_sizes(hm.cyclic_tree())
+    with pytest.raises(MediaError, match="encrypted"):
+        pdf.page_sizes(hm.encrypted())
+    assert len(pdf.page_sizes(hm.many_pages(600))) == 600     # at the limit: served
+
+
+WEBP = """
+import sys
+from PIL import Image
+im = Image.new("RGB", (16383, 4800), (40, 120, 200))
+im.paste((250, 20, 20), (0, 2400, 16383, 2410))
+im.save(sys.argv[1], "WEBP", quality=10, method=0)
+"""
+READ = """
+import base64, sys
+from capsule.mcp.server import ReadDoor
+from capsule.observe.media import budget
+
+def status(key):
+    return next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith(key + ":"))
+
+door = ReadDoor(sys.argv[1], scope="t", role_mode="standard")
+door.read("small.txt")
+base = status("VmHWM")
+got = door.read("big.webp")
+data = [base64.b64decode(b.data) for b in got if getattr(b, "type", "") == "image"]
+print(status("VmHWM") - base, budget.capacity(), len(data[0]) if data else -1, flush=True)
+"""
+
+
+def test_a_16383x4800_webp_through_ctx_read_stays_within_the_media_budget(tmp_path):
+    """Issue 31: a 187 KB 16383x4800 WebP peaked at 1.28 GB through ctx_read (the earlier pass measured
+    the PNG form only). Made with Pillow here, read in a child process whose high-water mark is ours."""
+    import os
+    import subprocess
+    import sys
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "small.txt").write_text("one\ntwo\nthree\n")
+    subprocess.run([sys.executable, "-c", WEBP, str(ws / "big.webp")], check=True, timeout=300)
+    size = (ws / "big.webp").stat().st_size
+    assert size < 400_000 and image.probe((ws / "big.webp").read_bytes()) == ("image/webp", 16383, 4800)
+    env = {**os.environ, "JACKIN_CTX_STATE_DIR": str(tmp_path / "state")}
+    env.pop("JACKIN_CTX_ROLE", None)
+    proc = subprocess.run([sys.executable, "-c", READ, str(ws)], capture_output=True, text=True, env=env,
+                          timeout=300, cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    grew, pool, sent = (int(v) for v in proc.stdout.split())
+    assert grew <= pool, f"ctx_read of the WebP raised the peak by {grew >> 20} MB (pool {pool >> 20} MB)"
+    assert sent > 0                                       # an image went back (as it came: over the pool)
