@@ -176,8 +176,8 @@ def test_the_ledger_row_is_written_after_exit_and_readers_wait_for_it(tmp_path):
 
 
 def test_a_killed_runs_command_line_is_shown_and_archived_without_its_secret(tmp_path):
-    # The journal holds the command as typed while the run lives (like its raw output); what reads
-    # it (doctor, the next run's note, the archive) redacts.
+    # The journal holds the command redacted while the run lives (its output too: test_live_journal.py);
+    # what reads it (doctor, the next run's note, the archive) redacts again (a file an older capsule wrote).
     state = tmp_path / "state"
     token = "ghp_R8xW2pLq9ZtY4vN6mK3sJ7dF1gH5aC0eB2uX"
     marker = "killed-run-marker-3"
