@@ -155,6 +155,22 @@ def refusals(runs: int = 5) -> list[str]:
                 took.append(time.monotonic() - t0)
             rows.append(f"{'ctx_read refuses: ' + label:<44} {runs:>8} {'refused':>8} {statistics.median(took):>7.3f}"
                         f"   < 0.5 s  ({why})")
+    from capsule.observe.media import caps, image
+
+    fam = caps.family_for("claude-sonnet-4-5", "anthropic")
+    image.probe(hm.png(8, 8))                              # Pillow imported: its import is not the bomb's cost
+    for label, data in hm.header_bombs().items():
+        took, why = [], ""
+        for _ in range(runs):
+            t0 = time.monotonic()
+            try:
+                image.fit(data, fam)
+                why = "served"
+            except Exception as exc:  # noqa: BLE001 - the refusal is the point
+                why = str(exc)[:60]
+            took.append(time.monotonic() - t0)
+        rows.append(f"{'image.fit refuses: ' + label:<44} {runs:>8} {'refused':>8} {statistics.median(took):>7.4f}"
+                    f"   < 0.2 s  ({why})")
     return rows
 
 

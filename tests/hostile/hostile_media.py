@@ -88,3 +88,20 @@ def encrypted() -> bytes:
     buf = io.BytesIO()
     w.write(buf)
     return buf.getvalue()
+
+
+def header_bombs() -> dict[str, bytes]:
+    """Images whose header alone says they are too big to decode (issue 31's "held up" list): a
+    60000x60000 PNG, an APNG declaring 2^31-1 frames, a 65535x65535 GIF; a few hundred bytes each."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    def png_of(w: int, h: int, extra: bytes = b"") -> bytes:
+        ihdr = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
+        return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + extra + chunk(b"IDAT", zlib.compress(b"\x00" * 64))
+                + chunk(b"IEND", b""))
+
+    gif = (b"GIF89a" + struct.pack("<HHBBB", 65535, 65535, 0, 0, 0) + b"," + struct.pack("<HHHHB", 0, 0, 65535, 65535, 0)
+           + b"\x02\x02\x4c\x01\x00;")
+    return {"60000x60000 PNG": png_of(60000, 60000), "APNG of 2^31-1 frames": png_of(64, 64, chunk(b"acTL", struct.pack(">II", 2**31 - 1, 0))),
+            "65535x65535 GIF": gif}

@@ -249,3 +249,13 @@ def test_a_16383x4800_webp_through_ctx_read_stays_within_the_media_budget(tmp_pa
     grew, pool, sent = (int(v) for v in proc.stdout.split())
     assert grew <= pool, f"ctx_read of the WebP raised the peak by {grew >> 20} MB (pool {pool >> 20} MB)"
     assert sent > 0                                       # an image went back (as it came: over the pool)
+
+
+@pytest.mark.parametrize("name", sorted(hm.header_bombs()))
+def test_an_image_bomb_is_refused_by_its_header_before_anything_is_decoded(name):
+    """Held up in issue 31 (keep it so): refused from the header, nothing reserved from the pool (the
+    seconds are in bench_media_hostile.py --refusals-only)."""
+    budget.reset_peak()
+    with pytest.raises(MediaError, match="over 80000000 px|animated"):
+        image.fit(hm.header_bombs()[name], FAM)
+    assert budget.in_use() == (0, 0)
