@@ -171,7 +171,8 @@ def one_line(runs: int, tmp: Path, env: dict, capsule: list[str]) -> list[str]:
         f.write(b"\n")
     cat = [run_child(["cat", str(path)], env) for _ in range(runs)]
     pipe = [run_child([*capsule, "ctx", "pipe"], env, stdin_path=path) for _ in range(runs)]
-    run = [run_child([*capsule, "ctx", "run", "--", "cat", str(path)], env) for _ in range(runs)]
+    held = {**env, "JACKIN_CTX_STREAM_AFTER": "0"}        # held to the end on a slow machine too (no raw streaming)
+    run = [run_child([*capsule, "ctx", "run", "--", "cat", str(path)], held) for _ in range(runs)]
     return [
         f"one 64 MiB line (no spaces), {runs} runs:",
         f"  {'cat FILE':<28} wall {med(cat, 0):8.0f} ms  CPU {med(cat, 1):8.0f} ms  peak RSS {med(cat, 2) / 1024:7.1f} MB",
