@@ -69,8 +69,8 @@ GEMINI_KEYS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
 
 def _gemini(env: dict[str, str]) -> Redirect:
-    """Gemini CLI's Gemini API base URL: GOOGLE_GEMINI_BASE_URL, else Google's. Only API-key sign-in
-    talks to it: a Google login goes to the Code Assist backend, Vertex AI to its own host."""
+    """Gemini CLI's Gemini API base URL: GOOGLE_GEMINI_BASE_URL, else Google's. Only API-key and gateway
+    sign-in talk to it: a Google login goes to the Code Assist backend, Vertex AI to its own host."""
     if (env.get("GOOGLE_GENAI_USE_VERTEXAI") or "").lower() in ("1", "true"):
         return Redirect("gemini", None, skip="Gemini CLI uses Vertex AI (not the Gemini API base URL)")
     home = Path(env.get("GEMINI_CLI_HOME") or env.get("HOME") or Path.home()) / ".gemini"
@@ -80,9 +80,11 @@ def _gemini(env: dict[str, str]) -> Redirect:
         settings = {}
     auth = ((settings.get("security") or {}).get("auth") or {}) if isinstance(settings, dict) else {}
     chosen = auth.get("selectedType") if isinstance(auth, dict) else None
-    if chosen not in (None, "gemini-api-key") or not any(env.get(k) for k in GEMINI_KEYS):
+    # gemini-api-key and gateway (what it picks itself when GOOGLE_GEMINI_BASE_URL is set) use the base URL
+    keyed = any(env.get(k) for k in GEMINI_KEYS) or env.get("GOOGLE_GEMINI_BASE_URL")
+    if chosen not in (None, "gemini-api-key", "gateway") or not keyed:
         return Redirect("gemini", None, skip=f"Gemini CLI signs in with {chosen or 'no API key'} "
-                                             "(only API-key sign-in uses GOOGLE_GEMINI_BASE_URL)")
+                                             "(only API-key or gateway sign-in uses GOOGLE_GEMINI_BASE_URL)")
     return Redirect("gemini", env.get("GOOGLE_GEMINI_BASE_URL") or GEMINI_DEFAULT)
 
 
