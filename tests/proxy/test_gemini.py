@@ -119,6 +119,10 @@ def gemini():
     fake.close()
 
 
+def _compact(value) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
 def _post(url: str, body, path: str = STREAM) -> httpx2.Response:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     return httpx2.post(url + path, content=data, headers={"x-goog-api-key": KEY, "content-type": "application/json"},
@@ -129,7 +133,7 @@ def test_a_conversation_is_shrunk_once_byte_stable_next_turn_rest_forwarded_and_
                                                                                            state_dir):
     proxy = proxy_for(gemini_upstream=gemini.url)
     first = _body(SHELL)
-    r = _post(proxy.url, first)
+    r = _post(proxy.url, _compact(first))     # as Gemini CLI writes it (JSON.stringify)
     assert r.status_code == 200 and b"usageMetadata" in r.content
     path, headers, raw1 = gemini.raw[0]
     assert path == STREAM.removeprefix("/gemini") and headers.get("x-goog-api-key") == KEY
@@ -138,9 +142,8 @@ def test_a_conversation_is_shrunk_once_byte_stable_next_turn_rest_forwarded_and_
     assert "test_refund_half FAILED" in out1 and "assert 4.99 == 5.0" in out1 and "<<ccr:" in out1
     assert out1.startswith("<untrusted_context>\nOutput: ") and out1.endswith("Exit Code: 1\nProcess Group PGID: 4242\n</untrusted_context>")
     assert len(out1) < len(SHELL[3]) / 2
-    # every other value as the client sent it
-    function_responses_in(sent)[0]["response"]["output"] = SHELL[3]
-    assert sent == first
+    # every other byte as the client sent it: only the output string differs
+    assert raw1 == _compact(first).replace(_compact(SHELL[3]), _compact(out1))
     # the next turn: the first result goes out with the very same bytes, the new one is shrunk too
     second = _body(SHELL, ("run_shell_command", "run_shell_command_2_0", {"command": "pytest -v -x"}, _envelope(OUTPUT)))
     assert _post(proxy.url, second).status_code == 200
