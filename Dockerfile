@@ -30,8 +30,10 @@ RUN python3 -m venv /opt/capsule/venv \
  && /opt/capsule/venv/bin/capsule shims install /opt/capsule/shims --socket /state/context/engine.sock
 
 FROM ${BASE_IMAGE}
-# Agent CLIs from npm for the claude and codex roles, at the pinned versions; kept above the venv
-# so it caches. Those already in the base at their pinned version are not installed again.
+# Agent CLIs from npm at the pinned versions; kept above the venv so it caches. Those already in
+# the base at their pinned version are not installed again. `missing` also names node@VERSION
+# ([node] in agent-clis.toml) when the base's node is older than Gemini CLI needs (Debian's is 18):
+# that npm package ships the binary and puts it in /usr/local/bin, ahead of /usr/bin on PATH.
 ARG AGENT_CLIS=pinned
 COPY image/agent-clis.toml image/agent_clis.py /opt/capsule/image/
 RUN if ! command -v git >/dev/null 2>&1; then \

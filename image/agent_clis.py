@@ -2,13 +2,17 @@
 
 Responsible for reading the pins, checking the host's npm installs against them, and packing those
 installs into one tar the offline image build ADDs (hardlinks kept: claude's 245 MB binary is there
-twice). Invariant: a pack is made only from installs whose version is the pinned one, else exit 2.
+twice), with the host's node binary as /usr/local/bin/node (the [node] table: Gemini CLI needs a newer
+Node than the base's). Invariant: a pack is made only from installs whose version is the pinned one
+and a node of at least the minimum that needs no library beyond glibc and libstdc++, else exit 2.
 Standard library only: it runs on the host's python3 and inside bare base images.
 
     agent_clis.py specs               PACKAGE@VERSION per line (npm install -g …)
-    agent_clis.py missing             the specs whose command is absent or at another version
-    agent_clis.py labels              --label KEY=VERSION per line (docker build)
-    agent_clis.py key                 a short hash of the pins (the CLI layer's cache key)
+    agent_clis.py missing             the specs whose command is absent or at another version, and
+                                      node@VERSION when `node` is absent or older than [node] minimum
+    agent_clis.py labels              --label KEY=VERSION per line (docker build; the node packed too)
+    agent_clis.py key                 a short hash of the pins and the host's node binary (the CLI
+                                      layer's cache key: a new host node rebuilds the layer)
     agent_clis.py matrix              COMMAND PACKAGE@VERSION PREFIX per line: each client's tested releases
                                       (oldest, newest: capsule/agents/data/clients/<name>.toml) other than
                                       its pin, installed apart (npm --prefix) for the tests and --matrix
@@ -19,7 +23,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import shutil
+import subprocess
 import sys
 import tarfile
 import tomllib
@@ -62,6 +69,52 @@ def pins(path: Path = PINS) -> list[dict]:
     return clis
 
 
+# What a copied node binary may link against: the base has these (glibc, libstdc++ from gcc).
+NODE_LIBS = re.compile(r"^(linux-vdso|ld-linux[-\w.]*|lib(c|m|dl|rt|pthread|stdc\+\+|gcc_s))\.so")
+
+
+def node_pin(path: Path = PINS) -> dict:
+    with open(path, "rb") as f:
+        node = tomllib.load(f).get("node") or {}
+    for key in ("package", "version", "label"):
+        if not isinstance(node.get(key), str) or not node[key]:
+            sys.exit(f"{path}: [node]: missing or empty {key!r}")
+    if not isinstance(node.get("minimum"), int):
+        sys.exit(f"{path}: [node]: minimum must be an integer (a major version)")
+    return node
+
+
+def host_node() -> Path | None:
+    """The host's node binary ($NODE_BIN, else `node` on PATH), symlinks resolved."""
+    found = os.environ.get("NODE_BIN") or shutil.which("node")
+    return Path(found).resolve() if found else None
+
+
+def node_version(binary: Path | str | None) -> str | None:
+    """`node --version` without its `v`, or None when it does not run."""
+    if binary is None:
+        return None
+    try:
+        out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = out.stdout.strip().removeprefix("v")
+    return text if out.returncode == 0 and re.fullmatch(r"\d+\.\d+\.\d+", text) else None
+
+
+def node_ok(version: str | None, minimum: int) -> bool:
+    return version is not None and int(version.split(".")[0]) >= minimum
+
+
+def node_libs(binary: Path) -> list[str]:
+    """The shared libraries `ldd` names for the binary that the base may lack (none: it can be copied)."""
+    out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, timeout=30)
+    if out.returncode != 0:
+        return [f"ldd failed: {out.stderr.strip() or out.stdout.strip()}"]
+    names = [line.split()[0] for line in out.stdout.splitlines() if line.strip()]
+    return [n for n in names if not NODE_LIBS.match(os.path.basename(n))]
+
+
 def installed_version(npm_root: Path, package: str) -> str | None:
     try:
         return json.loads((npm_root / package / "package.json").read_text())["version"]
@@ -97,11 +150,19 @@ def pack(npm_root: Path, out: Path) -> None:
         have = installed_version(npm_root, cli["package"])
         if have != cli["version"]:
             wrong.append(f"{cli['package']}: pinned {cli['version']}, host has {have or 'nothing'} in {npm_root}")
+    node, pin = host_node(), node_pin()
+    have = node_version(node)
+    if not node_ok(have, pin["minimum"]):
+        wrong.append(f"node: the CLI layer needs >= {pin['minimum']}, host has {have or 'none'} ({node})")
+    elif extra := node_libs(node):
+        wrong.append(f"node: {node} needs libraries the base may lack ({', '.join(extra)}); "
+                     "set NODE_BIN to a node linked against glibc and libstdc++ only")
     if wrong:
         print("agent_clis: " + "; ".join(wrong) + ". Run scripts/setup-clients.sh (installs the pins).",
               file=sys.stderr)
         sys.exit(2)
     with tarfile.open(out, "w") as tar:
+        tar.add(node, arcname=f"{PREFIX}/bin/node")    # ahead of the base's /usr/bin/node on PATH
         for cli in clis:
             pkg_dir = npm_root / cli["package"]
             tar.add(pkg_dir, arcname=f"{PREFIX}/lib/node_modules/{cli['package']}")
@@ -118,11 +179,23 @@ def main(argv: list[str]) -> int:
     if cmd == "specs":
         print("\n".join(f"{c['package']}@{c['version']}" for c in pins()))
     elif cmd == "missing":
-        print("\n".join(f"{c['package']}@{c['version']}" for c in pins() if _on_path_version(c) != c["version"]))
+        specs = [f"{c['package']}@{c['version']}" for c in pins() if _on_path_version(c) != c["version"]]
+        node = node_pin()
+        if not node_ok(node_version(shutil.which("node")), node["minimum"]):
+            specs.append(f"{node['package']}@{node['version']}")
+        print("\n".join(specs))
     elif cmd == "labels":
-        print("\n".join(f"--label\n{c['label']}={c['version']}" for c in pins()))
+        node = node_pin()
+        print("\n".join([*(f"--label\n{c['label']}={c['version']}" for c in pins()),
+                         f"--label\n{node['label']}={node_version(host_node()) or 'none'}"]))
     elif cmd == "key":
-        print(hashlib.sha256(PINS.read_bytes() + Path(__file__).read_bytes()).hexdigest()[:16])
+        h = hashlib.sha256(PINS.read_bytes() + Path(__file__).read_bytes())
+        node = host_node()
+        if node is not None and node.is_file():
+            with open(node, "rb") as f:
+                while chunk := f.read(1 << 20):
+                    h.update(chunk)
+        print(h.hexdigest()[:16])
     elif cmd == "matrix":
         print("\n".join(f"{c} {spec} {prefix}" for c, spec, prefix in matrix()))
     elif cmd == "pack" and len(argv) == 3:

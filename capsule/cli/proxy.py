@@ -1,4 +1,4 @@
-"""`capsule proxy serve [--port N] [--anthropic-upstream URL] [--openai-upstream URL] [--workspace DIR]`:
+"""`capsule proxy serve [--port N] [--anthropic-upstream URL] [--openai-upstream URL] [--gemini-upstream URL] [--workspace DIR]`:
 the proxy door alone.
 
 Not responsible for the proxy's behaviour (capsule/proxy/). For laptops without the supervisor:
@@ -28,6 +28,8 @@ def register(subparsers) -> None:
     s.add_argument("--port", type=int, default=8787, help="port on 127.0.0.1 (default 8787; 0 picks a free one)")
     s.add_argument("--anthropic-upstream", default=None, help="Anthropic API base (default https://api.anthropic.com)")
     s.add_argument("--openai-upstream", default=None, help="OpenAI API base incl. /v1 (default https://api.openai.com/v1)")
+    s.add_argument("--gemini-upstream", default=None,
+                   help="Gemini API base (default https://generativelanguage.googleapis.com)")
     s.add_argument("--shims", action="store_true",
                    help="capsule's shims are on for this agent: leave shell-tool results to them (one rewrite path per command)")
     s.add_argument("--workspace", default=None, metavar="DIR",
@@ -57,7 +59,7 @@ def _url(value: str | None, name: str) -> str | None:
 
 
 def _serve(args) -> int:
-    from capsule.proxy.app import ANTHROPIC_DEFAULT, OPENAI_DEFAULT, Settings  # noqa: PLC0415
+    from capsule.proxy.app import ANTHROPIC_DEFAULT, GEMINI_DEFAULT, GEMINI_PREFIX, OPENAI_DEFAULT, Settings  # noqa: PLC0415
     from capsule.proxy.server import ProxyServer  # noqa: PLC0415
 
     if not 0 <= args.port <= 65535:
@@ -68,6 +70,7 @@ def _serve(args) -> int:
     settings = Settings(state_dir=paths.state_dir(),
                         anthropic_upstream=_url(args.anthropic_upstream, "anthropic-upstream") or ANTHROPIC_DEFAULT,
                         openai_upstream=_url(args.openai_upstream, "openai-upstream") or OPENAI_DEFAULT,
+                        gemini_upstream=_url(args.gemini_upstream, "gemini-upstream") or GEMINI_DEFAULT,
                         shims_on=args.shims, workspace=_workspace(args.workspace))
     server = ProxyServer(settings, port=args.port)
     try:
@@ -75,6 +78,7 @@ def _serve(args) -> int:
     except OSError as exc:
         raise UserError(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
     print(f"capsule proxy on {server.url}  (Anthropic: ANTHROPIC_BASE_URL={server.url}; "
-          f"OpenAI Responses: {server.openai_url})", file=sys.stderr, flush=True)
+          f"OpenAI Responses: {server.openai_url}; Gemini: GOOGLE_GEMINI_BASE_URL={server.url}{GEMINI_PREFIX})",
+          file=sys.stderr, flush=True)
     server.serve_forever(bound=True)
     return 0

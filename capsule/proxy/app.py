@@ -1,7 +1,8 @@
 """The proxy door's HTTP side: an ASGI app that forwards every request to the model API upstream.
 
 Not responsible for finding tool results (rewrite.py), reading usage (usage.py) or running a
-server (server.py). Paths under /openai go to the OpenAI upstream (Codex), the rest to Anthropic's.
+server (server.py). Paths under /openai go to the OpenAI upstream (Codex), under /gemini to the
+Gemini API upstream (Gemini CLI), the rest to Anthropic's.
 Invariant (fail open): headers, credentials, status and response bytes pass through untouched and
 are never logged or stored; a request body changes only when its tool results were rewritten, and
 any fault on the way (engine, memo, parse) forwards the original body instead.
@@ -27,9 +28,12 @@ from capsule.proxy.memo import Memo
 log = logging.getLogger("capsule.proxy")
 
 OPENAI_PREFIX = "/openai"
+GEMINI_PREFIX = "/gemini"
+PREFIXES = {"openai": OPENAI_PREFIX, "gemini": GEMINI_PREFIX}
 ANTHROPIC_DEFAULT = "https://api.anthropic.com"
-TRANSCRIPT_ONLY = ("opencode",)   # clients whose usage the proxy does not record (see _record)
+TRANSCRIPT_ONLY = ("opencode", "gemini")   # clients whose usage the proxy does not record (see _record)
 OPENAI_DEFAULT = "https://api.openai.com/v1"
+GEMINI_DEFAULT = "https://generativelanguage.googleapis.com"
 HOP_BY_HOP = {b"host", b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"te",
               b"upgrade", b"trailer", b"content-length", b"proxy-authorization"}
 TIMEOUT = httpx2.Timeout(connect=15.0, read=900.0, write=120.0, pool=30.0)
@@ -40,6 +44,7 @@ class Settings:
     state_dir: Path
     anthropic_upstream: str = ANTHROPIC_DEFAULT
     openai_upstream: str = OPENAI_DEFAULT
+    gemini_upstream: str = GEMINI_DEFAULT
     mode: str | None = None          # the engine's mode; None: its default
     shims_on: bool = False           # shell-tool results belong to the shims (INV-8)
     hooks_on: bool = False           # Claude Code's native reads belong to the hook door (shims/hook_door.py)
@@ -90,8 +95,8 @@ class Proxy:
         self.stats["requests"] += 1
         path = scope.get("path", "/")
         raw_path = scope.get("raw_path") or path.encode("utf-8", "surrogateescape")
-        api = "openai" if raw_path == OPENAI_PREFIX.encode() or raw_path.startswith(OPENAI_PREFIX.encode() + b"/") \
-            else "anthropic"
+        api = next((a for a, pre in PREFIXES.items()
+                    if raw_path == pre.encode() or raw_path.startswith(pre.encode() + b"/")), "anthropic")
         try:
             url = self._upstream_url(api, raw_path, scope.get("query_string", b""))
         except target.BadTarget as exc:   # never sent on: a target naming another host would take the key with it
@@ -114,12 +119,13 @@ class Proxy:
             return
         headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() not in HOP_BY_HOP]
         hmap = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in headers}
-        sub = path[len(OPENAI_PREFIX):] if api == "openai" else path
+        sub = path[len(PREFIXES[api]):] if api in PREFIXES else path
         session = None
         info: dict = {}
-        tap_usage = scope.get("method") == "POST" and sub in rewrite.config()[api]["usage_paths"]
-        if scope.get("method") == "POST" and sub in rewrite.config()[api]["rewrite_paths"]:
-            body, session = await self._maybe_rewrite(api, body, hmap, route=tap_usage, info=info)
+        tap_usage = scope.get("method") == "POST" and rewrite.handles(api, sub, "usage")
+        if scope.get("method") == "POST" and rewrite.handles(api, sub, "rewrite"):
+            # Gemini: no lanes or fan-out stagger (its model is in the path; neither reads it there)
+            body, session = await self._maybe_rewrite(api, body, hmap, route=tap_usage and api != "gemini", info=info)
         key = info.get("prefix") if tap_usage else None
         lead = await self.stagger.enter(key)
         try:
@@ -129,11 +135,12 @@ class Proxy:
             self.stagger.started(key, lead)
 
     def _upstream_url(self, api: str, raw_path: bytes, query: bytes) -> httpx2.URL:
-        if api == "openai":
-            sub = raw_path[len(OPENAI_PREFIX):]
+        if api in PREFIXES:
+            upstream = self.settings.openai_upstream if api == "openai" else self.settings.gemini_upstream
+            sub = raw_path[len(PREFIXES[api]):]
             if not sub:
-                return httpx2.URL(self.settings.openai_upstream).copy_with(query=query or None)
-            return target.upstream_url(self.settings.openai_upstream, sub, query)
+                return httpx2.URL(upstream).copy_with(query=query or None)
+            return target.upstream_url(upstream, sub, query)
         return target.upstream_url(self.settings.anthropic_upstream, raw_path, query)
 
     # ---- request side --------------------------------------------------------------------------------
@@ -240,7 +247,7 @@ class Proxy:
                 self.stats["media_changed"] += 1
             return None if stored is None else _parts(stored)
 
-        media_changed = proxy_media.rewrite(api, parsed, media, pdf_pages)
+        media_changed = api != "gemini" and proxy_media.rewrite(api, parsed, media, pdf_pages)
         out = rewrite.rewrite(api, parsed, shrink, shims_on=self.settings.shims_on, hooks_on=self.settings.hooks_on)
         return rewrite.serialize(parsed) if out is None and media_changed else out
 
@@ -394,9 +401,10 @@ class Proxy:
                     pass
 
 
-# status -> (Anthropic's error type, OpenAI's error code)
-ERRORS = {400: ("invalid_request_error", "invalid_request_target"), 413: ("request_too_large", "request_too_large"),
-          502: ("api_error", "upstream_unreachable")}
+# status -> (Anthropic's error type, OpenAI's error code, Google's status)
+ERRORS = {400: ("invalid_request_error", "invalid_request_target", "INVALID_ARGUMENT"),
+          413: ("request_too_large", "request_too_large", "INVALID_ARGUMENT"),
+          502: ("api_error", "upstream_unreachable", "UNAVAILABLE")}
 MEDIA_CALL = "media"     # the memo's call id for image and PDF blocks (keyed by their base64 text)
 
 
@@ -418,9 +426,11 @@ def _parts(stored: str):
 async def _error(send, api: str, message: str, status: int = 502) -> None:
     """An error in the API's own shape: 502 upstream unreachable, 400 a target capsule refuses, 413 a
     body over the byte cap."""
-    kind, code = ERRORS[status]
+    kind, code, google = ERRORS[status]
     if api == "anthropic":
         payload = {"type": "error", "error": {"type": kind, "message": message}}
+    elif api == "gemini":
+        payload = {"error": {"code": status, "message": message, "status": google}}
     else:
         payload = {"error": {"type": "server_error" if status >= 500 else "invalid_request_error",
                              "message": message, "param": None, "code": code}}

@@ -3,8 +3,9 @@
 Not responsible for the proxy itself or for any permanent config: Claude Code gets
 ANTHROPIC_BASE_URL in its environment, Codex gets `-c` overrides on its command line, OpenCode its
 Anthropic provider's baseURL in its session config (capsule/agents/opencode.py); all last only for
-the session the supervisor launches. Gemini CLI: none yet (the proxy speaks no generateContent). Invariant: when the upstream cannot be determined
-safely, `plan()` says why and the agent keeps its own base URL.
+the session the supervisor launches. Gemini CLI gets GOOGLE_GEMINI_BASE_URL (the proxy's /gemini
+door) when it signs in with an API key. Invariant: when the upstream cannot be determined
+safely, `upstream()` says why and the agent keeps its own base URL.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from capsule.proxy.app import ANTHROPIC_DEFAULT, OPENAI_DEFAULT
+from capsule.proxy.app import ANTHROPIC_DEFAULT, GEMINI_DEFAULT, GEMINI_PREFIX, OPENAI_DEFAULT
 
 
 @dataclass
@@ -43,6 +44,8 @@ def upstream(kind: str, env: dict[str, str], workspace: Path | None = None) -> R
         return _codex(env)
     if kind == "opencode":
         return _opencode(env, workspace or Path.cwd())
+    if kind == "gemini":
+        return _gemini(env)
     return Redirect(kind, None, skip=f"agent kind {kind} has no known model API")
 
 
@@ -57,7 +60,32 @@ def redirect(r: Redirect, proxy_url: str, openai_url: str) -> Redirect:
         r.args = ["-c", f"{setting}={json.dumps(openai_url)}"]
     elif r.kind == "opencode":
         r.base_url = proxy_url.rstrip("/") + "/v1"    # the SDK appends /messages to it
+    elif r.kind == "gemini":
+        r.env = {"GOOGLE_GEMINI_BASE_URL": proxy_url.rstrip("/") + GEMINI_PREFIX}   # the SDK appends /v1beta/…
     return r
+
+
+GEMINI_KEYS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+
+def _gemini(env: dict[str, str]) -> Redirect:
+    """Gemini CLI's Gemini API base URL: GOOGLE_GEMINI_BASE_URL, else Google's. Only API-key and gateway
+    sign-in talk to it: a Google login goes to the Code Assist backend, Vertex AI to its own host."""
+    if (env.get("GOOGLE_GENAI_USE_VERTEXAI") or "").lower() in ("1", "true"):
+        return Redirect("gemini", None, skip="Gemini CLI uses Vertex AI (not the Gemini API base URL)")
+    home = Path(env.get("GEMINI_CLI_HOME") or env.get("HOME") or Path.home()) / ".gemini"
+    try:
+        settings = json.loads((home / "settings.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        settings = {}
+    auth = ((settings.get("security") or {}).get("auth") or {}) if isinstance(settings, dict) else {}
+    chosen = auth.get("selectedType") if isinstance(auth, dict) else None
+    # gemini-api-key and gateway (what it picks itself when GOOGLE_GEMINI_BASE_URL is set) use the base URL
+    keyed = any(env.get(k) for k in GEMINI_KEYS) or env.get("GOOGLE_GEMINI_BASE_URL")
+    if chosen not in (None, "gemini-api-key", "gateway") or not keyed:
+        return Redirect("gemini", None, skip=f"Gemini CLI signs in with {chosen or 'no API key'} "
+                                             "(only API-key or gateway sign-in uses GOOGLE_GEMINI_BASE_URL)")
+    return Redirect("gemini", env.get("GOOGLE_GEMINI_BASE_URL") or GEMINI_DEFAULT)
 
 
 def _opencode(env: dict[str, str], workspace: Path) -> Redirect:

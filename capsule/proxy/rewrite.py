@@ -41,7 +41,7 @@ def limit(name: str) -> int:
 class Call:
     """One tool result and what the model asked for: the engine's command, path and intent."""
 
-    api: str                 # "anthropic" | "openai"
+    api: str                 # "anthropic" | "openai" | "gemini"
     call_id: str
     tool: str
     command: str | None
@@ -64,9 +64,23 @@ def rewrite(api: str, body: Any, shrink: Shrink, *, shims_on: bool, hooks_on: bo
     if api == "anthropic":
         if not _anthropic(body, shrink, shims_on, hooks_on):
             return None
+    elif api == "gemini":
+        if not _gemini(body, shrink, shims_on):
+            return None
     elif not _openai(body, shrink, shims_on):
         return None
     return serialize(body)
+
+
+def handles(api: str, sub_path: str, what: str) -> bool:
+    """Whether a POST to `sub_path` is rewritten (what="rewrite") or has its usage read ("usage"):
+    the API's exact `{what}_paths`, or (Gemini: the model is in the path) `path_pattern`'s method
+    in `{what}_methods`."""
+    cfg = config()[api]
+    if f"{what}_paths" in cfg:
+        return sub_path in cfg[f"{what}_paths"]
+    m = re.fullmatch(cfg["path_pattern"], sub_path)
+    return bool(m) and m.group(1) in cfg[f"{what}_methods"]
 
 
 def parse(raw: bytes) -> Any:
@@ -109,6 +123,9 @@ def conversation(api: str, body: dict, headers: dict[str, str]) -> str:
             user = (body.get("metadata") or {}).get("user_id") if isinstance(body.get("metadata"), dict) else None
             sid = _session_from_user_id(user)
         first = (body.get("messages") or [None])[0]
+    elif api == "gemini":   # the API carries no session id: the conversation's first content
+        sid = None
+        first = (body.get("contents") or [None])[0]
     else:
         sid = body.get("prompt_cache_key") or headers.get("session_id") or headers.get("conversation_id")
         first = next((i for i in body.get("input") or [] if isinstance(i, dict) and i.get("role") == "user"), None)
@@ -216,6 +233,49 @@ def _openai(body: dict, shrink: Shrink, shims_on: bool) -> bool:
     return changed
 
 
+# ---- Gemini generateContent / streamGenerateContent ---------------------------------------------------
+def _gemini(body: dict, shrink: Shrink, shims_on: bool) -> bool:
+    """`functionResponse` parts answer the `functionCall` parts of the model turn before them: by
+    `id` when both carry one, else the next unanswered call of the same name, in order. The memo's
+    call id is the call's own id, else the name and the response's place in the conversation
+    (the history only grows, so the place is stable across turns)."""
+    contents = body.get("contents")
+    if not isinstance(contents, list):
+        return False
+    cfg = config()["gemini"]
+    pending: list[tuple[str | None, str, dict, str | None]] = []    # (id, name, args, intent)
+    changed, place = False, 0
+    for content in contents:
+        if not isinstance(content, dict) or not isinstance(content.get("parts"), list):
+            continue
+        parts = content["parts"]
+        if content.get("role") == "model":
+            intent = _join(p.get("text") for p in parts if isinstance(p, dict) and not p.get("thought"))
+            pending = [(fc.get("id") if isinstance(fc.get("id"), str) else None, str(fc.get("name", "")),
+                        fc.get("args") if isinstance(fc.get("args"), dict) else {}, intent)
+                       for p in parts if isinstance(p, dict) and isinstance(fc := p.get("functionCall"), dict)]
+            continue
+        for p in parts:
+            fr = p.get("functionResponse") if isinstance(p, dict) else None
+            if not isinstance(fr, dict):
+                continue
+            place += 1
+            name = str(fr.get("name", ""))
+            fid = fr.get("id") if isinstance(fr.get("id"), str) else None
+            match = next((c for c in pending if fid and c[0] == fid), None) or \
+                next((c for c in pending if c[1] == name), None)
+            if match is not None:
+                pending.remove(match)
+            cid, _, args, intent = match or (None, name, {}, None)
+            call = _call("gemini", cfg, fid or cid or f"{name}#{place}", name, args, intent, shims_on)
+            resp = fr.get("response")
+            if isinstance(resp, dict) and isinstance(resp.get("output"), str):
+                new = _one(call, resp["output"], shrink, cfg)
+                if new != resp["output"]:
+                    resp["output"], changed = new, True
+    return changed
+
+
 def _arguments(item: dict) -> dict:
     raw = item.get("arguments", item.get("input"))
     if isinstance(raw, dict):
@@ -276,16 +336,33 @@ def _one(call: Call, text: str, shrink: Shrink, cfg: dict) -> str:
 
 def engine_view(call: Call, text: str, observe: Shrink) -> str:
     """What the engine sees of a block seen for the first time, and its answer mapped back: the exit
-    status read from the result, and a numbered Read as the file's own text, renumbered afterwards."""
-    m = re.search(config()[call.api]["exit_code_pattern"], text[:4096])
+    status read from the result, the client's envelope around a command's output set aside (Gemini
+    CLI's `<untrusted_context>`, `Output: `, its status lines) and put back around the answer, and a
+    numbered Read as the file's own text, renumbered afterwards."""
+    cfg = config()[call.api]
+    head, body, tail = _envelope(cfg, text)
+    m = re.search(cfg["exit_code_pattern"], tail if body is not text else text[:4096])
     if m:
         call = Call(**{**call.__dict__, "exit_code": int(m.group(1))})
+    if body is not text:
+        out = observe(call, body)
+        return text if out == body else head + out + tail
     if call.numbered:
         plain = unnumber(text)
         if plain is not None:
             out = observe(call, plain[0])
             return text if out == plain[0] else renumber(plain[0], out, plain[1])
     return observe(call, text)
+
+
+def _envelope(cfg: dict, text: str) -> tuple[str, str, str]:
+    """(head, the command's own output, tail) by the API's `envelope` pattern; the text itself as
+    the body (the same object) when it has none or does not match."""
+    pattern = cfg.get("envelope")
+    m = re.fullmatch(pattern, text, re.DOTALL) if pattern else None
+    if m is None or not m.group("body"):
+        return "", text, ""
+    return text[:m.start("body")], m.group("body"), text[m.end("body"):]
 
 
 _NUMBERED = re.compile(r"(\d+)\t")

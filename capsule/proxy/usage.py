@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 log = logging.getLogger("capsule.proxy")
 
-AGENTS = {"anthropic": "claude", "openai": "codex"}   # the usage store's agent names, per API
+AGENTS = {"anthropic": "claude", "openai": "codex", "gemini": "gemini"}   # the usage store's agent names, per API
 
 
 @dataclass
@@ -81,7 +81,7 @@ class Tap:
         if len(self._carry) > self.MAX_JSON:
             self._carry = b""
         for line in lines:
-            if line.startswith(b"data:") and b"usage" in line:
+            if line.startswith(b"data:") and (b"usage" in line or b"Usage" in line):
                 try:
                     self._event(json.loads(line[5:]))
                 except ValueError:
@@ -100,7 +100,9 @@ class Tap:
     # -- shapes -------------------------------------------------------------------------------------
     def _event(self, ev: dict) -> None:
         kind = ev.get("type")
-        if self.api == "anthropic":
+        if self.api == "gemini":
+            self._message(ev)       # every chunk may carry usageMetadata; the last one is final
+        elif self.api == "anthropic":
             if kind == "message_start" and isinstance(ev.get("message"), dict):
                 self._message(ev["message"])
             elif kind == "message_delta" and isinstance(ev.get("usage"), dict):
@@ -110,6 +112,9 @@ class Tap:
             self._message(ev["response"])
 
     def _message(self, msg: dict) -> None:
+        if self.api == "gemini":
+            self._gemini(msg)
+            return
         if not isinstance(msg, dict) or not isinstance(msg.get("usage"), dict):
             return
         self.row.model = msg.get("model") if isinstance(msg.get("model"), str) else self.row.model
@@ -146,6 +151,25 @@ class Tap:
         self.row.cache_read_tokens = cached
         self.row.cache_write_5m = _int((u.get("input_tokens_details") or {}).get("cache_creation_tokens"))
         self.row.output_tokens = _int(u.get("output_tokens"))
+        self.seen = True
+
+
+    def _gemini(self, msg: dict) -> None:
+        """GenerateContentResponse: usageMetadata.promptTokenCount includes the cached part
+        (cachedContentTokenCount); thinking (thoughtsTokenCount) is billed as output."""
+        u = msg.get("usageMetadata") if isinstance(msg, dict) else None
+        if not isinstance(u, dict):
+            return
+        if isinstance(msg.get("modelVersion"), str):
+            self.row.model = msg["modelVersion"]
+        if isinstance(msg.get("responseId"), str):
+            self.row.response_id = msg["responseId"]
+        cached = _int(u.get("cachedContentTokenCount"))
+        self.row.usage_json = json.dumps(u, sort_keys=True)
+        self.row.input_tokens = max(_int(u.get("promptTokenCount")) - cached, 0)
+        self.row.cache_read_tokens = cached
+        self.row.cache_write_5m = self.row.cache_write_1h = 0
+        self.row.output_tokens = _int(u.get("candidatesTokenCount")) + _int(u.get("thoughtsTokenCount"))
         self.seen = True
 
 

@@ -63,6 +63,9 @@ async def serve_forever(server) -> None:
                 log.error("control socket cannot listen (%r); shims pass raw output", exc)
 
 
+_UPSTREAM = {"claude": "anthropic_upstream", "opencode": "anthropic_upstream", "gemini": "gemini_upstream"}
+
+
 def start_proxy(*, kind: str, env: dict[str, str], state_dir: Path, mode: str, shims_on: bool, role: Role,
                 workspace: Path, routing, hooks_on: bool = False):
     """The proxy door for the agent's client -> (ProxyServer or None, Redirect or None, info for
@@ -81,8 +84,7 @@ def start_proxy(*, kind: str, env: dict[str, str], state_dir: Path, mode: str, s
                             languages=role.context.languages, media=dict(role.context.media),
                             workspace=workspace, routing=routing, agent_kind=kind,
                             stagger=settings_from((role.context.routing or {}).get("stagger") or {}),
-                            **({"anthropic_upstream": target.upstream} if kind in ("claude", "opencode")
-                               else {"openai_upstream": target.upstream}))
+                            **{_UPSTREAM.get(kind, "openai_upstream"): target.upstream})
         proxy = ProxyServer(settings).start()
         redirect = clients.redirect(target, proxy.url, proxy.openai_url)
         log.info("proxy on %s for %s (upstream %s)", proxy.url, kind, redact(target.upstream))

@@ -541,9 +541,8 @@ def run_claude_tools(ws: Path, home: Path, mode: str, calls: list[tuple[str, dic
         fake.close()
 
 
-# The clients run_in_container drives: Gemini CLI is pinned in the image but cannot run there yet
-# (it needs Node >= 20, the bookworm base has 18).
-IN_IMAGE = ("claude", "codex", "opencode")
+# The clients run_in_container drives (Gemini CLI runs on the CLI layer's node >= 20).
+IN_IMAGE = ("claude", "codex", "opencode", "gemini")
 
 
 def run_in_container(client: str, root: Path, calls=CALLS, role: str = "python-dev") -> Session:
@@ -559,7 +558,8 @@ def run_in_container(client: str, root: Path, calls=CALLS, role: str = "python-d
         ws = root / f"{client}-container" / "shop"
         ws.mkdir(parents=True)
         head = build_workspace(ws)
-        cls = {"claude": FakeClaudeModel, "codex": FakeCodexModel, "opencode": FakeOpenCodeModel}[client]
+        cls = {"claude": FakeClaudeModel, "codex": FakeCodexModel, "opencode": FakeOpenCodeModel,
+               "gemini": FakeGeminiModel}[client]
         fake = type("GatewayFake", (cls,), {"host": gateway})(calls)
         env = ["-e", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "-e", "DISABLE_AUTOUPDATER=1"]
         if client == "claude":
@@ -572,6 +572,12 @@ def run_in_container(client: str, root: Path, calls=CALLS, role: str = "python-d
                 "permission": {"bash": "allow", "edit": "allow"}}))
             env += ["-e", "OPENCODE_CONFIG=/workspace/.opencode-test.json", "-e", "SHELL=/bin/bash"]
             argv = ["opencode", "run", PROMPT]
+        elif client == "gemini":   # the user's Gemini CLI home (GEMINI_CLI_HOME), inside the workspace
+            (ws / ".gemini-home" / ".gemini").mkdir(parents=True)
+            (ws / ".gemini-home" / ".gemini" / "settings.json").write_text(json.dumps(GEMINI_SETTINGS))
+            env += ["-e", "GEMINI_API_KEY=test", "-e", f"GOOGLE_GEMINI_BASE_URL=http://{gateway}:{fake.port}",
+                    "-e", "GEMINI_CLI_HOME=/workspace/.gemini-home", "-e", "SHELL=/bin/bash"]
+            argv = ["gemini", "--yolo", "-p", PROMPT]
         else:
             (ws / ".codex-home").mkdir()
             (ws / ".codex-home" / "config.toml").write_text(fake.provider_config().replace("127.0.0.1", gateway))
