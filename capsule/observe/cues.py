@@ -31,14 +31,15 @@ _HUMP = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9]*_[A-Za-z0-9_]+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b")
 # What a shell command searched for: grep/rg/ag/ack's pattern, pytest's -k.
 _SEARCHED = re.compile(r"(?:\b(?:grep|rg|ag|ack)\b(?:\s+-\S+)*|\s-k)\s+['\"]?([A-Za-z_][\w]*)")
-# What a prompt names as code: `quoted`, a call `name(`, a dotted `mod.name`.
-_QUOTED = re.compile(r"`([A-Za-z_][\w.]*)(?:\(\))?`|\b([A-Za-z_]\w{2,})\((?=[\w\s,'\")]*\))|\b[a-z_]\w*\.([A-Za-z_]\w{2,})\b")
+# What a prompt names as code: `quoted` (its last dotted part), a call `name(...)`. (A bare dotted
+# `obj.attr` is not one: `self.items`, `os.path` name every other body, and crowd the budget.)
+_QUOTED = re.compile(r"`([A-Za-z_][\w.]*)(?:\(\))?`|\b([A-Za-z_]\w{2,})\((?=[\w\s,'\")]*\))")
 # The definitions a text makes (`def name`, `class Name`, `function name`, `fn name`).
 DEFINES_BEFORE = r"\b(?:def|class|function|fn|func|struct|enum|trait|interface|type|impl)\s+[*&]?"
 _DEFINES = re.compile(DEFINES_BEFORE + r"([A-Za-z_]\w*)")
 _SUFFIXES = frozenset("py pyi txt toml json jsonl yaml yml md rst js mjs ts tsx jsx html css cfg ini log lock sh rs go "
                       "java rb php cpp hpp csv xml sql".split())     # `focus.py` names a file, not a member
-_PATH = re.compile(r"(?:^|[\s'\"=(])((?:[\w.-]+/)*[\w-]+\.[A-Za-z]{1,5})(?=$|[\s'\":)])")
+_PATH = re.compile(r"(?:^|[\s'\"=(])((?:/|\.{1,2}/)?(?:[\w.-]+/)*[\w-]+\.[A-Za-z]{1,5})(?=$|[\s'\":)])")
 
 Cues = namedtuple("Cues", ("names", "terms", "lines", "frames", "paths"), defaults=((), ()))
 """names: exact names, first said first;  terms: their ranking terms;  lines: hot line numbers of one
@@ -69,7 +70,7 @@ def said_in(text: str) -> list[str]:
     out = IDENT.findall(text)
     for m in _QUOTED.finditer(text):
         name = next(g for g in m.groups() if g).rsplit(".", 1)[-1]
-        if m.group(3) is None or name.lower() not in _SUFFIXES:
+        if name.lower() not in _SUFFIXES:
             out.append(name)
     return out
 
