@@ -19,6 +19,13 @@ lines the view shows whole, and bounces (steps whose used lines are not all show
   before   : main before this change: an auto read over the size gate is the outline, whatever the task
   after    : the engine's read entry, with the session's failures and (for goal steps) the intent
   after/no-intent : the same goal steps without the intent (the session's cues only: none here)
+  after/prompt : no intent; the user's last prompt names the function (`name`), as the door hands it in
+Search steps (searches with context, issue 29.3 item 1): for each goal function, the agent searches
+the copied modules for the identifier its body uses most that is common across them (`rg -n -C 4`,
+run for real, past the bounded view's 1,000 lines). The lines used next: the output lines of the
+goal function's file within its body. Conditions: full (the tool's output), head/tail (a blind cut:
+first and last 40 lines), before (no cue: the search filter's plain cut), after/intent,
+after/prompt (the name in the user's last prompt), after/intent+name.
 Timings are not measured (token and line figures only); same input -> same figures.
 """
 
@@ -129,6 +136,62 @@ class Tally:
                 f"| {self.bounces:>7} | {with_bounce:>12.1%} |")
 
 
+def search_steps(eng, ws: Path, goals: list, count) -> dict:
+    """Searches with context over the copied modules, one per goal function (see the module doc)."""
+    from capsule.ground.types import Observation
+    from capsule.observe.filters.search_stream import ungroup
+
+    keys = ("search:full", "search:head/tail", "search:before", "search:after/intent", "search:after/prompt",
+            "search:after/intent+name")
+    tallies = {k: SearchTally() for k in keys}
+    texts = {rel: source for rel, _, _, _, _, source in goals}
+    for j, (rel, name, first, last, goal, source) in enumerate(goals):
+        body = "\n".join(source.split("\n")[first - 1:last])
+        common = [w for w in dict.fromkeys(re.findall(r"\b[A-Za-z_]\w{3,}\b", body))
+                  if w != name and sum(t.count(w) for t in texts.values()) >= 150 and w not in ("self", "return")]
+        if not common:
+            continue
+        word = common[0]
+        args = ["rg", "-n", "-C", "4", "--sort", "path", "-w", word, "."]
+        raw = subprocess.run(args, cwd=ws, capture_output=True, text=True).stdout
+        if raw.count("\n") <= 1000:
+            continue
+        cmd = " ".join(args)
+        used = {ln for ln in raw.split("\n") if _in_body(ln, rel, first, last)}
+        if not used:
+            continue
+        lines = raw.rstrip("\n").split("\n")
+        tallies["search:full"].add(raw, raw, used, count)
+        tallies["search:head/tail"].add("\n".join(lines[:40] + [f"[{len(lines) - 80} more lines]"] + lines[-40:]),
+                                        raw, used, count)
+        for key, intent, prompt in (("search:before", None, None), ("search:after/intent", goal, None),
+                                    ("search:after/prompt", None, f"something is off in `{name}`, can you look?"),
+                                    ("search:after/intent+name", f"{goal} ({name})", None)):
+            view = eng.observe(Observation(raw.encode(), command=cmd, scope=f"s{j}-{key}", intent=intent,
+                                           prompt=prompt)).data.decode()
+            tallies[key].add(view, raw, used, count, shown=set(ungroup(view)))
+    return tallies
+
+
+def _in_body(line: str, rel: str, first: int, last: int) -> bool:
+    m = re.match(r"^\./(.+?)[-:](\d+)[-:]", line)
+    return bool(m) and m.group(1) == rel and first <= int(m.group(2)) <= last
+
+
+class SearchTally(Tally):
+    def add(self, view: str, raw: str, used: set, count, shown: set | None = None) -> None:
+        shown = set(view.split("\n")) if shown is None else shown
+        self.steps += 1
+        self.sent += count(view)
+        self.full += count(raw)
+        self.used += len(used)
+        self.kept += len(used & shown)
+        missing = [ln for ln in raw.split("\n") if ln in used and ln not in shown]
+        if missing:
+            self.bounces += 1
+            self.bounce_tokens += count("\n".join(missing))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--modules", type=int, default=len(GOAL_MODULES))
@@ -148,7 +211,9 @@ def main() -> int:
     eng = Engine(mode="standard", scope="bench")
     before = Reader(ws)
     tallies = {k: Tally() for k in ("tb:full", "tb:before", "tb:after", "goal:full", "goal:before",
-                                    "goal:after/no-intent", "goal:after/intent", "goal:after/intent+name")}
+                                    "goal:after/no-intent", "goal:after/intent", "goal:after/prompt",
+                                    "goal:after/intent+name")}
+    goals = []
     # Traceback steps: the real failure observed, then a plain read of its innermost stdlib frame's file.
     for i, code in enumerate(FAILURES):
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -185,11 +250,14 @@ def main() -> int:
         plain = before.read(rel)
         tallies["goal:full"].add(source, source, used, count)
         tallies["goal:before"].add(plain, source, used, count)
-        for key, intent in (("goal:after/no-intent", ""), ("goal:after/intent", goal),
-                            ("goal:after/intent+name", f"{goal} ({name})")):
+        for key, intent, prompt in (("goal:after/no-intent", "", None), ("goal:after/intent", goal, None),
+                                    ("goal:after/prompt", "", f"something is off in `{name}`, can you look?"),
+                                    ("goal:after/intent+name", f"{goal} ({name})", None)):
             view = eng.request(Observation(request=Request("read", ws, rel, scope=f"g{j}", intent=intent,
-                                                           fresh=True))).data.decode()
+                                                           fresh=True, prompt=prompt))).data.decode()
             tallies[key].add(view, source, used, count)
+        goals.append((rel, name, first, last, goal, source))
+    tallies.update(search_steps(eng, ws, goals, count))
     eng.close()
     print("| condition                | steps | tokens   | saved  | used kept | bounces | saved w/ bounce |")
     print("|--------------------------|-------|----------|--------|-----------|---------|-----------------|")

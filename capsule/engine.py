@@ -17,6 +17,7 @@ close) waits as long as any writer (sqlite.BUSY_TIMEOUT_MS).
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from capsule.ground import logs, paths, switches, tokens
@@ -30,6 +31,8 @@ from capsule.store.archive import Archive
 log = logs.get("capsule.engine")
 
 STORE_BUDGET_MS = 1000     # the longest the agent's output waits on another writer's lock
+RECENT_COMMANDS = 12      # the session's last shell commands read for the task's cues
+RECENT_S = 1800.0
 
 LARGE_BYTES = 16 << 20      # above this a payload is never loaded whole into memory (observe/huge.py)
 # A line longer than this takes the same path: one BPE piece of many MB costs seconds and hundreds of
@@ -124,7 +127,8 @@ class Engine:
             em = pipeline.run(obs, self.archive, mode=mode, languages=tuple(obs.languages) or self.languages,
                               measure_only=sw.measure_only or mode == "measure",
                               large_bytes=LARGE_BYTES, long_line_bytes=LONG_LINE_BYTES,
-                              salient=salience.recall(self.state_dir, scope))
+                              salient=salience.recall(self.state_dir, scope),
+                              cues=self._lazy_cues([scope], obs.intent, obs.prompt, obs.edits))
             if obs.view is not None and obs.handle:     # a view the engine's read entry cut from an archived original
                 em.handle = obs.handle
             if obs.exit_code not in (0, None):      # a failure: what it names ranks first later in the session
@@ -152,6 +156,48 @@ class Engine:
         else:
             em.emission_id = self.record(self._row(em, obs, mode))
         return em
+
+    def session_cues(self, scopes: list[str], intent: str | None = None, prompt: str | None = None,
+                     edits=(), rel: str | None = None):
+        """The task's cues for one session (observe/cues.py): the step's intent, the user's last prompt
+        and the session's recent edits (as the door handed them in), the session's failure names
+        (observe/salience.py) and failing frames (retrieve/focus.py), its recent shell commands (the
+        ledger); `rel`: a file being read, whose frames' lines are its hot lines."""
+        from capsule.observe import cues, salience  # noqa: PLC0415
+        from capsule.retrieve import focus  # noqa: PLC0415 - only a cut that ranks reads the session
+
+        names = [n for s in scopes for n in salience.recall(self.state_dir, s)]
+        frames = [f for s in scopes for f in focus.frames(self.state_dir, s)]
+        lines = [n for s in scopes for n in focus.recall(self.state_dir, s, rel)] if rel else []
+        return cues.cues(intent, names, self.recent_commands(scopes), lines, prompt=prompt,
+                         edits=list(edits or ()), frames=frames)
+
+    def _lazy_cues(self, scopes: list[str], intent, prompt, edits):
+        """session_cues() when a transform first asks (most outputs never rank), then remembered;
+        a store that cannot be read means no cues (fail open)."""
+        got: list = []
+
+        def read():
+            if not got:
+                try:
+                    got.append(self.session_cues(scopes, intent, prompt, edits))
+                except Exception as exc:  # noqa: BLE001 - no cues is a plain cut, never a failed output
+                    log.warning("session cues unreadable: %r", exc)
+                    from capsule.observe.cues import NONE  # noqa: PLC0415
+
+                    got.append(NONE)
+            return got[0]
+        return read
+
+    def recent_commands(self, scopes: list[str]) -> list[str]:
+        """The session's last shell commands (the ledger's rows of its scopes), newest first."""
+        try:
+            rows = self.ledger.rows(since=time.time() - RECENT_S)
+        except Exception:  # noqa: BLE001 - no ledger yet, or a busy one: no command cues
+            return []
+        cmds = [r["command"] for r in reversed(rows) if r["scope"] in scopes and r["command"]
+                and r["family"] != "read"]
+        return cmds[:RECENT_COMMANDS]
 
     def pending(self) -> bool:
         """Is there deferred work (records, full-text rows) waiting for drain()?"""

@@ -36,8 +36,6 @@ log = logs.get("capsule.engine.read")
 REFRESH_EVERY_S = 30.0
 MAX_MEDIA_BYTES = 32 << 20     # the model APIs' own request cap
 DEFAULT_BUDGET = 800
-RECENT_COMMANDS = 12      # the session's last shell commands read for a file view's cues
-RECENT_S = 1800.0
 DOC_SUFFIXES = ("md", "markdown", "mdx", "rst", "txt")
 
 
@@ -147,14 +145,11 @@ class Reads:
     def _focused(self, req: Request, rel: str, source: str, started: float) -> Emission | None:
         """The outline with the regions the task points at whole (retrieve/focus.py), or None (no cue
         here, or no outline): the plain outline is served."""
-        from capsule.observe import salience  # noqa: PLC0415
         from capsule.observe.content.outline import outline  # noqa: PLC0415
 
         eng = self.engine
         scopes = list(dict.fromkeys(s for s in (req.scope, eng.scope) if s))
-        names = [n for s in scopes for n in salience.recall(eng.state_dir, s)]
-        lines = [n for s in scopes for n in focus.recall(eng.state_dir, s, rel)]
-        cue = focus.cues(req.intent, names, self._recent_commands(scopes), lines)
+        cue = eng.session_cues(scopes, req.intent, req.prompt, req.edits, rel=rel)
         if not (cue.names or cue.terms or cue.lines):
             return None
         bodies = outline(source, rel, eng.languages, detail="signatures")
@@ -172,16 +167,6 @@ class Reads:
             return None
         return self._row(req, source, text, "read:focus", f"ctx_read {rel} focus", started, path=rel,
                          handle=stored[0])
-
-    def _recent_commands(self, scopes: list[str]) -> list[str]:
-        """The session's last shell commands (the ledger's rows of its scopes), newest first."""
-        try:
-            rows = self.engine.ledger.rows(since=time.time() - RECENT_S)
-        except Exception:  # noqa: BLE001 - no ledger yet, or a busy one: no command cues
-            return []
-        cmds = [r["command"] for r in reversed(rows) if r["scope"] in scopes and r["command"]
-                and r["family"] != "read"]
-        return cmds[:RECENT_COMMANDS]
 
     def _media(self, req: Request) -> Emission:
         """An image or PDF file through the engine's media entry (engine_media.py): its parts (an image

@@ -26,6 +26,26 @@ TOOL_PERMISSION = f"mcp__{SERVER_NAME}"
 # capsule's own MCP tools are the engine's own output.
 HOOK_TOOLS = ("Read", "Grep", "Glob", "WebFetch")
 HOOK_MATCHER = "Read|Grep|Glob|WebFetch|mcp__.*"
+# Grep's input keys that are ripgrep's own flags (its output is ripgrep's): with them the engine sees
+# the search as it ran, context asked for included (a search with context is a read of regions).
+GREP_FLAGS = ("-i", "-n", "-A", "-B", "-C")
+
+
+def grep_command(args: dict) -> str:
+    """Claude Code's Grep tool call as the ripgrep command line it stands for."""
+    import shlex  # noqa: PLC0415
+
+    words = ["rg"]
+    for flag in GREP_FLAGS:
+        value = args.get(flag)
+        if value is True:
+            words.append(flag)
+        elif isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 10_000:
+            words += [flag, str(value)]
+    words.append(shlex.quote(str(args.get("pattern") or "")))
+    if args.get("path"):
+        words.append(shlex.quote(str(args["path"])))
+    return " ".join(words)
 OWN_TOOL_PREFIX = f"mcp__{SERVER_NAME}__"
 
 

@@ -1,4 +1,5 @@
-"""The goal an agent stated for a shell call, read back for the engine as that observation's intent.
+"""The goal an agent stated for a shell call, read back for the engine as that observation's intent;
+and the task's cues the same hook keeps (the user's last prompt, the session's Edit/Write calls).
 
 Claude Code's PreToolUse hook (hook_template/intent_hook.py, set up by session.py) records each Bash
 call's command and `description`, and UserPromptSubmit the user's prompt, per session. A shim's
@@ -19,6 +20,7 @@ from pathlib import Path
 
 TAIL_BYTES = 64 << 10
 MAX_AGE_S = 900.0
+MAX_EDITS = 8
 
 
 def _tokens(command: str) -> list[str]:
@@ -76,6 +78,28 @@ def lookup(intents_dir: Path, session: str | None, command: str | None, now: flo
         if rec.get("kind") == "prompt" and prompt is None and rec.get("prompt"):
             prompt = str(rec["prompt"])
     return prompt
+
+
+def said(intents_dir: Path, session: str | None, now: float | None = None) -> tuple[str | None, tuple[str, ...]]:
+    """The task's cues the hook recorded for a session: the user's last prompt, and its recent edits
+    (newest first, at most MAX_EDITS, each "path\nnew text"); (None, ()) when there are none."""
+    if not session:
+        return None, ()
+    session = "".join(c for c in session if c.isalnum() or c in "-_")
+    try:
+        records = _records(Path(intents_dir) / f"{session}.jsonl")
+    except OSError:
+        return None, ()
+    now = time.time() if now is None else now
+    prompt, edits = None, []
+    for rec in reversed(records):
+        if now - float(rec.get("t") or 0) > MAX_AGE_S:
+            break
+        if rec.get("kind") == "prompt" and prompt is None and rec.get("prompt"):
+            prompt = str(rec["prompt"])
+        elif rec.get("kind") == "edit" and len(edits) < MAX_EDITS and (rec.get("path") or rec.get("text")):
+            edits.append(f"{rec.get('path') or ''}\n{rec.get('text') or ''}")
+    return prompt, tuple(edits)
 
 
 ROLLOUT_TAIL = 256 << 10

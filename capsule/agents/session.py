@@ -39,6 +39,10 @@ CLAUDE_SUBCOMMANDS = frozenset({"mcp", "config", "doctor", "update", "install", 
                                 "setup-token", "plugin", "agents", "auth"})
 
 
+# The intent hook's PreToolUse tools: Bash (each call's goal), the edit tools (the task's cues).
+INTENT_MATCHER = "Bash|Edit|MultiEdit|Write|NotebookEdit"
+
+
 def sessions_root(state_dir: Path) -> Path:
     return Path(state_dir) / SESSIONS_DIR
 
@@ -161,7 +165,7 @@ def claude_argv(argv: list[str], session_dir: Path, state_dir: Path, *, mcp: boo
     if intent:
         hook = {"type": "command", "command": _hook_command(session_dir, state_dir, python), "timeout": 5}
         hooks = settings.setdefault("hooks", {})
-        hooks.setdefault("PreToolUse", []).append({"matcher": "Bash", "hooks": [hook]})
+        hooks.setdefault("PreToolUse", []).append({"matcher": INTENT_MATCHER, "hooks": [hook]})
         hooks.setdefault("UserPromptSubmit", []).append({"hooks": [hook]})
     if boundaries:
         hook = {"type": "command", "command": _boundary_command(session_dir, state_dir, python), "timeout": 5}

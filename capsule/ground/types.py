@@ -50,15 +50,16 @@ class Media(namedtuple("Media", ("model", "api", "table", "context_mode", "works
 
 
 class Request(namedtuple("Request", ("tool", "root", "target", "mode", "fresh", "scope", "intent", "lines", "grep",
-                                     "k", "section", "model", "media"),
-                         defaults=("auto", False, "", "", "", "", 10, "", None, ()))):
+                                     "k", "section", "model", "media", "prompt", "edits"),
+                         defaults=("auto", False, "", "", "", "", 10, "", None, (), None, ()))):
     """One read-door tool call, as the door received it (capsule/engine_read.py answers it).
 
     tool: read | media | search | doc | expand;  root: the workspace;  target: the path, query, document or
     handle;  mode: a read mode (auto, full, signatures, lines:A-B, section:H, anchored);  fresh: no
     stub;  scope: the stub scope ("" = unknown: a whole read, no stub);  intent: the step's goal;
     lines, grep: an expansion's selection;  k: how many search hits;  section: a document's section;
-    model, media: for an image or PDF read, the agent's model and the role's [context.media] table (items)."""
+    model, media: for an image or PDF read, the agent's model and the role's [context.media] table (items);
+    prompt, edits: the user's last prompt and the session's recent edits, as for an Observation."""
 
     __slots__ = ()
 
@@ -86,6 +87,8 @@ _OBSERVATION = (
     ("handle", None),        # with view: the archived original it was cut from (a task-cut read)
     ("media", None),         # an image or a PDF (a Media): capsule/engine_media.py answers it
     ("request", None),       # a read door's tool call (a Request): Engine.request answers it
+    ("prompt", None),        # the user's last prompt in this session, as the door resolved it (redacted)
+    ("edits", ()),           # the session's recent edits, newest first: "path\nnew text" each (redacted)
 )
 
 

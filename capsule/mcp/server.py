@@ -117,8 +117,18 @@ class ReadDoor:
             blocks = self._read_media(path, self.call_scope(task, meta))
             if blocks is not None:
                 return blocks
+        prompt, edits = self._said()
         return self._ask("read", path, mode=mode or "auto", fresh=bool(fresh), scope=self.call_scope(task, meta),
-                         intent=intent.strip())
+                         intent=intent.strip(), prompt=prompt, edits=edits)
+
+    def _said(self) -> tuple[str | None, tuple[str, ...]]:
+        """The task's cues Claude Code's hook kept for this session (its last prompt, its edits)."""
+        sid = os.environ.get(claude.SESSION_ENV)
+        if not sid:
+            return None, ()
+        from capsule.agents import intent as intents, session  # noqa: PLC0415
+
+        return intents.said(session.intents_dir(self.engine.state_dir), sid)
 
     def _read_media(self, path: str, scope: str):
         """An image sized to the agent model's family cap, a screenshot of a workspace file as a pointer,

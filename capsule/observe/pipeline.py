@@ -37,6 +37,14 @@ MODELLED = frozenset({"default", "line_budget"})     # the salience model's own 
 OWN_STRUCTURE = ("git_stream:", "search_stream:", "pytest_stream:", "go_stream:")
 
 
+def _in_contract(text: str, out_text: str, original_markers: int) -> bool:
+    """A transform's own cut already in the one marker contract (ranged markers that add up, as
+    markers.render writes them): it stands as it is."""
+    if guard.count_markers(out_text) <= original_markers:
+        return False
+    return markers.check(len(keep_split(text)), keep_split(out_text), original_markers) is None
+
+
 def _remarked_filter(filter_id: str | None) -> bool:
     if filter_id is None:
         return True
@@ -157,9 +165,10 @@ def failed_open(data: bytes, error: BaseException, original: bytes | None, size:
 
 
 def run(obs: Observation, archive, *, mode: str, languages: tuple[str, ...], measure_only: bool,
-        large_bytes: int, long_line_bytes: int, salient: list[str] | None = None) -> Emission:
+        large_bytes: int, long_line_bytes: int, salient: list[str] | None = None, cues=None) -> Emission:
     """The one way through: an Observation in, one Emission out (the engine records it).
-    `salient`: what this session's failures named (observe/salience.py), ranked with the intent."""
+    `salient`: what this session's failures named (observe/salience.py), ranked with the intent;
+    `cues`: () -> observe.cues.Cues, the session's cues, called only by a cut that ranks by them."""
     if obs.view is not None:
         return _door_view(obs, measure_only)
     raw = obs.raw
@@ -183,7 +192,7 @@ def run(obs: Observation, archive, *, mode: str, languages: tuple[str, ...], mea
         intent = shorten(with_intent(intent, salient))[0]
     ctx = Context(command=obs.command, family=cls.family, stream=obs.stream, intent=intent, exit_code=obs.exit_code,
                   mode="standard" if mode == "measure" else mode, path=obs.path, languages=languages,
-                  filter_id=cls.filter_id)
+                  filter_id=cls.filter_id, cues=cues)
     em = process(raw, ctx, archive, cls, measure_only=measure_only)
     em.raw_bytes, em.intent = len(raw), stated
     if obs.limit is not None and obs.budget is not None and not measure_only:
@@ -340,7 +349,8 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
             return passthrough("transform changed nothing", result.transform_id)
     else:
         out_text = guard.with_marker(out_text, removed, original_markers)
-    if remarked is None and not guard.marker_ok(out_text, removed, original_markers):
+    if remarked is None and not guard.marker_ok(out_text, removed, original_markers) and not _in_contract(
+            text, out_text, original_markers):
         return passthrough("marker contract broken: raw", result.transform_id,
                            warn=f"{result.transform_id} broke the one-marker contract; raw output passed through")
 

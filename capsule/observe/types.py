@@ -27,6 +27,7 @@ class Context:
     path: str | None = None          # source path for file reads
     languages: tuple[str, ...] = ()  # grammars the role allows ("" = all)
     filter_id: str | None = None     # TOML/streaming filter chosen by the classifier
+    cues: Callable | None = None     # () -> observe.cues.Cues: the session's cues, read only by a cut that ranks
 
 
 @dataclass(frozen=True)

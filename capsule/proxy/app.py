@@ -306,7 +306,8 @@ class Proxy:
         try:
             engine = self.engine()
             out = engine.observe(Observation(raw, command=call.command, exit_code=call.exit_code,
-                                             intent=call.intent, scope=session, path=call.path, stream="stdout"))
+                                             intent=call.intent, scope=session, path=call.path, stream="stdout",
+                                             prompt=call.prompt, edits=call.edits))
             return out.data.decode("utf-8")
         except Exception as exc:  # noqa: BLE001 - the engine fails open; so does the door
             log.warning("proxy: engine failed on a %s result (%r); sent unchanged", call.tool or "tool", exc)

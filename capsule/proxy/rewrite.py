@@ -50,6 +50,8 @@ class Call:
     exit_code: int | None
     owned_elsewhere: str | None   # why another door owns it (INV-8), or None
     numbered: bool = False        # the client numbers each line (`N<TAB>text`)
+    prompt: str | None = None     # the user's last prompt before this result (a task cue)
+    edits: tuple = ()             # the conversation's edit calls before it, newest first: "path\nnew text"
 
 
 Shrink = Callable[[Call, str], str]
@@ -157,8 +159,14 @@ def _anthropic(body: dict, shrink: Shrink, shims_on: bool, hooks_on: bool = Fals
     cfg = config()["anthropic"]
     calls: dict[str, tuple[str, dict, str | None]] = {}
     changed = False
+    prompt, edits = None, []
     for msg in msgs:
-        if not isinstance(msg, dict) or not isinstance(msg.get("content"), list):
+        if not isinstance(msg, dict):
+            continue
+        if msg.get("role") == "user" and isinstance(msg.get("content"), str):
+            prompt = msg["content"][-limit("max_intent_chars"):] or prompt
+            continue
+        if not isinstance(msg.get("content"), list):
             continue
         blocks = msg["content"]
         if msg.get("role") == "assistant":
@@ -167,12 +175,20 @@ def _anthropic(body: dict, shrink: Shrink, shims_on: bool, hooks_on: bool = Fals
                 if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str):
                     calls[b["id"]] = (str(b.get("name", "")), b.get("input") if isinstance(b.get("input"), dict) else {},
                                       intent)
+                    edit = _edit(cfg, calls[b["id"]][0], calls[b["id"]][1])
+                    if edit:
+                        edits.insert(0, edit)
             continue
+        said = _join(b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
+                     and not str(b.get("text", "")).lstrip().startswith("<"))
+        if said:
+            prompt = said[-limit("max_intent_chars"):]
         for b in blocks:
             if not isinstance(b, dict) or b.get("type") != "tool_result":
                 continue
             name, args, intent = calls.get(str(b.get("tool_use_id")), ("", {}, None))
-            call = _call("anthropic", cfg, str(b.get("tool_use_id", "")), name, args, intent, shims_on)
+            call = _call("anthropic", cfg, str(b.get("tool_use_id", "")), name, args, intent, shims_on,
+                         prompt, tuple(edits[:MAX_EDITS]))
             if hooks_on and call.owned_elsewhere is None and claude.hook_owns(name):
                 call = Call(**{**call.__dict__, "owned_elsewhere": "Claude Code tool: the hook door owns it"})
             content = b.get("content")
@@ -290,7 +306,22 @@ def _arguments(item: dict) -> dict:
 
 
 # ---- shared -----------------------------------------------------------------------------------------
-def _call(api: str, cfg: dict, call_id: str, name: str, args: dict, intent: str | None, shims_on: bool) -> Call:
+MAX_EDITS = 8
+
+
+def _edit(cfg: dict, name: str, args: dict) -> str | None:
+    """An edit tool call (apis.toml edit_tools) as a task cue: "path\nnew text", or None."""
+    if name not in cfg.get("edit_tools", ()):
+        return None
+    path = args.get("file_path") or args.get("notebook_path") or args.get("path") or ""
+    parts = [args.get(k) for k in ("new_string", "content", "new_source")]
+    parts += [e.get("new_string") for e in args.get("edits") or [] if isinstance(e, dict)]
+    text = "\n".join(p for p in parts if isinstance(p, str))
+    return f"{path}\n{text}"[:limit("max_intent_chars")] if (path or text) else None
+
+
+def _call(api: str, cfg: dict, call_id: str, name: str, args: dict, intent: str | None, shims_on: bool,
+          prompt: str | None = None, edits: tuple = ()) -> Call:
     owned = None
     if name.startswith(cfg["own_tool_prefix"]):
         owned = "capsule's own MCP tool"
@@ -303,6 +334,8 @@ def _call(api: str, cfg: dict, call_id: str, name: str, args: dict, intent: str 
         if isinstance(value, list) and value:
             value = value[-1] if len(value) >= 3 and value[-2] in ("-c", "-lc") else " ".join(map(str, value))
         command = value if isinstance(value, str) else None
+    elif spec.get("command_of") == "claude_grep" and isinstance(args.get("pattern"), str):
+        command = claude.grep_command(args)     # its flags too: context asked for makes it a read of regions
     elif "command_from" in spec and isinstance(args.get(spec["command_from"]), str):
         command = spec.get("command_prefix", "") + shlex.quote(args[spec["command_from"]])
     if "path" in spec and isinstance(args.get(spec["path"]), str):
@@ -313,7 +346,8 @@ def _call(api: str, cfg: dict, call_id: str, name: str, args: dict, intent: str 
         intent = args["description"]
     if intent:
         intent = intent[-limit("max_intent_chars"):]
-    return Call(api, call_id, name, command, path, intent or None, None, owned, bool(spec.get("numbered")))
+    return Call(api, call_id, name, command, path, intent or None, None, owned, bool(spec.get("numbered")),
+                prompt, tuple(edits))
 
 
 def _read_command(path: str, args: dict, window: dict) -> str:

@@ -1,12 +1,12 @@
 """A read cut by the task: a source file over the read budget as its outline plus, whole, the regions
 the task points at (issue 29.3).
 
-Responsible for the cues (the intent, the session's failing frames and failure names, identifiers in
-the agent's recent commands), for ranking the file's chunks against them (tantivy BM25 over the
-outline's bodies, in memory), and for rendering the view. The session's frames (file, line) of
-recent failures are remembered here, one small owner-only JSON file per session.
+Responsible for picking the file's regions by the task's cues (observe/cues.py: the one cue reader and
+BM25 ranking, shared with the search cut) and for rendering the view. The session's frames (file,
+line) of recent failures are remembered here, one small owner-only JSON file per session.
 Not responsible for the outline itself (observe/content/outline.py), for archiving the original
-(the engine does; the footer names its handle) or for the session's failure names (observe/salience.py).
+(the engine does; the footer names its handle), for the session's failure names (observe/salience.py)
+nor for the cues themselves (observe/cues.py).
 Invariant: deterministic (same text and cues -> same bytes); every kept region is whole and in file
 order; every line is one `ctx expand --lines A-B` away; no cue -> None (the plain outline is served).
 """
@@ -23,25 +23,15 @@ from pathlib import Path
 from capsule.ground import tokens
 from capsule.ground.lines import split_lines
 from capsule.observe import markers
-from capsule.retrieve.index import query_terms, split_identifier
+from capsule.observe.cues import REGION_BUDGET_TOKENS, Cues, rank, same_file
 
-REGION_BUDGET_TOKENS = 2000     # what the kept regions may take beside the outline (~ the size gate's 8 KB)
 MAX_REGION_LINES = 400          # a body longer than this is shown as a window around its hot line
 HEADER_ROWS = 4                 # a body's header: at most this many kept rows above it
 WINDOW = 12                     # lines either side of a hot line outside any body
-MIN_SHARE = 0.35                # a BM25 hit below this share of the best is noise (a word in passing)
 MAX_FRAMES = 32
 MAX_AGE_S = 3600.0
 SCAN_CHARS = 1 << 20
-# Words of a goal that name no code: they would match every comment.
-STOPWORDS = frozenset("""a an and are as at be bug but by can do does doesn down error fail fails failing
-fix for from get how i in into is it its make not of on or out please see should that the this to up use
-what when where which why with work works wrong you""".split())
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)|(?:^|[\s(])([\w./-]+\.\w+):(\d+)(?::\d+)?(?=[:)\s]|$)')
-_IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9]*_[A-Za-z0-9_]+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b")
-_SEARCHED = re.compile(r"(?:\b(?:grep|rg|ag|ack)\b(?:\s+-\S+)*|\s-k)\s+['\"]?([A-Za-z_][\w]*)")
-
-Cues = namedtuple("Cues", ("names", "terms", "lines"))   # exact names, ranking terms, hot line numbers
 Region = namedtuple("Region", ("first", "last", "why"))
 
 
@@ -83,11 +73,16 @@ def learn(state_dir: Path, scope: str | None, text: str) -> None:
         pass
 
 
+def frames(state_dir: Path, scope: str | None) -> list[tuple[str, int]]:
+    """The session's remembered failing frames (path, line), newest first."""
+    return [(str(p), int(n)) for p, n, t in _load(_file(state_dir, scope or "local")) if time.time() - t < MAX_AGE_S]
+
+
 def recall(state_dir: Path, scope: str | None, rel: str) -> list[int]:
     """The hot lines of `rel` in the session's remembered frames, newest first."""
     out = []
     for p, n, t in _load(_file(state_dir, scope or "local")):
-        if time.time() - t < MAX_AGE_S and _same_file(p, rel):
+        if time.time() - t < MAX_AGE_S and same_file(p, rel):
             out.append(int(n))
     return list(dict.fromkeys(out))
 
@@ -98,22 +93,6 @@ def _load(path: Path) -> list:
         return [f for f in data if isinstance(f, list) and len(f) == 3]
     except (OSError, ValueError):
         return []
-
-
-def _same_file(frame_path: str, rel: str) -> bool:
-    f, r = frame_path.replace("\\", "/").lstrip("./"), rel.replace("\\", "/")
-    return f == r or f.endswith("/" + r) or r.endswith("/" + f)
-
-
-def cues(intent: str | None, names: list[str], commands: list[str], lines: list[int]) -> Cues:
-    """The task's pointers at one file: exact names (identifiers in the intent, the session's failure
-    names, what recent commands searched for), their ranking terms, and hot lines."""
-    said = []
-    for text in [intent or ""] + list(commands):
-        said += _IDENT.findall(text) + _SEARCHED.findall(text)
-    exact = list(dict.fromkeys([*said, *names]))
-    words = [w for w in query_terms(" ".join([intent or "", *exact])) if len(w) > 2 and w not in STOPWORDS]
-    return Cues(tuple(exact), tuple(words), tuple(lines))
 
 
 def chunks(outline_removals, kept_rows: list[int]) -> list[tuple[int, int, str]]:
@@ -129,30 +108,6 @@ def chunks(outline_removals, kept_rows: list[int]) -> list[tuple[int, int, str]]
             first -= 1
         out.append((first, r.end, r.reason[8:]))
     return out
-
-
-def rank(source_lines: list[str], parts: list[tuple[int, int, str]], cue: Cues) -> list[int]:
-    """Indexes of `parts` that the terms point at, best first (BM25, ties by position)."""
-    if not cue.terms or not parts:
-        return []
-    import tantivy  # noqa: PLC0415 - only a read with cues ranks
-
-    schema = tantivy.SchemaBuilder().add_text_field("body").add_integer_field("i", stored=True).build()
-    index = tantivy.Index(schema)
-    writer = index.writer(15_000_000, 1)
-    for i, (a, b, name) in enumerate(parts):
-        text = "\n".join(source_lines[a - 1:b])
-        extra = " ".join(p for w in set(_IDENT.findall(text)) | {name} for p in split_identifier(w))
-        writer.add_document(tantivy.Document(body=f"{name} {text} {extra}", i=i))
-    writer.commit()
-    index.reload()
-    searcher = index.searcher()
-    query = index.parse_query(" OR ".join(cue.terms), ["body"])
-    hits = [(score, searcher.doc(addr)["i"][0]) for score, addr in searcher.search(query, len(parts)).hits]
-    if not hits:
-        return []
-    best = max(s for s, _ in hits)
-    return [i for s, i in sorted(hits, key=lambda h: (-h[0], h[1])) if s >= MIN_SHARE * best]
 
 
 def regions(source_lines: list[str], parts: list[tuple[int, int, str]], cue: Cues) -> list[Region]:
@@ -175,7 +130,8 @@ def regions(source_lines: list[str], parts: list[tuple[int, int, str]], cue: Cue
         leaf = p[2].rsplit(".", 1)[-1]
         if leaf in cue.names or leaf.lower() in lowered:
             picked.append(Region(p[0], p[1], f"{p[2]} (named)"))
-    for i in ([] if picked else rank(source_lines, parts, cue)):   # else what the words point at
+    texts = [] if picked else ["\n".join(source_lines[a - 1:b]) for a, b, _ in parts]
+    for i in rank(texts, cue, [name for _, _, name in parts]):        # else what the words point at
         p = parts[i]
         picked.append(Region(p[0], p[1], f"{p[2]} (matches)"))
     out: list[Region] = []

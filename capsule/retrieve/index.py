@@ -25,32 +25,17 @@ import tantivy
 from blake3 import blake3
 
 from capsule.ground import paths
+from capsule.observe.cues import WORD, query_terms, split_identifier  # noqa: F401 - the one tokenizer of cues and the index
 from capsule.retrieve import workspace
 from capsule.retrieve.frecency import Meta
 
 SCHEMA_VERSION = "1"
 _NOT_INDEXED = bytes(16)   # signature digest of a tracked file kept out of the index
 WRITER_HEAP = 128 << 20
-_WORD = re.compile(r"[A-Za-z0-9_]+")
+_WORD = WORD
 _HUMPY = re.compile(r"[A-Za-z0-9_]*(?:[a-z0-9][A-Z]|[A-Z][A-Z][a-z])[A-Za-z0-9_]*")
-_HUMP = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 Progress = Callable[[int, int], None]
-
-
-def split_identifier(word: str) -> list[str]:
-    """`getHTTPResponse_code` -> ["get", "http", "response", "code"] (lowercase parts)."""
-    return [p.lower() for chunk in word.split("_") for p in _HUMP.findall(chunk)]
-
-
-def query_terms(query: str) -> list[str]:
-    """Lowercase terms of a query: each word whole and its snake/camel parts, in order, unique."""
-    terms: list[str] = []
-    for word in _WORD.findall(query):
-        for t in [word.lower(), *split_identifier(word)]:
-            if t not in terms:
-                terms.append(t)
-    return terms
 
 
 def _content_field(text: str) -> str:

@@ -3,7 +3,8 @@ shim forwarded (its environment: limits.env_names()), made into Observations for
 
 Not responsible for transport (supervisor/server.py reads the shim's request) or for the pipeline.
 Invariant: a known client's cap bounds the two emissions together (stderr first, usually short,
-leaving stdout at least half); the intent is the agent's own, looked up from its session or thread.
+leaving stdout at least half); the intent is the agent's own, looked up from its session or thread,
+and so are the task's cues (the user's last prompt, the session's edits).
 """
 
 from __future__ import annotations
@@ -26,6 +27,18 @@ def resolve_intent(state_dir: Path, meta: dict[str, str] | None, command: str) -
     return found
 
 
+def resolve_cues(state_dir: Path, meta: dict[str, str] | None) -> tuple[str | None, tuple[str, ...]]:
+    """The task's cues the client's session holds: the user's last prompt and the session's recent
+    edits (Claude Code's hook records; Codex: its thread's last prompt)."""
+    if not meta:
+        return None, ()
+    prompt, edits = intents.said(session.intents_dir(state_dir), meta.get(limits.data()["claude"]["session_env"]))
+    thread = clients.get("codex").tool_env
+    if prompt is None and meta.get(thread):
+        prompt = intents.codex_prompt(codex.codex_home(), meta[thread])
+    return prompt, edits
+
+
 def observe_command(engine, command: str, stdout: bytes, stderr: bytes, exit_code: int, duration_ms: float,
                     scope: str | None = None, cwd: str | None = None, meta: dict[str, str] | None = None,
                     intent: str | None = None) -> tuple[bytes, bytes]:
@@ -33,6 +46,7 @@ def observe_command(engine, command: str, stdout: bytes, stderr: bytes, exit_cod
     limit = limits.detect(meta)
     if intent is None and meta:
         intent = resolve_intent(engine.state_dir, meta, command)
+    prompt, edits = resolve_cues(engine.state_dir, meta)
     whole = limit.budget() if limit else None
     err_budget = out_budget = None
     if whole is not None:
@@ -40,7 +54,7 @@ def observe_command(engine, command: str, stdout: bytes, stderr: bytes, exit_cod
 
     def one(raw: bytes, stream: str, budget: int | None) -> bytes:
         return engine.observe(Observation(raw, command=command, stream=stream, exit_code=exit_code, intent=intent,
-                                          scope=scope, limit=limit, budget=budget, cwd=cwd,
+                                          scope=scope, limit=limit, budget=budget, cwd=cwd, prompt=prompt, edits=edits,
                                           duration_ms=duration_ms)).data
 
     err = one(stderr, "stderr", err_budget) if stderr else stderr

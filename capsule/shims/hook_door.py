@@ -51,8 +51,7 @@ def _text_of(tool: str, args: dict, out) -> tuple[str, str | None, str | None] |
     if tool == "Grep":
         if not isinstance(out, dict):
             return None
-        pattern = str(args.get("pattern") or "")
-        command = "rg " + shlex.quote(pattern) + (f" {shlex.quote(str(args['path']))}" if args.get("path") else "")
+        command = claude.grep_command(args)
         if isinstance(out.get("content"), str) and out.get("content"):
             return out["content"], command, None
         names = out.get("filenames")
@@ -155,8 +154,9 @@ def _answer(engine, event: dict):
     sid = str(event.get("session_id") or "") or None
     limit = limits.detect({switches.AGENT_MARKER: "claude"})     # the hook runs for the Claude Code capsule launched
     intent = intents.lookup(session.intents_dir(engine.state_dir), sid, command)
+    prompt, edits = intents.said(session.intents_dir(engine.state_dir), sid)
     em = engine.observe(Observation(text.encode("utf-8", "surrogatepass"), command=command, stream="stdout",
-                                    intent=intent, scope=sid, limit=limit, budget=limit.budget() if limit else None,
+                                    intent=intent, scope=sid, prompt=prompt, edits=edits, limit=limit, budget=limit.budget() if limit else None,
                                     path=path, cwd=event.get("cwd") if isinstance(event.get("cwd"), str) else None))
     new = em.data.decode("utf-8", "surrogateescape")
     value = _put_back(tool, out, new) if em.applied and new != text and len(new) < len(text) else None

@@ -85,3 +85,29 @@ def test_hook_records_and_lookup_finds_the_calls_description(tmp_path):
     assert not (state / "sessions" / "evil.jsonl").exists() and (d / "evil.jsonl").exists()
     _hook(state, {"not": "a hook event"})                                               # silent, no record
     assert sorted(os.listdir(d)) == ["evil.jsonl", "s-1.jsonl"]
+
+
+def test_hook_records_edits_and_the_prompt_for_the_task_cues(tmp_path):
+    """Item 2 of issue 29.3: the user's last prompt and the session's Edit/Write calls are the task's
+    cues; the hook keeps them per session, owner-only, redacted (secrets never land on disk)."""
+    state = tmp_path / "state"
+    d = session.prepare(state)
+    argv = session.claude_argv(["claude", "-p", "hi"], d, state, mcp=False, intent=True, python=sys.executable)
+    settings = json.loads((d / "settings.json").read_text())
+    (pre,) = settings["hooks"]["PreToolUse"]
+    assert set(pre["matcher"].split("|")) >= {"Bash", "Edit", "MultiEdit", "Write"} and argv
+    _hook(state, {"hook_event_name": "UserPromptSubmit", "session_id": "e-1", "prompt": "fix `apply_discount` first"})
+    _hook(state, {"hook_event_name": "PreToolUse", "session_id": "e-1", "tool_name": "Edit", "tool_use_id": "t1",
+                  "tool_input": {"file_path": "/w/shop/pay.py", "old_string": "a", "new_string": "def settle_ledger():"}})
+    _hook(state, {"hook_event_name": "PreToolUse", "session_id": "e-1", "tool_name": "Write", "tool_use_id": "t2",
+                  "tool_input": {"file_path": "/w/conf.py",
+                                 "content": "TOKEN = 'ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8'\n"}})
+    _hook(state, {"hook_event_name": "PreToolUse", "session_id": "e-1", "tool_name": "MultiEdit", "tool_use_id": "t3",
+                  "tool_input": {"file_path": "/w/shop/cart.py", "edits": [{"old_string": "x", "new_string": "cartTotal"}]}})
+    prompt, edits = intent.said(session.intents_dir(state), "e-1")
+    assert prompt == "fix `apply_discount` first"
+    assert edits[0] == "/w/shop/cart.py\ncartTotal" and edits[2].startswith("/w/shop/pay.py\ndef settle_ledger")
+    assert "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8" not in (session.intents_dir(state) / "e-1.jsonl").read_text()
+    assert (session.intents_dir(state) / "e-1.jsonl").stat().st_mode & 0o077 == 0
+    assert intent.lookup(session.intents_dir(state), "e-1", "pytest -q") == "fix `apply_discount` first"  # edits are no goal
+    assert intent.said(session.intents_dir(state), "e-2") == (None, ())

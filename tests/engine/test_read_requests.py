@@ -159,3 +159,20 @@ def test_a_failing_task_cut_serves_the_plain_outline(engine, ws, monkeypatch):
 
     monkeypatch.setattr(focus, "view", broken)
     assert read(engine, ws, intent="fix _get_values", scope="p2") == plain
+
+
+def test_the_users_last_prompt_naming_a_function_brings_its_body_back_whole(engine, ws, source):
+    """Issue 29.3 item 2: no intent, no failure; the user's last prompt (as the door resolved it) names it."""
+    first, body = body_of(source, "_get_values")
+    text = read(engine, ws, scope="pr", prompt="The nargs default gets lost somewhere in `_get_values`, can you check?")
+    got = text.split("\n")
+    start = got.index(f"{first}: {body[0]}")
+    assert got[start:start + len(body)] == [f"{first + i}: {b}" for i, b in enumerate(body)]
+    assert len(text) < len(source) // 4 and "(named)" in text
+
+
+def test_a_recent_edit_points_the_read_at_what_it_touched(engine, ws, source):
+    first, body = body_of(source, "_check_value")
+    edit = f"{ws / MODULE}\n    def _check_value(self, action, value):\n        # choices may be a set"
+    text = read(engine, ws, scope="ed", edits=(edit,))
+    assert f"{first}: {body[0]}" in text.split("\n") and f"{first + len(body) - 1}: {body[-1]}" in text.split("\n")

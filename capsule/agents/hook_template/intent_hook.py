@@ -1,6 +1,7 @@
 # capsule intent hook (written per session by capsule.agents.session; Claude Code runs it).
-# PreToolUse(Bash): records the call's command and its stated `description`; UserPromptSubmit:
-# records the user's prompt. The engine reads them back as the intent of the shim's observation
+# PreToolUse(Bash): records the call's command and its stated `description`; PreToolUse(Edit, Write,
+# MultiEdit, NotebookEdit): the path and the new text (the task's cues); UserPromptSubmit: records the
+# user's prompt. The engine reads them back as the intent and cues of the shim's observation
 # (capsule/agents/intent.py). Never blocks or changes the call: no output, exit 0, on any error too.
 import json
 import os
@@ -11,6 +12,7 @@ INTENTS_DIR = @INTENTS_DIR@
 IMPORT_PATH = @IMPORT_PATH@     # where capsule and its libraries are (this runs with -IS: no site)
 STATE_DIR = @STATE_DIR@         # capsule's caches (the redaction patterns) live there
 MAX_CHARS = 2000
+EDIT_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
 
 
 def _redacted(record):
@@ -32,7 +34,13 @@ def main():
     if not session:
         return
     name = event.get("hook_event_name")
-    if name == "PreToolUse":
+    if name == "PreToolUse" and event.get("tool_name") in EDIT_TOOLS:
+        ti = event.get("tool_input") or {}
+        parts = [ti.get("new_string"), ti.get("content"), ti.get("new_source")]
+        parts += [e.get("new_string") for e in ti.get("edits") or [] if isinstance(e, dict)]
+        record = {"kind": "edit", "path": str(ti.get("file_path") or ti.get("notebook_path") or "")[:MAX_CHARS],
+                  "text": "\n".join(p for p in parts if isinstance(p, str))[:MAX_CHARS]}
+    elif name == "PreToolUse":
         tool_input = event.get("tool_input") or {}
         record = {"kind": "tool", "command": str(tool_input.get("command") or "")[:MAX_CHARS],
                   "description": str(tool_input.get("description") or "")[:MAX_CHARS],

@@ -149,19 +149,20 @@ def _streaming_class(spec: FilterSpec) -> type[StreamFilter]:
 
 
 def run_filter(spec: FilterSpec, text: str, exit_code: int | None, command: str | None = None,
-               _depth: int = 0, intent: str | None = None) -> tuple[str, list, FilterSpec]:
+               _depth: int = 0, intent: str | None = None, cues=None) -> tuple[str, list, FilterSpec]:
     """Run one filter (following `delegate`); returns (text, removals, filter actually run)."""
     if spec.delegate and _depth < 3:
         for when, target in spec.delegate:
             if when.search(text):
                 other = get_filter(target)
                 if other is not None:
-                    return run_filter(other, text, exit_code, command, _depth + 1, intent)
+                    return run_filter(other, text, exit_code, command, _depth + 1, intent, cues)
     if spec.streaming:
         flt = _streaming_class(spec)()
         flt.command, flt.spec = command, spec
         flt.options = dict(spec.options)
         flt.intent = intent
+        flt.cues = cues
         out, removals, _ = run_stream(flt, text, exit_code)
     else:
         out, removals, _ = run_stages(spec, text, exit_code, intent)
@@ -173,7 +174,8 @@ def apply(text: str, ctx: Context) -> TransformResult:
     spec = get_filter(ctx.filter_id or "") if ctx.filter_id else None
     if spec is None:
         return TransformResult(text, TRANSFORM_ID, lossless=True, notes=[f"no filter {ctx.filter_id!r}"])
-    out, removals, ran = run_filter(spec, text, ctx.exit_code, ctx.command, intent=ctx.intent)
+    out, removals, ran = run_filter(spec, text, ctx.exit_code, ctx.command, intent=ctx.intent,
+                                   cues=ctx.cues)
     if ran.streaming and missing(text, out, ctx.exit_code):    # TOML stages protect these by construction
         return TransformResult(text, TRANSFORM_ID, lossless=True,
                                notes=[f"filter {ran.name} lost an error line; kept raw"])

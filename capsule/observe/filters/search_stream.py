@@ -225,6 +225,14 @@ class SearchFilter(StreamFilter):
             else:
                 self._emit(groups, keep, [])
             return
+        if self.cues is not None and any(e.sep != ":" for e in hits):
+            # regions past the view's size: the groups the task points at whole (search_focus.py)
+            from capsule.observe.filters import search_focus
+
+            cut = search_focus.cut(self.lines, entries, self.cues(), {e.lineno for e in entries if self._protected(e)})
+            if cut is not None:
+                self.out, self._run.removals = cut
+                return
         self.folded, self.after, outliers = self._fold(hits)
         shown = [e for e in hits if e.lineno not in self.folded]
         files = [g for g in files if any(e.kind == "hit" and e.lineno not in self.folded for e in g)]

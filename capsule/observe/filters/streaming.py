@@ -21,6 +21,7 @@ class StreamFilter:
     command: str | None = None     # the command line, when known (set by the engine)
     options: dict = {}             # the filter's `options` table from its TOML file (set by the engine)
     intent: str | None = None      # what the agent is after, when known (set by the engine)
+    cues = None                    # () -> observe.cues.Cues: the session's cues (set by the engine), read lazily
     spec = None                    # the FilterSpec naming this class: its budgets and options
 
     def __init__(self) -> None:
