@@ -3,7 +3,7 @@
 For each command: the real binary, the shim as a passthrough (not an agent call: exec only), and
 the shim on an agent call (fork, capture, round trip to the warm engine, emit). Runs are
 interleaved so machine noise hits all three alike; medians over N runs.
-Budget (DESIGN): <= 15 ms median added over the raw command.
+Budget (DESIGN, issue 32): <= 3 ms median added over the raw command plus the engine's own work.
 
     python benchmarks/bench_shim.py [-n 40]
 """
@@ -28,7 +28,7 @@ from capsule.supervisor import server
 from capsule.shims import door
 
 ROOT = Path(__file__).resolve().parents[1]
-BUDGET_MS = 15.0
+BUDGET_MS = 3.0
 COMMANDS = [
     ["git", "--version"],
     ["git", "status", "--short"],
@@ -39,7 +39,8 @@ COMMANDS = [
 ]
 
 
-def start_supervisor(state: Path) -> tuple[subprocess.Popen, float]:
+def start_supervisor(state: Path) -> tuple[subprocess.Popen, float, float]:
+    """(process, seconds to ready: the socket answers PING, seconds until its engine serves: STATUS)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("JACKIN_CTX_")}
     env["JACKIN_CTX_STATE_DIR"] = str(state)
     sock = state / "engine.sock"
@@ -50,8 +51,13 @@ def start_supervisor(state: Path) -> tuple[subprocess.Popen, float]:
         if time.monotonic() - t0 > 60:
             raise TimeoutError("supervisor did not create its socket")
         time.sleep(0.002)
-    server.wait_ready(sock, 60)
-    return proc, time.monotonic() - t0
+    try:
+        server.wait_ready(sock, 60, warm=False)
+    except TypeError:       # an older tree: its socket answered only once its engine was warm
+        server.wait_ready(sock, 60)
+    ready = time.monotonic() - t0
+    server.status(sock, 60)
+    return proc, ready, time.monotonic() - t0
 
 
 CPU: dict[str, list[float]] = {}  # CPU ms (user+sys) of the command and its shim, per variant key
@@ -88,14 +94,15 @@ def main() -> int:
 
     tmp = Path(tempfile.mkdtemp(prefix="capsule-bench-"))
     try:
-        ready = []
+        ready, warm = [], []
         for i in range(args.starts):
-            proc, secs = start_supervisor(tmp / f"s{i}")
+            proc, secs, warm_s = start_supervisor(tmp / f"s{i}")
             ready.append(secs * 1000)
+            warm.append(warm_s * 1000)
             proc.send_signal(signal.SIGTERM)
             proc.wait(30)
         state = tmp / "state"
-        proc, _ = start_supervisor(state)
+        proc, _, _ = start_supervisor(state)
         from capsule.engine import Engine  # noqa: PLC0415 - in-process twin of the warm engine
         engine = Engine(tmp / "engine-twin", mode="standard")
         shim_dir = tmp / "shims"
@@ -147,7 +154,7 @@ def main() -> int:
 
     print(f"shim overhead, median of {args.n} interleaved runs (ms); shims {kind}")
     print("added = agent - raw; engine = the engine's own work on that output (in-process, same run);")
-    print("door = added - engine: what the shim and socket cost, the part the 15 ms budget governs")
+    print("door = added - engine: what the shim and socket cost, the part the 3 ms budget governs")
     print(f"{'command':<24} {'raw':>7} {'passthru':>8} {'agent':>8} {'added':>8} {'engine':>7} {'door':>7}")
     worst = 0.0
     for name, raw, passthru, agent, eng in rows:
@@ -167,8 +174,10 @@ def main() -> int:
               f"sourcing it first {env_cost[1]:.2f} ms ({env_cost[1] - env_cost[0]:+.2f} ms)")
     agent_runs = len(COMMANDS) * (args.n + 3)
     print(f"engine round trips served: {served} of {agent_runs} agent calls (fewer: some fell open, raw)")
-    print(f"supervisor start-to-ready (socket answers PING, engine warm): median {statistics.median(ready):.0f} ms "
+    print(f"supervisor start-to-ready (socket answers PING): median {statistics.median(ready):.0f} ms "
           f"over {args.starts} starts (min {min(ready):.0f}, max {max(ready):.0f})")
+    print(f"supervisor start-to-warm engine (STATUS answered): median {statistics.median(warm):.0f} ms "
+          f"(min {min(warm):.0f}, max {max(warm):.0f})")
     return 0 if worst <= BUDGET_MS else 1
 
 

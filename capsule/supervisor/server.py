@@ -42,9 +42,14 @@ _EXHAUSTED = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 
 
 class EngineServer:
-    def __init__(self, path: Path, engine: Any | None, status: Callable[[], dict] | None = None):
+    def __init__(self, path: Path, engine: Any | None, status: Callable[[], dict] | None = None,
+                 warming: bool = False):
+        """warming: the engine comes later (set_engine): the socket answers PING at once, and a
+        request that needs the engine waits for it (a shim's deadline passing first means raw)."""
         self.path = Path(path)
         self.engine = engine
+        self._warming = warming
+        self._warm = None                 # an anyio.Event while warming (made on the loop: listen())
         self.status = status or (lambda: {})
         self.lock = anyio.Lock()
         self.served = 0
@@ -56,7 +61,21 @@ class EngineServer:
         self._wanted = 0                  # requests waiting for the engine: a drain yields to them
         self._held: tuple[int, str] | None = None   # store/finisher's pending lock, while rows are owed
 
+    def set_engine(self, engine: Any | None) -> None:
+        """The warm engine (None: it failed to start, every request is answered RAW)."""
+        self.engine = engine
+        self._warming = False
+        if self._warm is not None:
+            self._warm.set()
+
+    async def _engine(self) -> Any | None:
+        if self._warming and self._warm is not None:
+            await self._warm.wait()
+        return self.engine
+
     async def listen(self) -> None:
+        if self._warming and self._warm is None:
+            self._warm = anyio.Event()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.exists() or self.path.is_symlink():
             self.path.unlink()
@@ -171,7 +190,7 @@ class EngineServer:
         if verb == b"PING":
             return b"PONG %d\n" % os.getpid()
         if verb == b"STATUS":
-            if self.engine is not None:
+            if await self._engine() is not None:
                 # Rows deferred past a reply are written under the lock: a STATUS answers after
                 # them, so whoever asks (doctor, a test) then reads a ledger that has every row.
                 await self._drain(yielding=False)
@@ -195,7 +214,7 @@ class EngineServer:
         meta = limits.parse_meta(await _exactly(buf, n_meta))
         intent = (await _exactly(buf, n_intent)).decode("utf-8", "surrogateescape") or None
         self._waiting.pop(key, None)     # the whole request is here: no longer sheddable
-        if self.engine is None:
+        if await self._engine() is None:
             return b"RAW\n"
         work = partial(door.observe_command, self.engine, command, out, err, code, duration_us / 1000.0, scope,
                        cwd=cwd, meta=meta, intent=intent)
@@ -226,7 +245,7 @@ class EngineServer:
             raise ValueError("payload out of bounds")
         event = json.loads(await _exactly(buf, n) or b"{}")
         self._waiting.pop(key, None)
-        if self.engine is None:
+        if await self._engine() is None:
             return b"RAW\n"
         self._hold()
         async with self.lock:
@@ -267,11 +286,13 @@ def status(path: Path | str, timeout: float = 1.0) -> dict | None:
         return None
 
 
-def wait_ready(path: Path | str, timeout: float = 30.0) -> float:
-    """Seconds until the socket answers PING; raises TimeoutError."""
+def wait_ready(path: Path | str, timeout: float = 30.0, warm: bool = True) -> float:
+    """Seconds until the socket answers PING (the supervisor is ready: the agent starts) and, with
+    warm, STATUS too (its engine, warmed after ready, serves requests); raises TimeoutError."""
     start = time.monotonic()
     while time.monotonic() - start < timeout:
         if ping(path, 0.2):
-            return time.monotonic() - start
+            if not warm or status(path, max(0.2, timeout - (time.monotonic() - start))) is not None:
+                return time.monotonic() - start
         time.sleep(0.01)
     raise TimeoutError(f"no supervisor answered on {path} within {timeout}s")
