@@ -60,6 +60,7 @@ def start_supervisor(state: Path) -> tuple[subprocess.Popen, float, float]:
     return proc, ready, time.monotonic() - t0
 
 
+SERVER_CPU: dict[str, float] = {}  # the supervisor's CPU ms per agent call (its socket, engine and row)
 CPU: dict[str, list[float]] = {}  # CPU ms (user+sys) of the command and its shim, per variant key
 
 
@@ -75,15 +76,30 @@ def timed(argv: list[str], env: dict[str, str], key: str = "") -> float:
     return wall
 
 
+ENGINE_CPU: dict[str, float] = {}   # CPU ms per call of the in-process twin: the emission and its ledger row
+
+
 def engine_ms(engine, argv: list[str], real: str, env: dict[str, str], n: int) -> float:
     """Median time the engine itself spends on this command's output (same work as behind the socket)."""
     done = subprocess.run([real, *argv[1:]], env=env, capture_output=True, cwd=ROOT)
-    times = []
+    times, cpu = [], []
     for _ in range(max(5, n // 3)):
         t0 = time.perf_counter()
+        c0 = time.process_time()
         door.observe_command(engine, " ".join(argv), done.stdout, done.stderr, done.returncode, 1.0)
         times.append((time.perf_counter() - t0) * 1000.0)
+        if engine.pending():
+            engine.drain()
+        cpu.append((time.process_time() - c0) * 1000.0)
+    ENGINE_CPU[" ".join(argv)] = statistics.median(cpu)
     return statistics.median(times)
+
+
+def process_cpu_ms(pid: int) -> float:
+    """utime + stime of a running process (clock ticks of 10 ms: sum many calls before dividing)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000.0 / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> int:
@@ -130,10 +146,12 @@ def main() -> int:
                 timed([real, *argv[1:]], raw_env)
                 timed(argv, agent_env)
             name = " ".join(argv)
+            sup0 = process_cpu_ms(proc.pid)
             for _ in range(args.n):
                 samples["raw"].append(timed([real, *argv[1:]], raw_env, f"{name}|raw"))
                 samples["pass"].append(timed(argv, pass_env, f"{name}|pass"))
                 samples["agent"].append(timed(argv, agent_env, f"{name}|agent"))
+            SERVER_CPU[name] = (process_cpu_ms(proc.pid) - sup0) / args.n
             med = {k: statistics.median(v) for k, v in samples.items()}
             rows.append((name, med["raw"], med["pass"], med["agent"],
                          engine_ms(engine, argv, real, raw_env, args.n)))
@@ -169,6 +187,12 @@ def main() -> int:
         c = {v: statistics.median(CPU[f"{name}|{v}"]) for v in ("raw", "pass", "agent")}
         print(f"{name:<24} {c['raw']:7.2f} {c['pass']:8.2f} {c['agent']:8.2f} {c['pass'] - c['raw']:+9.2f} "
               f"{c['agent'] - c['raw']:+9.2f}")
+    print("\nsupervisor CPU ms per agent call (socket handling + engine + ledger row; 10 ms ticks over the runs)"
+          " against the in-process twin's engine CPU (emission + row): server = the difference")
+    print(f"{'command':<24} {'supervisor':>10} {'engine':>8} {'server':>8}")
+    for name, *_ in rows:
+        sup, eng = SERVER_CPU[name], ENGINE_CPU[name]
+        print(f"{name:<24} {sup:10.2f} {eng:8.2f} {sup - eng:+8.2f}")
     if env_cost:
         print(f"agent env file (capsule-env.sh, once per tool call): bash -c true {env_cost[0]:.2f} ms, "
               f"sourcing it first {env_cost[1]:.2f} ms ({env_cost[1] - env_cost[0]:+.2f} ms)")
