@@ -112,12 +112,13 @@ class Supervisor:
             with anyio.open_signal_receiver(*FORWARDED, signal.SIGCHLD) as signals:
                 self._register_agents()  # before the socket answers: "ready" means configured
                 if self.plan["engine"].on:
-                    # Ready first: the socket answers at once and the engine warms behind it (~1 s of
-                    # imports, stores, tokenizer); a shim's request meanwhile waits for it (server.py).
+                    # The socket answers PING at once (ready: doctor, `up` see the supervisor) while the
+                    # engine warms (~1 s of imports, stores, tokenizer); a request meanwhile waits for it
+                    # (server.py). The agent starts once it is warm: its first command is served.
                     self.server = EngineServer(self.socket_path, None, self.status, warming=True)
                     await self.server.listen()
                     tg.start_soon(subsystems.serve_forever, self.server)
-                    tg.start_soon(self._start_engine)
+                    await self._start_engine()
                 if self.plan["proxy"].on:
                     await anyio.to_thread.run_sync(self._start_proxy)
                 self.ready_s = time.monotonic() - self.started

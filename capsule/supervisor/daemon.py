@@ -44,6 +44,13 @@ def warm_engine():
     return engine
 
 
+def _prune(state_dir) -> None:
+    """The stores' retention, as the finisher of an in-process run does it (at most every interval_s)."""
+    from capsule.store import retention
+
+    retention.prune_all(state_dir, min_interval_s=retention.settings()["interval_s"])
+
+
 async def _serve(srv: EngineServer, idle_s: float) -> None:
     await srv.listen()
     ident = os.stat(srv.path).st_ino
@@ -52,6 +59,8 @@ async def _serve(srv: EngineServer, idle_s: float) -> None:
         tg.start_soon(srv.serve)
         while True:
             await anyio.sleep(TICK_S)
+            if srv.last > started and not srv.busy():      # between runs; its own connections (never raises)
+                await anyio.to_thread.run_sync(_prune, srv.engine.state_dir)
             try:
                 if os.stat(srv.path).st_ino != ident:
                     log.info("engine daemon: socket %s replaced; exiting", srv.path)

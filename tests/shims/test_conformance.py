@@ -102,7 +102,7 @@ def world(tmp_path_factory):
         deadline = time.monotonic() + 30
         while not sock.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        server.wait_ready(sock, 10)
+        server.wait_ready(sock, 60)       # PING at once, then STATUS once the engine is warm
         world = World(root, real, sock, dirs)
         world.call("ctx-daemon", "{run} talk")       # the first run starts the daemon
         server.wait_ready(world.daemon(), 60)
