@@ -143,6 +143,7 @@ def cold_run(n: int, env: dict, capsule: list[str]) -> list[str]:
                             capture_output=True).returncode == 0
     git = ["git", "log", "--stat", "-n", "40", *([PINNED_REVISION] if pinned else [])]
     ours = [*capsule, "ctx", "run", "--", *git]
+    env = {**env, "JACKIN_CTX_NO_DAEMON": "1"}    # cold: the in-process engine (bench_startup pairs it with a warm one)
     for _ in range(2):
         run_child(git, env), run_child(ours, env)
     raw, wrapped = [], []

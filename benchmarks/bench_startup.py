@@ -1,8 +1,12 @@
 """Cold start of the embedded door against the raw command; `capsule ctx doctor`, `ctx gain` and `ctx report`
 against `capsule --help`; `capsule statusline` (Claude Code runs it after each message: target <= 50 ms)
-against a bare Python start.
+against a bare Python start. Then `ctx run -- git log --stat -n 40` paired (interleaved) three ways: the
+raw git, `ctx run` with no engine (JACKIN_CTX_NO_DAEMON=1: the in-process engine) and `ctx run` with a
+warm engine (the engine daemon, cli/warm.py): CPU (user+sys) of the client process and its command,
+which a loaded machine inflates less than wall time; target: the warm client <= 60 ms over git.
+--callgrind adds each one's instruction count (valgrind, the client process alone).
 
-    python benchmarks/bench_startup.py [--runs N]
+    python benchmarks/bench_startup.py [--runs N] [--callgrind]
 """
 
 from __future__ import annotations
@@ -10,6 +14,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -26,9 +33,81 @@ def timed(argv: list[str], runs: int, env: dict, stdin: bytes = b"") -> list[flo
     return out
 
 
+def cpu_ms(argv: list[str], env: dict) -> float:
+    """CPU ms (user+sys) of one run of argv and its children."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1000
+
+
+def instructions(argv: list[str], env: dict) -> float | None:
+    """Millions of instructions the process itself ran (callgrind; children not traced)."""
+    if not shutil.which("valgrind"):
+        return None
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, check=False)
+    first = re.search(rb"==(\d+)==", done.stderr)      # the client itself (a forked finisher reports too)
+    found = first and re.search(rb"==" + first.group(1) + rb"== Collected : (\d+)", done.stderr)
+    return int(found.group(1)) / 1e6 if found else None
+
+
+def warm_engine(capsule: str, argv: list[str], env: dict) -> bool:
+    """Start the engine daemon for env (one run) and wait until it answers; False on a tree without one."""
+    try:
+        from capsule.ground import paths
+        from capsule.supervisor import server
+    except ImportError:
+        return False
+    if not hasattr(paths, "daemon_socket"):
+        return False
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        sock = paths.daemon_socket()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    subprocess.run([capsule, "ctx", "run", "--", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   env=env, check=False)
+    try:
+        server.wait_ready(sock, 120)
+    except TimeoutError:
+        return False
+    return True
+
+
+def paired(capsule: str, state: str, runs: int, callgrind: bool) -> None:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    git = ["git", "-C", root, "log", "--stat", "-n", "40"]
+    base = {k: v for k, v in os.environ.items() if not k.startswith("JACKIN_CTX_")}
+    cold_env = {**base, "JACKIN_CTX_STATE_DIR": state, "JACKIN_CTX_NO_DAEMON": "1"}
+    warm_env = {**base, "JACKIN_CTX_STATE_DIR": state}
+    run = [capsule, "ctx", "run", "--", *git]
+    variants = [("git log --stat -n 40", git, base), ("ctx run cold, no engine", run, cold_env)]
+    if warm_engine(capsule, git, warm_env):
+        variants.append(("ctx run, warm engine", run, warm_env))
+    cpu_ms(run, cold_env)       # the stores and the tokenizer's tables exist before the first pair
+    samples: dict[str, list[float]] = {name: [] for name, _, _ in variants}
+    for _ in range(runs):
+        for name, argv, env in variants:
+            samples[name].append(cpu_ms(argv, env))
+    raw = statistics.median(samples[variants[0][0]])
+    print(f"\n`ctx run -- git log --stat -n 40`, {runs} interleaved runs: CPU ms (user+sys, client + command)")
+    print(f"{'variant':<38}{'p50 CPU':>10}{'over git':>10}{'M instr':>10}")
+    for name, argv, env in variants:
+        med = statistics.median(samples[name])
+        ir = instructions(argv, env) if callgrind and argv is run else None
+        print(f"{name:<38}{med:>10.1f}{med - raw:>+10.1f}{'' if ir is None else f'{ir:.0f}':>10}")
+    if len(variants) < 3:
+        print("ctx run, warm engine: n/a (this tree has no engine daemon)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--callgrind", action="store_true", help="also count the ctx run clients' instructions")
     args = ap.parse_args()
     capsule = os.path.join(os.path.dirname(sys.executable), "capsule")
     with tempfile.TemporaryDirectory() as state:
@@ -60,6 +139,7 @@ def main() -> int:
             p50[name] = statistics.median(t)
             vs = f"{p50[name] / p50[ref]:.2f}x {ref}" if ref else ""
             print(f"{name:<38}{p50[name]:>10.1f}{t[int(0.95 * (len(t) - 1))]:>10.1f}  {vs:>20}")
+        paired(capsule, state, args.runs, args.callgrind)
     return 0
 
 

@@ -219,15 +219,19 @@ class Engine:
         if unindexed:
             self.archive.requeue_unindexed(unindexed)
 
-    def drain(self, patient: bool = False) -> None:
+    def drain(self, patient: bool = False, stop=None) -> None:
         """Count and record what observe() deferred, and index the originals it stored; never
         raises (a lost row costs no output, a missing index row no original). A row whose write
         found the ledger busy stays pending for the next drain. patient: nobody waits on this drain
-        (a finisher, close): every write from now on waits as long as any writer."""
+        (a finisher, close): every write from now on waits as long as any writer. stop: asked
+        before each row; true leaves the rest pending (a server's next request comes first)."""
         if patient:
             self._be_patient()
         busy = []
         while self._pending:
+            if stop is not None and stop():
+                self._pending[:0] = busy
+                return
             job = self._pending.pop(0)
             try:
                 job()

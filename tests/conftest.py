@@ -11,6 +11,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
+# `capsule ctx run` in the suite uses its in-process engine, as it did before the engine daemon
+# (cli/warm.py): one daemon per test's state dir would cost each ~1 s of CPU to warm and outlive the
+# test. The daemon path has its own tests (tests/cli/test_engine_daemon.py, the conformance test's
+# "ctx-daemon"), which clear this; a daemon they start exits when idle.
+os.environ.setdefault("JACKIN_CTX_NO_DAEMON", "1")
+os.environ.setdefault("JACKIN_CTX_DAEMON_IDLE", "30")
+
 
 @pytest.fixture
 def state_dir(tmp_path, monkeypatch) -> Path:

@@ -33,6 +33,9 @@ INTENT_HELP = ("the step's goal, used by intent-aware transforms; one over 128 t
                "first and last words (about 64 tokens each, joined by ' … '), with one warning, never an error")
 TERMINATING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 HANDOVER_GRACE_S = 0.1      # after the command exits, what it left in the pipes arrives within this
+# An intent of at most this many UTF-8 bytes is under observe.types.MAX_INTENT_TOKENS (no token is
+# shorter than a byte): a warm engine gets it as it is, and the run loads no tokenizer to check it.
+INTENT_SAFE_BYTES = 128
 
 
 def register(sub) -> None:
@@ -66,10 +69,9 @@ def cmd_run(args) -> int:
         argv = argv[1:]
     if not argv:
         raise UserError("ctx run: no command given; usage: capsule ctx run -- CMD [ARGS…]")
-    intent = check_intent(args.intent)
     if switches.is_on(switches.DISABLE):
         return _exec_passthrough(argv)
-    return run_and_observe(argv, intent=intent)
+    return run_and_observe(argv, intent=args.intent)     # shortened by whichever engine serves it
 
 
 def _exec_passthrough(argv: list[str]) -> int:
@@ -298,12 +300,49 @@ def run_and_observe(argv: list[str], intent: str | None = None) -> int:
         return status
     duration_ms = (time.perf_counter() - start) * 1000
     try:
-        for c in captures:
-            _emit(c.spool, c.hasher.hexdigest()[:24], c.name, c.out, command, status, duration_ms, intent)
+        if not _emit_warm(captures, command, status, duration_ms, intent):
+            intent = check_intent(intent)
+            for c in captures:
+                _emit(c.spool, c.hasher.hexdigest()[:24], c.name, c.out, command, status, duration_ms, intent)
     finally:    # shown, or the reader left: only a process killed outright leaves its journal
         journal.discard()
     _drain()
     return status
+
+
+def _emit_warm(captures: list[_Capture], command: str, status: int, duration_ms: float, intent: str | None) -> bool:
+    """Both streams through a warm engine (cli/warm.py: the supervisor's socket, or the engine daemon)
+    in one request; False when there is none to reach (the caller's in-process engine then). Output
+    the warm engine fails on (RAW, late, out of protocol) is shown raw, never shrunk a second time."""
+    from capsule.cli import warm
+
+    if sum(c.size for c in captures) > warm.MAX_BYTES:
+        return False
+    sock = warm.find()
+    if sock is None:
+        return False
+    if intent is not None and len(intent.encode("utf-8", "surrogateescape")) > INTENT_SAFE_BYTES:
+        intent = check_intent(intent)       # may be over the limit: shortened here, with its warning
+    try:
+        held = []
+        for c in captures:
+            c.spool.seek(0)
+            held.append(c.spool.read(c.size) if c.size else b"")
+    except (OSError, ValueError):
+        return False
+    try:
+        result = warm.observe(sock, command, held[0], held[1], status, duration_ms, intent)
+    except warm.Raw:
+        result = tuple(held)
+    if result is None:
+        warm.unreachable(sock)
+        return False
+    for c, data in zip(captures, result):
+        if data:
+            c.out.flush()
+            c.out.write(data)
+            c.out.flush()
+    return True
 
 
 def _emit(spool, digest, stream, out, command, status, duration_ms, intent) -> None:

@@ -9,6 +9,7 @@ under the state dir is owner-only (0700 dirs, 0600 files) whatever the umask.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from capsule.ground import switches
@@ -119,6 +120,19 @@ def socket_path() -> Path:
     """The supervisor's control socket; $JACKIN_CTX_SOCKET overrides."""
     explicit = os.environ.get(switches.SOCKET)
     return Path(explicit) if explicit else state_dir() / SOCKET_NAME
+
+
+def daemon_socket(env=None) -> Path:
+    """The engine daemon's socket for these settings (cli/warm.py, supervisor/daemon.py): one daemon per
+    state dir and set of JACKIN_CTX_ variables (the engine reads them; the per-call ones excepted),
+    interpreter and capsule installation. A short name: a Unix socket path has ~107 bytes."""
+    import blake3        # a dependency the run's capture loads anyway; hashlib would load OpenSSL (~10 ms)
+
+    env = os.environ if env is None else env
+    settings = sorted((k, v) for k, v in env.items() if k.startswith("JACKIN_CTX_") and k not in switches.PER_CALL)
+    key = repr((settings, sys.prefix, sys.version, str(Path(__file__).resolve().parents[1]))).encode(
+        "utf-8", "surrogateescape")
+    return state_dir() / f"d-{blake3.blake3(key).hexdigest()[:12]}.sock"
 
 
 def trust_path() -> Path:

@@ -44,6 +44,12 @@ USAGE_INTERVAL = "JACKIN_CTX_USAGE_INTERVAL"  # seconds between the supervisor's
 NO_STAGGER = "JACKIN_CTX_NO_STAGGER"  # the proxy holds no same-prefix request (capsule/proxy/stagger.py)
 RUN_AS = "JACKIN_CTX_RUN_AS"  # UID:GID the container's supervisor drops to (`capsule up`: the workspace owner)
 USER_OVERRIDE = "CAPSULE_USER"  # `capsule up --user`'s default: UID[:GID] instead of the workspace owner
+NO_DAEMON = "JACKIN_CTX_NO_DAEMON"  # `ctx run` uses its in-process engine, never the engine daemon
+DAEMON_IDLE = "JACKIN_CTX_DAEMON_IDLE"  # seconds the engine daemon of `ctx run` lives without a request
+DAEMON_IDLE_S = 900.0      # its default (build-tool daemons keep hours; this one holds ~100 MB)
+# Read per call by the door, never by the engine: a daemon serves runs whatever these say (every
+# other JACKIN_CTX_ variable picks the daemon: cli/warm.py, paths.daemon_socket).
+PER_CALL = (AGENT_OUT, IN_SHIM, STREAM_AFTER, SCOPE, CHAIN_ENV, NO_DAEMON, SOCKET)
 
 _FALSE = {"", "0", "false", "no", "off"}
 
@@ -75,6 +81,16 @@ class Switches(namedtuple("Switches", ("disable", "no_shims", "no_mcp", "no_regi
     def as_dict(self) -> dict[str, bool]:
         return {name: getattr(self, attr) for name, attr in zip(ALL_SWITCHES, (
             "disable", "no_shims", "no_mcp", "no_register", "no_routing", "measure_only", "no_proxy"))}
+
+
+def daemon_idle(env: Mapping[str, str] | None = None) -> float:
+    """Seconds the engine daemon waits for a request before it exits."""
+    raw = (os.environ if env is None else env).get(DAEMON_IDLE)
+    try:
+        value = float(raw) if raw else DAEMON_IDLE_S
+    except ValueError:
+        return DAEMON_IDLE_S
+    return value if 0 < value < 1e7 else DAEMON_IDLE_S
 
 
 def stream_after(env: Mapping[str, str] | None = None) -> float:

@@ -52,6 +52,31 @@ def detach(state_dir, job) -> bool:
         os._exit(0)                        # no atexit, no finalizers of the parent's store handles
 
 
+def hold(state_dir, name: str) -> tuple[int, str] | None:
+    """A long-lived writer's pending lock (the engine daemon, the supervisor: rows owed after a reply):
+    readers wait for it like for a finisher until release(); None when it cannot be taken."""
+    try:
+        d = os.path.join(state_dir, DIR)
+        paths.private_dir(d)
+        path = os.path.join(d, f"{name}-{os.getpid()}-{time.time_ns()}")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError:
+        os.close(fd)
+        _unlink(path)
+        return None
+    return fd, path
+
+
+def release(held: tuple[int, str]) -> None:
+    fd, path = held
+    _unlink(path)           # first: a reader that finds the file free would take it for a dead finisher's
+    os.close(fd)
+
+
 def wait(state_dir, timeout: float = WAIT_S) -> None:
     """Wait for the finishers of state_dir still running; clear the files of finishers that died."""
     d = os.path.join(state_dir, DIR)

@@ -112,8 +112,13 @@ class Supervisor:
             with anyio.open_signal_receiver(*FORWARDED, signal.SIGCHLD) as signals:
                 self._register_agents()  # before the socket answers: "ready" means configured
                 if self.plan["engine"].on:
-                    await self._start_engine()
+                    # The socket answers PING at once (ready: doctor, `up` see the supervisor) while the
+                    # engine warms (~1 s of imports, stores, tokenizer); a request meanwhile waits for it
+                    # (server.py). The agent starts once it is warm: its first command is served.
+                    self.server = EngineServer(self.socket_path, None, self.status, warming=True)
+                    await self.server.listen()
                     tg.start_soon(subsystems.serve_forever, self.server)
+                    await self._start_engine()
                 if self.plan["proxy"].on:
                     await anyio.to_thread.run_sync(self._start_proxy)
                 self.ready_s = time.monotonic() - self.started
@@ -157,12 +162,13 @@ class Supervisor:
 
     async def _start_engine(self) -> None:
         try:
-            self.engine = await anyio.to_thread.run_sync(subsystems.warm_engine, self.state_dir, self.mode, self.role)
+            engine = await anyio.to_thread.run_sync(subsystems.warm_engine, self.state_dir, self.mode, self.role)
+            log.info("engine warm %.0f ms after start", (time.monotonic() - self.started) * 1000)
         except Exception as exc:  # noqa: BLE001 - a broken engine means raw output, not a dead agent
             log.error("engine failed to start (%r); shims will pass raw output", exc)
-            self.engine = None
-        self.server = EngineServer(self.socket_path, self.engine, self.status)
-        await self.server.listen()
+            engine = None
+        self.engine = engine
+        self.server.set_engine(engine)
 
     def _start_proxy(self) -> None:
         """The proxy door, then the agent pointed at it (fail open: subsystems.start_proxy)."""

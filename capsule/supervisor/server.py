@@ -17,6 +17,7 @@ from functools import partial
 import logging
 import os
 import socket
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -26,6 +27,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from capsule.agents import limits
 from capsule.shims import REPLY_SLACK, door, hook_door
+from capsule.store import finisher
 
 log = logging.getLogger("capsule.supervisor")
 
@@ -35,22 +37,45 @@ READ_TIMEOUT_S = 30.0
 INLINE_BYTES = 64 << 10     # outputs up to this are shaped on the loop itself (see _answer)
 MAX_WAITING = 64            # connections still sending their request; past this the oldest is shed
 ACCEPT_BACKOFF_S = (0.01, 0.5)
+SWITCH_INTERVAL_S = 0.001
 _EXHAUSTED = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 
 
 class EngineServer:
-    def __init__(self, path: Path, engine: Any | None, status: Callable[[], dict] | None = None):
+    def __init__(self, path: Path, engine: Any | None, status: Callable[[], dict] | None = None,
+                 warming: bool = False):
+        """warming: the engine comes later (set_engine): the socket answers PING at once, and a
+        request that needs the engine waits for it (a shim's deadline passing first means raw)."""
         self.path = Path(path)
         self.engine = engine
+        self._warming = warming
+        self._warm = None                 # an anyio.Event while warming (made on the loop: listen())
         self.status = status or (lambda: {})
         self.lock = anyio.Lock()
         self.served = 0
         self.failed = 0
         self.shed = 0
+        self.last = time.monotonic()     # the last request's arrival (the daemon's idle clock)
         self._listener = None
         self._waiting: dict[int, anyio.CancelScope] = {}   # in arrival order: oldest first
+        self._wanted = 0                  # requests waiting for the engine: a drain yields to them
+        self._held: tuple[int, str] | None = None   # store/finisher's pending lock, while rows are owed
+
+    def set_engine(self, engine: Any | None) -> None:
+        """The warm engine (None: it failed to start, every request is answered RAW)."""
+        self.engine = engine
+        self._warming = False
+        if self._warm is not None:
+            self._warm.set()
+
+    async def _engine(self) -> Any | None:
+        if self._warming and self._warm is not None:
+            await self._warm.wait()
+        return self.engine
 
     async def listen(self) -> None:
+        if self._warming and self._warm is None:
+            self._warm = anyio.Event()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.exists() or self.path.is_symlink():
             self.path.unlink()
@@ -65,6 +90,9 @@ class EngineServer:
         """Accept until the listener is closed. Resource exhaustion sheds and backs off; no accept
         error ends the loop, because the supervisor must outlive every client."""
         assert self._listener is not None, "listen() first"
+        # A request wakes this loop while a worker thread may be writing rows: the loop gets the GIL
+        # within 1 ms, not the default 5 ms (sys.getswitchinterval), each time it needs it.
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
         delay = ACCEPT_BACKOFF_S[0]
         async with self._listener, anyio.create_task_group() as tg:
             while True:
@@ -99,6 +127,14 @@ class EngineServer:
         except OSError:
             pass
 
+    def busy(self) -> bool:
+        """A request being read or answered, or rows still owed."""
+        return bool(self._waiting) or self.lock.locked() or self._wanted > 0
+
+    def close_held(self) -> None:
+        """The pending lock, when the engine's rows were written by its close()."""
+        self._release()
+
     async def _handle(self, stream) -> None:
         with anyio.CancelScope() as scope:
             key = id(scope)
@@ -121,36 +157,54 @@ class EngineServer:
                 await stream.send(reply)
             except Exception:  # noqa: BLE001 - the shim gave up (timeout); nothing to do
                 pass
-        if self.engine is not None and self.engine.pending():
-            # Token counts and ledger rows of what was just answered: after the reply, off the shim's path.
+        await self._drain(yielding=True)
+
+    async def _drain(self, yielding: bool) -> None:
+        """Token counts and ledger rows of what was answered, written in a worker thread after the
+        reply, off the shim's path. yielding: a request that arrives meanwhile waits for one row at
+        most (the drain stops there; that request's handler drains the rest after its own reply)."""
+        if self.engine is None:
+            return
+        if self.engine.pending():
+            stop = (lambda: self._wanted > 0) if yielding else None
             async with self.lock:
-                await anyio.to_thread.run_sync(self.engine.drain)
+                await anyio.to_thread.run_sync(partial(self.engine.drain, stop=stop))
+        if not self.engine.pending():
+            self._release()
+
+    def _hold(self) -> None:
+        """While rows are owed, ledger readers of this state dir wait for them (store/finisher.py)."""
+        if self._held is None and self.engine is not None:
+            self._held = finisher.hold(self.engine.state_dir, "engine")
+
+    def _release(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            finisher.release(held)
 
     async def _answer(self, buf: BufferedByteReceiveStream, key: int | None = None) -> bytes:
         head = await buf.receive_until(b"\n", MAX_HEADER)
+        self.last = time.monotonic()
         fields = head.split()
         verb = fields[0] if fields else b""
         if verb == b"PING":
             return b"PONG %d\n" % os.getpid()
         if verb == b"STATUS":
-            if self.engine is not None:
+            if await self._engine() is not None:
                 # Rows deferred past a reply are written under the lock: a STATUS answers after
                 # them, so whoever asks (doctor, a test) then reads a ledger that has every row.
-                async with self.lock:
-                    if self.engine.pending():
-                        await anyio.to_thread.run_sync(self.engine.drain)
+                await self._drain(yielding=False)
             info = dict(self.status())
             info.update(served=self.served, failed=self.failed, shed=self.shed)
             return json.dumps(info, sort_keys=True).encode() + b"\n"
         if verb == b"HOOK1" and len(fields) == 2:
             return await self._hook(buf, int(fields[1]), key)
-        if verb != b"OBS1" or len(fields) not in (7, 8, 9):
+        if verb != b"OBS1" or len(fields) not in (7, 8, 9, 10):
             raise ValueError(f"bad request header {head[:60]!r}")
         code, duration_us, n_cmd, n_out, n_err, n_scope, *rest = (int(f) for f in fields[1:])
-        n_cwd = rest[0] if rest else 0
-        n_meta = rest[1] if len(rest) > 1 else 0
-        if min(n_cmd, n_out, n_err, n_scope, n_cwd, n_meta) < 0 or \
-                n_cmd + n_out + n_err + n_scope + n_cwd + n_meta > MAX_PAYLOAD:
+        n_cwd, n_meta, n_intent = (*rest, 0, 0, 0)[:3]
+        if min(n_cmd, n_out, n_err, n_scope, n_cwd, n_meta, n_intent) < 0 or \
+                n_cmd + n_out + n_err + n_scope + n_cwd + n_meta + n_intent > MAX_PAYLOAD:
             raise ValueError("payload out of bounds")
         command = (await _exactly(buf, n_cmd)).decode("utf-8", "surrogateescape")
         out = await _exactly(buf, n_out)
@@ -158,12 +212,19 @@ class EngineServer:
         scope = (await _exactly(buf, n_scope)).decode("utf-8", "surrogateescape") or None
         cwd = (await _exactly(buf, n_cwd)).decode("utf-8", "surrogateescape") or None
         meta = limits.parse_meta(await _exactly(buf, n_meta))
+        intent = (await _exactly(buf, n_intent)).decode("utf-8", "surrogateescape") or None
         self._waiting.pop(key, None)     # the whole request is here: no longer sheddable
-        if self.engine is None:
+        if await self._engine() is None:
             return b"RAW\n"
         work = partial(door.observe_command, self.engine, command, out, err, code, duration_us / 1000.0, scope,
-                       cwd=cwd, meta=meta)
-        async with self.lock:
+                       cwd=cwd, meta=meta, intent=intent)
+        self._hold()
+        self._wanted += 1               # a drain running now stops after its current row (_drain)
+        try:
+            await self.lock.acquire()
+        finally:
+            self._wanted -= 1
+        try:
             # A small output (nearly every call: ~0.3-7 ms of engine work) is answered here, on the
             # loop: a hop to a worker thread and back costs two more wake-ups, each a scheduler slot
             # on a busy machine. A large one goes to a thread, so the loop (PING, the proxy) stays live.
@@ -171,6 +232,8 @@ class EngineServer:
                 new_out, new_err = work()
             else:
                 new_out, new_err = await anyio.to_thread.run_sync(work)
+        finally:
+            self.lock.release()
         if len(new_out) + len(new_err) > 2 * (n_out + n_err) + REPLY_SLACK:
             raise ValueError("emission over the protocol's bound")     # the shims would refuse it
         self.served += 1
@@ -182,8 +245,9 @@ class EngineServer:
             raise ValueError("payload out of bounds")
         event = json.loads(await _exactly(buf, n) or b"{}")
         self._waiting.pop(key, None)
-        if self.engine is None:
+        if await self._engine() is None:
             return b"RAW\n"
+        self._hold()
         async with self.lock:
             value = await anyio.to_thread.run_sync(hook_door.answer, self.engine, event)
         self.served += 1
@@ -222,11 +286,13 @@ def status(path: Path | str, timeout: float = 1.0) -> dict | None:
         return None
 
 
-def wait_ready(path: Path | str, timeout: float = 30.0) -> float:
-    """Seconds until the socket answers PING; raises TimeoutError."""
+def wait_ready(path: Path | str, timeout: float = 30.0, warm: bool = True) -> float:
+    """Seconds until the socket answers PING (the supervisor is ready: the agent starts) and, with
+    warm, STATUS too (its engine, warmed after ready, serves requests); raises TimeoutError."""
     start = time.monotonic()
     while time.monotonic() - start < timeout:
         if ping(path, 0.2):
-            return time.monotonic() - start
+            if not warm or status(path, max(0.2, timeout - (time.monotonic() - start))) is not None:
+                return time.monotonic() - start
         time.sleep(0.01)
     raise TimeoutError(f"no supervisor answered on {path} within {timeout}s")

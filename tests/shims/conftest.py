@@ -75,7 +75,7 @@ def shimenv(tmp_path_factory, request):
         deadline = time.monotonic() + 30
         while not socket.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        server.wait_ready(socket, 10)
+        server.wait_ready(socket, 60)     # PING at once, then STATUS once the engine is warm
         yield Env(root, socket, shim_dir, real)
     finally:
         proc.send_signal(signal.SIGTERM)

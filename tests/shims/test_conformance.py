@@ -4,9 +4,12 @@ bash that sourced capsule-env.sh): exit codes and signals, stdin passed through,
 that keeps running, a huge line, and (for the two that speak the socket protocol of
 docs/shell-protocol.md) a dead or hung supervisor.
 
-`ctx run` calls an in-process engine: it has no socket to lose, so the dead/hung supervisor cases
-are the socket clients'. The compiled capture runs all 256 exit codes in one tool call; the two
-that start a Python per command (the fallback shim, a cold `ctx run`: 0.05-0.2 s of CPU each) run a
+`ctx run` goes through twice: "ctx-run" with its in-process engine (JACKIN_CTX_NO_DAEMON=1), and
+"ctx-daemon" against the warm engine daemon of its settings (cli/warm.py, supervisor/daemon.py),
+which also gets the dead and hung cases: a dead daemon (a socket nobody listens on) means the
+in-process engine for that run and a new daemon for the next; a hung one means raw output after
+the round trip's deadline. The compiled capture runs all 256 exit codes in one tool call; the
+ones that start a Python per command (the fallback shim, `ctx run`: 0.05-0.2 s of CPU each) run a
 spread of them (both ends, the shell's 126/127, 128, the signal range). The cases are otherwise the
 same script, with `ctx run --` in front of the command.
 """
@@ -26,7 +29,7 @@ import pytest
 from capsule import shims
 from capsule.supervisor import server
 
-IMPLEMENTATIONS = ["compiled", "python", "ctx-run"]
+IMPLEMENTATIONS = ["compiled", "python", "ctx-run", "ctx-daemon"]
 SOCKET_CLIENTS = ["compiled", "python"]
 TOOLS = {
     "code": '#!/bin/sh\necho "exit $1"\nexit $1\n',
@@ -48,10 +51,15 @@ class World:
     def call(self, impl: str, script: str, sock: Path | None = None, timeout: float = 60, stdin=None, **extra):
         """script as one agent tool call; `{run}` is where `ctx run --` goes for ctx-run."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("JACKIN_CTX_", "CLAUDECODE", "CODEX_"))}
-        env.update(CLAUDECODE="1", JACKIN_CTX_AGENT="claude", JACKIN_CTX_STATE_DIR=str(self.root / "run-state"),
-                   **extra)
-        if impl == "ctx-run":
+        env.update({"CLAUDECODE": "1", "JACKIN_CTX_AGENT": "claude",
+                    "JACKIN_CTX_STATE_DIR": str(self.root / "run-state"), **extra})
+        if impl in ("ctx-run", "ctx-daemon"):
             env["PATH"] = f"{self.real}:/usr/bin:/bin"
+            if impl == "ctx-run":
+                env["JACKIN_CTX_NO_DAEMON"] = "1"
+            else:
+                env.update(JACKIN_CTX_STATE_DIR=str(self.root / "daemon-state"), JACKIN_CTX_DAEMON_IDLE="120")
+                env.update(extra)
             text = script.replace("{run}", f"{sys.executable} -m capsule ctx run --")
         else:
             d = self.dirs[impl]
@@ -60,8 +68,14 @@ class World:
         return subprocess.run(["bash", "-c", text, "agent-call"], env=env, capture_output=True, timeout=timeout,
                               input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
 
-    def served(self) -> int:
-        return server.status(self.sock)["served"]
+    def served(self, impl: str = "compiled") -> int:
+        return server.status(self.daemon() if impl == "ctx-daemon" else self.sock)["served"]
+
+    def daemon(self, **extra) -> Path:
+        """The engine daemon's socket for the ctx-daemon calls' settings (paths.daemon_socket)."""
+        got = self.call("ctx-daemon", f"{sys.executable} -c 'from capsule.ground import paths; "
+                        "print(paths.daemon_socket())'", **extra)
+        return Path(got.stdout.decode().strip())
 
 
 @pytest.fixture(scope="module")
@@ -88,8 +102,11 @@ def world(tmp_path_factory):
         deadline = time.monotonic() + 30
         while not sock.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        server.wait_ready(sock, 10)
-        yield World(root, real, sock, dirs)
+        server.wait_ready(sock, 60)       # PING at once, then STATUS once the engine is warm
+        world = World(root, real, sock, dirs)
+        world.call("ctx-daemon", "{run} talk")       # the first run starts the daemon
+        server.wait_ready(world.daemon(), 60)
+        yield world
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
@@ -106,12 +123,13 @@ def _raw(world: World, *argv: str) -> subprocess.CompletedProcess:
 
 def test_every_exit_code_is_the_commands(world, impl):
     codes = range(256) if impl == "compiled" else SPREAD
-    before = world.served() if impl in SOCKET_CLIENTS else 0
+    counted = impl in (*SOCKET_CLIENTS, "ctx-daemon")
+    before = world.served(impl) if counted else 0
     got = world.call(impl, "for c in " + " ".join(map(str, codes)) + '; do {run} code $c; echo "rc=$?"; done')
     assert got.returncode == 0, got.stderr[-500:]
     assert got.stdout.decode() == "".join(f"exit {c}\nrc={c}\n" for c in codes)
-    if impl in SOCKET_CLIENTS:     # each went through the engine, not around it
-        assert world.served() == before + len(codes)
+    if counted:     # each went through the warm engine, not around it
+        assert world.served(impl) == before + len(codes)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGINT, signal.SIGKILL, signal.SIGSEGV, signal.SIGTERM])
@@ -169,3 +187,54 @@ def test_a_hung_supervisor_gives_raw_output_after_the_deadline(world, impl, tmp_
     raw = _raw(world, "talk")
     assert (got.returncode, got.stdout, got.stderr) == (5, raw.stdout, raw.stderr)
     assert took < shims.TIMEOUT_S + 2.5, f"{took:.1f} s"
+
+
+def _stale_socket(path: Path, listening: bool) -> socket.socket:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(str(path))
+    if listening:
+        s.listen(8)            # connects succeed (the backlog); nothing is ever read
+    else:
+        s.close()              # the file stays; nobody listens: connect is refused
+    return s
+
+
+def test_a_dead_daemon_means_the_in_process_engine_and_a_new_daemon(world, tmp_path):
+    extra = {"JACKIN_CTX_STATE_DIR": str(tmp_path / "state"), "JACKIN_CTX_DAEMON_IDLE": "20"}
+    (tmp_path / "state").mkdir(mode=0o700)
+    dead = world.daemon(**extra)
+    _stale_socket(dead, listening=False)
+    t0 = time.monotonic()
+    got = world.call("ctx-daemon", "{run} talk", **extra)
+    took = time.monotonic() - t0
+    alone = world.call("ctx-run", "{run} talk")
+    raw = _raw(world, "talk")
+    assert got.returncode == 5 and got.stdout == alone.stdout and len(got.stdout) < len(raw.stdout)
+    assert got.stderr == raw.stderr
+    assert took < shims.TIMEOUT_S + 10, f"{took:.1f} s"
+    assert server.wait_ready(dead, 60) >= 0          # the next run's daemon replaced the dead socket
+    again = world.call("ctx-daemon", "{run} talk", **extra)
+    assert again.stdout == alone.stdout and server.status(dead)["served"] == 1
+
+
+def test_a_hung_daemon_gives_raw_output_after_the_deadline(world, tmp_path):
+    extra = {"JACKIN_CTX_STATE_DIR": str(tmp_path / "state"), "JACKIN_CTX_DAEMON_IDLE": "20"}
+    (tmp_path / "state").mkdir(mode=0o700)
+    hung_path = world.daemon(**extra)
+    hung = _stale_socket(hung_path, listening=True)
+    lock = os.open(f"{hung_path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    import fcntl
+
+    fcntl.flock(lock, fcntl.LOCK_EX)                  # as a daemon would: no other one starts
+    try:
+        t0 = time.monotonic()
+        got = world.call("ctx-daemon", "{run} talk", **extra)
+        took = time.monotonic() - t0
+    finally:
+        hung.close()
+        os.close(lock)
+    raw = _raw(world, "talk")
+    assert (got.returncode, got.stdout, got.stderr) == (5, raw.stdout, raw.stderr)
+    from capsule.cli import warm
+
+    assert warm.TIMEOUT_S <= took < warm.TIMEOUT_S + 10, f"{took:.1f} s"

@@ -112,7 +112,7 @@ def test_stragglers_are_killed_after_the_grace_period(supervise, tmp_path):
 def test_control_socket_is_owner_only_and_answers(supervise, tmp_path):
     run = supervise("sleep", "60")
     run.wait_for(run.socket)
-    server.wait_ready(run.socket, 20)
+    server.wait_ready(run.socket, 60)
     mode = stat.S_IMODE(os.stat(run.socket).st_mode)
     assert mode == 0o600
     info = server.status(run.socket)
@@ -190,7 +190,7 @@ def test_interactive_agent_owns_the_terminal(tmp_path):
 def test_a_second_supervisor_on_the_same_state_dir_leaves_the_first_alone(supervise, tmp_path):
     first = supervise("sleep", "60")
     first.wait_for(first.socket)
-    server.wait_ready(first.socket, 20)
+    server.wait_ready(first.socket, 60)
     out = tmp_path / "second.env"
     second = supervise(sys.executable, "-c",
                        f"import os; open({str(out)!r}, 'w').write(os.environ['JACKIN_CTX_SOCKET'])")
