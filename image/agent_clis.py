@@ -16,7 +16,10 @@ Standard library only: it runs on the host's python3 and inside bare base images
     agent_clis.py matrix              COMMAND PACKAGE@VERSION PREFIX per line: each client's tested releases
                                       (oldest, newest: capsule/agents/data/clients/<name>.toml) other than
                                       its pin, installed apart (npm --prefix) for the tests and --matrix
-    agent_clis.py pack NPM_ROOT OUT   check the host installs under NPM_ROOT, write OUT (tar)
+    agent_clis.py absent NPM_ROOT     PACKAGE@VERSION PREFIX per line: the pins installed neither under
+                                      NPM_ROOT nor in their own prefix (setup-docker.sh installs them there)
+    agent_clis.py pack NPM_ROOT OUT   each pin from NPM_ROOT when it holds the pinned version, else from
+                                      its own prefix (the pin file decides, not the host's PATH); write OUT
 """
 
 from __future__ import annotations
@@ -53,9 +56,13 @@ def matrix() -> list[tuple[str, str, Path]]:
         spec = next((t for t in tested if t.get("package") == cli["package"]), None)
         for version in dict.fromkeys(spec["tested"]) if spec else ():
             if version != cli["version"]:
-                name = cli["package"].split("/")[-1]
-                out.append((cli["command"], f"{cli['package']}@{version}", matrix_root() / f"{name}-{version}"))
+                out.append((cli["command"], f"{cli['package']}@{version}", prefix_of(cli, version)))
     return out
+
+
+def prefix_of(cli: dict, version: str | None = None) -> Path:
+    """The npm prefix a release of `cli` is installed in apart from the global one (matrix, pack)."""
+    return matrix_root() / f"{cli['package'].split('/')[-1]}-{version or cli['version']}"
 
 
 def pins(path: Path = PINS) -> list[dict]:
@@ -143,13 +150,29 @@ def _bins(pkg_dir: Path) -> dict[str, str]:
     return bins
 
 
+def _deps(pkg_dir: Path) -> list[str]:
+    meta = json.loads((pkg_dir / "package.json").read_text())
+    return sorted({**(meta.get("dependencies") or {}), **(meta.get("optionalDependencies") or {})})
+
+
+def source(npm_root: Path, cli: dict) -> Path | None:
+    """The node_modules dir holding `cli` at its pinned version: the host's global one (npm_root),
+    else the pin's own prefix; None when neither does."""
+    for root in (npm_root, prefix_of(cli) / "node_modules"):
+        if installed_version(root, cli["package"]) == cli["version"]:
+            return root
+    return None
+
+
 def pack(npm_root: Path, out: Path) -> None:
     clis = pins()
-    wrong = []
+    roots, wrong = {}, []
     for cli in clis:
-        have = installed_version(npm_root, cli["package"])
-        if have != cli["version"]:
-            wrong.append(f"{cli['package']}: pinned {cli['version']}, host has {have or 'nothing'} in {npm_root}")
+        roots[cli["package"]] = source(npm_root, cli)
+        if roots[cli["package"]] is None:
+            have = installed_version(npm_root, cli["package"])
+            wrong.append(f"{cli['package']}: pinned {cli['version']}, host has {have or 'nothing'} in {npm_root}"
+                         f" and nothing in {prefix_of(cli)}")
     node, pin = host_node(), node_pin()
     have = node_version(node)
     if not node_ok(have, pin["minimum"]):
@@ -164,8 +187,13 @@ def pack(npm_root: Path, out: Path) -> None:
     with tarfile.open(out, "w") as tar:
         tar.add(node, arcname=f"{PREFIX}/bin/node")    # ahead of the base's /usr/bin/node on PATH
         for cli in clis:
-            pkg_dir = npm_root / cli["package"]
+            pkg_dir = roots[cli["package"]] / cli["package"]
             tar.add(pkg_dir, arcname=f"{PREFIX}/lib/node_modules/{cli['package']}")
+            if roots[cli["package"]] != npm_root:   # a prefix install keeps its dependencies beside it
+                for dep in _deps(pkg_dir):
+                    if (roots[cli["package"]] / dep).is_dir() and not (pkg_dir / "node_modules" / dep).exists():
+                        tar.add(roots[cli["package"]] / dep,
+                                arcname=f"{PREFIX}/lib/node_modules/{cli['package']}/node_modules/{dep}")
             for name, rel in _bins(pkg_dir).items():
                 link = tarfile.TarInfo(f"{PREFIX}/bin/{name}")
                 link.type = tarfile.SYMTYPE
@@ -198,6 +226,8 @@ def main(argv: list[str]) -> int:
         print(h.hexdigest()[:16])
     elif cmd == "matrix":
         print("\n".join(f"{c} {spec} {prefix}" for c, spec, prefix in matrix()))
+    elif cmd == "absent" and len(argv) == 2:
+        print("\n".join(f"{c['package']}@{c['version']} {prefix_of(c)}" for c in pins() if source(Path(argv[1]), c) is None))
     elif cmd == "pack" and len(argv) == 3:
         pack(Path(argv[1]), Path(argv[2]))
     else:

@@ -4,8 +4,9 @@
 #   1. docker.io + debootstrap from apt (apt-get update first) when missing
 #   2. dockerd started when `docker info` fails; waits until it answers
 #   3. a Debian bookworm base (python3, git, nodejs) built with debootstrap + `docker import`
-#   4. the CLI layer: that base plus the agent CLIs installed on the host with npm at the versions
-#      pinned in image/agent-clis.toml (copied, not downloaded; labels record the versions)
+#   4. the CLI layer: that base plus the agent CLIs at the versions pinned in image/agent-clis.toml,
+#      copied from the host's global npm when it holds that version, else from the pin's own npm
+#      prefix (installed there when absent); labels record the versions
 #   5. the project's wheels built on the host into ./wheelhouse (same ABI: CPython 3.11)
 #   6. `docker build` of the capsule image on the CLI layer from that wheelhouse
 # Each image is rebuilt only when its inputs change (a label holds their hash), so CI reuses them.
@@ -92,6 +93,13 @@ if [ "${CAPSULE_AGENT_CLIS:-}" != none ]; then
   agents_key="$( (python3 image/agent_clis.py key; cat image/agents.Dockerfile; echo "$base_id") | sha256sum | cut -c1-16)"
   if [ "$(docker image inspect -f '{{index .Config.Labels "capsule.agents.key"}}' "$AGENTS_TAG" 2>/dev/null)" != "$agents_key" ]; then
     changed "built image $AGENTS_TAG: $BASE_TAG + $(python3 image/agent_clis.py specs | tr '\n' ' ')from $npm_root"
+    # the pin file decides: a pin the host's global npm does not hold at its version goes into
+    # its own prefix (~/.cache/capsule/clients/<name>-<version>, shared with setup-clients.sh)
+    while read -r spec prefix; do
+      [ -n "$spec" ] || continue
+      changed "npm install --prefix $prefix $spec (pinned; the host's global install is another version)"
+      npm install --prefix "$prefix" --no-fund --no-audit "$spec" >/dev/null
+    done < <(python3 image/agent_clis.py absent "$npm_root")
     ctx="$(mktemp -d /var/tmp/capsule-clis.XXXXXX)"
     python3 image/agent_clis.py pack "$npm_root" "$ctx/clis.tar" || { rm -rf "$ctx"; exit 1; }
     mapfile -t cli_labels < <(python3 image/agent_clis.py labels)

@@ -199,6 +199,8 @@ class Supervisor:
         if self.opts.session_config or kind in SESSION_ONLY:
             self._prepare_session(kind)
             return
+        if kind == "claude" and self.plan["engine"].on:
+            self._prepare_hook_session()
         if not self.plan["mcp"].on or kind not in ("claude", "codex"):
             return
         try:
@@ -227,6 +229,17 @@ class Supervisor:
         except Exception as exc:  # noqa: BLE001 - configuration failing must not stop the agent
             log.warning("session configuration for %s failed: %r", kind, exc)
             self.registration = {kind: f"failed: {exc}"}
+            self.session_dir = None
+
+    def _prepare_hook_session(self) -> None:
+        """The image (`up` without --local): Claude Code's user files get the MCP registration, and
+        the hook door is still this session's alone (--settings in the state dir, never ~/.claude)."""
+        try:
+            from capsule.agents import session  # noqa: PLC0415
+
+            self.session_dir = session.prepare(self.state_dir)
+        except Exception as exc:  # noqa: BLE001 - no hook door, the agent runs all the same
+            log.warning("session settings for the hook door failed: %r", exc)
             self.session_dir = None
 
     def _record_run(self) -> None:
@@ -270,6 +283,9 @@ class Supervisor:
 
         kind = agent_kind(self.role, self.opts.command)
         try:
+            if kind == "claude" and not self.opts.session_config:   # the image: the hook door alone
+                return session.claude_argv(cmd, self.session_dir, self.state_dir, mcp=False, intent=False,
+                                           python=shims.shim_python(), tool_hook=self.hook_door_on)
             text = self._standing_text()
             if kind == "claude":
                 return session.claude_argv(cmd, self.session_dir, self.state_dir, mcp=self.plan["mcp"].on,
@@ -286,8 +302,8 @@ class Supervisor:
 
     @property
     def hook_door_on(self) -> bool:
-        """Claude Code's PostToolUse hook door (shims/hook_door.py): a session-scoped hook, so only
-        under `up --local` (session settings), with the engine on."""
+        """Claude Code's PostToolUse hook door (shims/hook_door.py): a session-scoped hook (session
+        settings, `up --local` and the image alike), with the engine on."""
         return (self.session_dir is not None and self.plan["engine"].on
                 and agent_kind(self.role, self.opts.command) == "claude")
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from tests.e2e import harness as h
 
 PY = "/opt/capsule/venv/bin/python"
+REPO = Path(__file__).resolve().parents[2]
 HANDLE = re.compile(r"'(<<ccr:[0-9a-f]{24}>>)'")
 LOG = "git log --stat -15"
 
@@ -30,3 +31,15 @@ def workspace(root: Path, owner: tuple[int, int]) -> tuple[Path, str]:
             os.lchown(os.path.join(dirpath, n), *owner)
     os.chown(root, *owner)
     return ws, head
+
+
+def shipped_role(tmp: Path, base: str, tag: str) -> Path:
+    """A shipped role (roles/<base>.toml) as it is, under a name of this run's own: `capsule up`
+    names the state volume after the role, so the volume is this test's alone."""
+    name = f"{base}-{tag}-{os.getpid()}"
+    text = (REPO / "roles" / f"{base}.toml").read_text()
+    assert f'name = "{base}"' in text, f"roles/{base}.toml names another role"
+    path = tmp / f"{name}.toml"
+    path.write_text(text.replace(f'name = "{base}"', f'name = "{name}"', 1))
+    path.chmod(0o644)
+    return path

@@ -39,7 +39,8 @@ def claude_script(read_path: str):
                 return [{"type": "tool_use", "id": "toolu_sub0", "name": "Bash",
                          "input": {"command": "echo sub", "description": "sub"}}]
             return [{"type": "text", "text": "subagent done"}]
-        last = json.dumps(body.get("messages", [])[-1:])
+        # the user's last message (2.1.332 may end a request with a role:system entry, its token budget)
+        last = json.dumps([m for m in body.get("messages", []) if m.get("role") == "user"][-1:])
         if "again please" in last:
             return [{"type": "tool_use", "id": f"toolu_again{turn}", "name": "Bash",
                      "input": {"command": "echo alpha", "description": "again"}}]
