@@ -60,7 +60,8 @@ def build(args) -> dict:
 def _route(calls: list[dict], since) -> dict:
     """Boundaries, decisions, the INV-9 audit and utilization over time (capsule.measure.route_report)."""
     from capsule.ground import paths
-    from capsule.measure import quota, route_log, route_report
+    from capsule.measure import quota, route_report
+    from capsule.store import route_rows
 
     state = paths.state_dir()
     samples = []
@@ -70,7 +71,7 @@ def _route(calls: list[dict], since) -> dict:
             samples = store.samples(since)
         finally:
             store.close()
-    return route_report.analyse(calls, route_log.read(state / paths.LEDGER_DB, since), samples)
+    return route_report.analyse(calls, route_rows.read(state / paths.LEDGER_DB, since), samples)
 
 
 def cmd_report(args) -> int:

@@ -251,7 +251,8 @@ def _route_facts(store: UsageStore, facts: list[dict], report: Report) -> None:
     """Rate-limit windows and task boundaries a rollout recorded, into the quota store and route log
     next to this usage store (the state dir)."""
     from capsule.ground import paths  # noqa: PLC0415
-    from capsule.measure import quota, route_log  # noqa: PLC0415
+    from capsule.measure import quota  # noqa: PLC0415
+    from capsule.store import route_rows  # noqa: PLC0415
 
     state = Path(store.path).parent
     try:
@@ -265,7 +266,7 @@ def _route_facts(store: UsageStore, facts: list[dict], report: Report) -> None:
                 qs.close()
         bounds = [f for f in facts if f["kind"] == "boundary"]
         if bounds:
-            log = route_log.RouteLog(state / paths.LEDGER_DB)
+            log = route_rows.RouteLog(state / paths.LEDGER_DB)
             try:
                 for b in bounds:
                     log.record("boundary", session=str(b.get("session") or "")[:80] or None,

@@ -5,6 +5,7 @@ and each session's share (the utilization rises its own responses carried). Anth
 (`anthropic-ratelimit-unified-*`, subscription logins), Anthropic classic (`anthropic-ratelimit-
 {requests,tokens,input-tokens,output-tokens}-*`, API keys), OpenAI (`x-ratelimit-*`), and Codex
 rollout `rate_limits` events. Not responsible for acting on it (route/governor.py).
+The samples are stored through capsule/store/quota_rows.py.
 Invariant: only what the headers say is stored (never a credential: the account is a hash of
 it); a header that does not parse is skipped, never guessed; a number from outside is finite and
 in range before it is stored (capsule.ground.numbers: nan, inf, 1e300 or a 400-digit reset are "does
@@ -16,55 +17,18 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import asdict, dataclass
 from datetime import datetime
-from pathlib import Path
 
-from capsule.ground import paths
 from capsule.ground.numbers import bounded
-from capsule.store import redact, sqlite
-from capsule.store.sqlite import connect
+from capsule.store.quota_rows import (MAX_UTILIZATION, QUOTA_DB, READ_ROWS, TIME_MAX,  # noqa: F401 - the rows' API
+                                      QuotaStore, Sample)
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS quota_samples(
-  id INTEGER PRIMARY KEY,
-  ts REAL NOT NULL,
-  account TEXT NOT NULL,
-  regime TEXT NOT NULL,
-  api TEXT NOT NULL,
-  window TEXT NOT NULL,
-  utilization REAL NOT NULL,
-  status TEXT,
-  resets_at REAL,
-  session TEXT,
-  source TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS quota_window ON quota_samples(account, window, ts);
-"""
-QUOTA_DB = "quota.db"
 UNIFIED = "anthropic-ratelimit-unified-"
 CLASSIC = re.compile(r"^anthropic-ratelimit-(requests|tokens|input-tokens|output-tokens)-(limit|remaining|reset)$")
 OPENAI = re.compile(r"^x-ratelimit-(limit|remaining|reset)-(requests|tokens)$")
 BURN_SAMPLES = 12          # burn rate: the slope over the window's last N samples
-MAX_UTILIZATION = 2.0      # a window's use past its limit (overage) is still a utilization; more is not
 MAX_COUNT = 1e15           # requests / tokens a limit or a remainder can name
-TIME_MAX = 4_102_444_800.0  # 2100-01-01 UTC: a reset later than that is not a reset
 MAX_STATUS = 40            # a status is a word ("allowed_warning"); a longer header is cut
-READ_ROWS = 20_000         # at most this many (the newest) per read, however many the store holds
-
-
-@dataclass(frozen=True)
-class Sample:
-    ts: float
-    account: str
-    regime: str            # subscription | api_key | unknown
-    api: str
-    window: str            # 5h, 7d, requests, tokens, ...
-    utilization: float
-    status: str | None = None
-    resets_at: float | None = None
-    session: str | None = None
-    source: str = "proxy"
 
 
 def account_of(api: str, headers: dict[str, str]) -> tuple[str, str]:
@@ -166,44 +130,6 @@ def from_codex_event(payload: dict, account: str, session: str | None, ts: float
         out.append(Sample(ts, account, regime, "openai", label, used / 100.0,
                           None, reset, session, "rollout"))
     return out
-
-
-class QuotaStore:
-    def __init__(self, path: Path | None = None):
-        self.path = Path(path) if path else paths.state_dir() / QUOTA_DB
-        self.conn = connect(self.path)
-        with sqlite.write(self.conn):
-            self.conn.execute(SCHEMA)
-
-    def add(self, samples: list[Sample]) -> None:
-        if not samples:
-            return
-        with sqlite.write(self.conn):
-            for s in samples:
-                d = redact.redacted_value(asdict(s))      # header and account text from outside (issue 31)
-                self.conn.execute("INSERT INTO quota_samples(ts, account, regime, api, window, utilization, status, "
-                                  "resets_at, session, source) VALUES(:ts, :account, :regime, :api, :window, "
-                                  ":utilization, :status, :resets_at, :session, :source)", d)
-
-    def samples(self, since: float | None = None, limit: int = READ_ROWS) -> list[Sample]:
-        """The newest `limit` samples since `since`, oldest first; a row whose numbers are not finite
-        and in range (stored before they were checked) is skipped."""
-        cols = "ts, account, regime, api, window, utilization, status, resets_at, session, source"
-        # Newest by rowid (insertion order): a backward walk that stops at `limit`, no index on ts needed
-        rows = self.conn.execute(f"SELECT {cols}, id FROM quota_samples WHERE ts >= ? ORDER BY id DESC LIMIT ?",
-                                 (since or 0.0, limit)).fetchall()
-        out = []
-        for r in sorted(rows, key=lambda r: (r[0], r[-1])):
-            r = r[:-1]
-            s = Sample(*r)
-            if (bounded(s.ts, 0.0, TIME_MAX) is None or bounded(s.utilization, 0.0, MAX_UTILIZATION) is None
-                    or (s.resets_at is not None and bounded(s.resets_at, 0.0, TIME_MAX) is None)):
-                continue
-            out.append(s)
-        return out
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 def model(samples: list[Sample], now: float | None = None) -> dict:

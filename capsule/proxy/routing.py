@@ -151,7 +151,7 @@ class RouteSide:
     def route_log(self):
         if self._log is None:
             from capsule.ground import paths  # noqa: PLC0415
-            from capsule.measure.route_log import RouteLog  # noqa: PLC0415
+            from capsule.store.route_rows import RouteLog  # noqa: PLC0415
 
             self._log = RouteLog(self.state_dir / paths.LEDGER_DB)
         return self._log

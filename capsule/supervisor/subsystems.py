@@ -148,7 +148,8 @@ def degrade_at_start(router, state_dir: Path) -> None:
     if not router.enabled or router.table is None:
         return
     try:
-        from capsule.measure import quota, route_log  # noqa: PLC0415
+        from capsule.measure import quota  # noqa: PLC0415
+        from capsule.store import route_rows  # noqa: PLC0415
         from capsule.route import policy as route  # noqa: PLC0415
 
         db = state_dir / quota.QUOTA_DB
@@ -172,7 +173,7 @@ def degrade_at_start(router, state_dir: Path) -> None:
             finally:
                 usage.close()
         choices = route.degrade_at_start(router, u, (window or {}).get("name"), calls)
-        rlog = route_log.RouteLog(state_dir / paths.LEDGER_DB)
+        rlog = route_rows.RouteLog(state_dir / paths.LEDGER_DB)
         try:
             for cls, ch in choices:
                 rlog.record("decision", session=f"supervisor:{os.getpid()}", task_class=cls, source="supervisor",

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from capsule.fleet import migrate, report, schema, sources, sync
 from capsule.measure import quota
 from capsule.measure.ledger import Ledger, Row
-from capsule.measure.route_log import RouteLog
+from capsule.store.route_rows import RouteLog
 from capsule.measure.usage import Call, UsageStore, record_usage
 
 REPO = Path(__file__).resolve().parents[2]

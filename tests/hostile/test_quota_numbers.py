@@ -21,7 +21,7 @@ from tests.fakes.cache import TimedCacheMessages
 from tests.hostile.hostile_numbers import classic, header_sets, rejections
 
 from capsule.measure import quota
-from capsule.measure.route_log import RouteLog, read
+from capsule.store.route_rows import RouteLog, read
 from capsule.proxy.app import Settings
 from capsule.proxy.routing import RouteSide
 from capsule.proxy.server import ProxyServer

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tests.fakes.cache import TimedCacheMessages as TimedCacheAPI, ramp  # noqa: E402
 
-from capsule.measure.route_log import read  # noqa: E402
+from capsule.store.route_rows import read  # noqa: E402
 from capsule.policy.manifest import load_role  # noqa: E402
 from capsule.proxy.app import Settings  # noqa: E402
 from capsule.proxy.server import ProxyServer  # noqa: E402
