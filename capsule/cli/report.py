@@ -58,9 +58,9 @@ def build(args) -> dict:
 
 
 def _route(calls: list[dict], since) -> dict:
-    """Boundaries, decisions, the INV-9 audit and utilization over time (capsule.measure.route_report)."""
+    """Boundaries, decisions, the INV-9 audit and utilization over time (capsule.route.route_report)."""
     from capsule.ground import paths
-    from capsule.measure import quota, route_report
+    from capsule.route import quota, route_report
     from capsule.store import route_rows
 
     state = paths.state_dir()
@@ -88,7 +88,7 @@ def cmd_report(args) -> int:
 
     print(visible(report_text.render(data)))
     if data.get("route"):
-        from capsule.measure import route_report
+        from capsule.route import route_report
 
         print()
         print(visible("\n".join(route_report.render_text(data["route"]))))

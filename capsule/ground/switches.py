@@ -41,7 +41,7 @@ FAULT_INJECT = "JACKIN_CTX_FAULT_INJECT"  # test-only: name of a transform force
 NO_REDACT = "JACKIN_CTX_NO_REDACT"  # keep secrets verbatim in what capsule stores (redacted by default)
 PROXY_MAX_REQUEST = "JACKIN_CTX_PROXY_MAX_REQUEST_BYTES"  # the proxy's request byte cap (default: apis.toml)
 USAGE_INTERVAL = "JACKIN_CTX_USAGE_INTERVAL"  # seconds between the supervisor's transcript ingestion passes
-NO_STAGGER = "JACKIN_CTX_NO_STAGGER"  # the proxy holds no same-prefix request (capsule/proxy/stagger.py)
+NO_STAGGER = "JACKIN_CTX_NO_STAGGER"  # the proxy holds no same-prefix request (capsule/route/stagger.py)
 RUN_AS = "JACKIN_CTX_RUN_AS"  # UID:GID the container's supervisor drops to (`capsule up`: the workspace owner)
 USER_OVERRIDE = "CAPSULE_USER"  # `capsule up --user`'s default: UID[:GID] instead of the workspace owner
 

@@ -251,15 +251,15 @@ def _route_facts(store: UsageStore, facts: list[dict], report: Report) -> None:
     """Rate-limit windows and task boundaries a rollout recorded, into the quota store and route log
     next to this usage store (the state dir)."""
     from capsule.ground import paths  # noqa: PLC0415
-    from capsule.measure import quota  # noqa: PLC0415
-    from capsule.store import route_rows  # noqa: PLC0415
+    from capsule.measure.transcripts.codex import from_codex_event  # noqa: PLC0415
+    from capsule.store import quota_rows, route_rows  # noqa: PLC0415
 
     state = Path(store.path).parent
     try:
         samples = [s for f in facts if f["kind"] == "rate_limits"
-                   for s in quota.from_codex_event(f["payload"], "openai:codex-rollout", f.get("session"), f["ts"])]
+                   for s in from_codex_event(f["payload"], "openai:codex-rollout", f.get("session"), f["ts"])]
         if samples:
-            qs = quota.QuotaStore(state / quota.QUOTA_DB)
+            qs = quota_rows.QuotaStore(state / quota_rows.QUOTA_DB)
             try:
                 qs.add(samples)
             finally:

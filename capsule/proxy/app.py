@@ -46,7 +46,7 @@ class Settings:
     languages: tuple[str, ...] = ()
     routing: object = None           # the session's lane table (capsule.route.lanes.Table); None: no pins
     agent_kind: str | None = None
-    stagger: object = None           # capsule.proxy.stagger.Settings; None: the defaults
+    stagger: object = None           # capsule.route.stagger.Settings; None: the defaults
     media: dict | None = None        # the role's [context.media] table (None: follows `mode`)
     workspace: Path | None = None    # where a screenshot's source file may be found (None: no pointers)
     engine_budget_ms: int | None = None   # the engine's time per request (None: apis.toml's engine_budget_ms)
@@ -65,10 +65,10 @@ class Proxy:
         self._engines_lock = threading.Lock()
         self._limiter = anyio.CapacityLimiter(rewrite.limit("engine_threads"))
         self._client: httpx2.AsyncClient | None = None
-        from capsule.proxy.routing import RouteSide  # noqa: PLC0415
+        from capsule.route.conversations import RouteSide  # noqa: PLC0415
 
         self.route = RouteSide(Path(settings.state_dir), settings.routing, settings.agent_kind)
-        from capsule.proxy.stagger import Stagger, settings_from  # noqa: PLC0415
+        from capsule.route.stagger import Stagger, settings_from  # noqa: PLC0415
 
         self.stagger = Stagger(settings.stagger or settings_from({}))
         self.stats = {"requests": 0, "rewritten": 0, "blocks_shrunk": 0, "usage_rows": 0, "fail_open": 0,
@@ -156,7 +156,7 @@ class Proxy:
         routed = False
         if route and info is not None and self.stagger.settings.enabled:
             try:
-                from capsule.proxy.stagger import prefix_key  # noqa: PLC0415
+                from capsule.route.stagger import prefix_key  # noqa: PLC0415
 
                 info["prefix"] = prefix_key(api, parsed, self.stagger.settings.min_prefix_chars)
             except Exception:  # noqa: BLE001 - no key: never held

@@ -2,7 +2,7 @@
 
 One row per window a response's headers (or a Codex rollout event) described: the schema, the typed
 sample and the bounds a stored number must meet. Not responsible for reading headers or for the
-quota model (measure/quota.py), nor for acting on it (route/governor.py).
+quota model (route/quota.py), nor for acting on it (route/governor.py).
 Invariant: text from outside is redacted and numbers are finite and in range before a row is
 written; a read is bounded (the newest READ_ROWS at most) and skips rows stored before the bounds
 were checked; the SQL for this table lives here only.

@@ -71,7 +71,7 @@ def start_proxy(*, kind: str, env: dict[str, str], state_dir: Path, mode: str, s
         from capsule.proxy import clients  # noqa: PLC0415
         from capsule.proxy.app import Settings  # noqa: PLC0415
         from capsule.proxy.server import ProxyServer, redact  # noqa: PLC0415
-        from capsule.proxy.stagger import settings_from  # noqa: PLC0415
+        from capsule.route.stagger import settings_from  # noqa: PLC0415
 
         target = clients.upstream(kind, env, workspace)
         if target.skip:
@@ -148,7 +148,7 @@ def degrade_at_start(router, state_dir: Path) -> None:
     if not router.enabled or router.table is None:
         return
     try:
-        from capsule.measure import quota  # noqa: PLC0415
+        from capsule.route import quota  # noqa: PLC0415
         from capsule.store import route_rows  # noqa: PLC0415
         from capsule.route import policy as route  # noqa: PLC0415
 

@@ -88,7 +88,7 @@ def test_a_model_switch_the_user_makes_reaches_the_route_audit_with_the_clients_
 
     from tests.fakes.anthropic import MessagesAPI
 
-    from capsule.measure import route_report
+    from capsule.route import route_report
     from capsule.store import route_rows
 
     ws, home = tmp_path / "ws", tmp_path / "home"

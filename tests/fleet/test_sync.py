@@ -16,7 +16,7 @@ import apsw
 import sqlalchemy as sa
 
 from capsule.fleet import migrate, report, schema, sources, sync
-from capsule.measure import quota
+from capsule.route import quota
 from capsule.measure.ledger import Ledger, Row
 from capsule.store.route_rows import RouteLog
 from capsule.measure.usage import Call, UsageStore, record_usage

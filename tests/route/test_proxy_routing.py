@@ -111,7 +111,7 @@ def test_scripted_run_degrades_routine_lanes_at_the_next_boundary_only(run, tmp_
         assert server.proxy.route.stats["capsule_changes"] == 0
         assert not [e for e in events if e["kind"] == "change"]
         # the quota store saw every answer's headers
-        from capsule.measure.quota import QuotaStore, model as qmodel
+        from capsule.route.quota import QuotaStore, model as qmodel
         store = QuotaStore(tmp_path / "quota.db")
         q = qmodel(store.samples())
         store.close()

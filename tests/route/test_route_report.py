@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from test_quota import _samples  # noqa: E402
 
-from capsule.measure import quota  # noqa: E402
+from capsule.route import quota  # noqa: E402
 from capsule.store.route_rows import RouteLog  # noqa: E402
 from capsule.measure.usage import record_usage, UsageStore  # noqa: E402
 

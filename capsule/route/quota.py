@@ -4,7 +4,8 @@ Per account and window: utilization (0-1), status, reset time, burn rate, projec
 and each session's share (the utilization rises its own responses carried). Anthropic unified
 (`anthropic-ratelimit-unified-*`, subscription logins), Anthropic classic (`anthropic-ratelimit-
 {requests,tokens,input-tokens,output-tokens}-*`, API keys), OpenAI (`x-ratelimit-*`), and Codex
-rollout `rate_limits` events. Not responsible for acting on it (route/governor.py).
+rollout `rate_limits` events (read with the rollout: measure/transcripts/codex.py). Acting on it:
+route/governor.py.
 The samples are stored through capsule/store/quota_rows.py.
 Invariant: only what the headers say is stored (never a credential: the account is a hash of
 it); a header that does not parse is skipped, never guessed; a number from outside is finite and
@@ -15,6 +16,7 @@ READ_ROWS samples at most; the retention pass keeps a month); the same samples g
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from datetime import datetime
@@ -106,32 +108,6 @@ def from_headers(api: str, headers: dict[str, str], account: str, regime: str, s
     return out
 
 
-def from_codex_event(payload: dict, account: str, session: str | None, ts: float) -> list[Sample]:
-    """A Codex rollout `token_count` event's `rate_limits` (primary / secondary windows)."""
-    limits = payload.get("rate_limits") if isinstance(payload, dict) else None
-    out = []
-    if not isinstance(limits, dict):
-        return out
-    for name in ("primary", "secondary"):
-        w = limits.get(name)
-        used = bounded(w.get("used_percent"), 0.0, 100 * MAX_UTILIZATION) if isinstance(w, dict) else None
-        if used is None:
-            continue
-        minutes = bounded(w.get("window_minutes"), 1, 1e6)
-        minutes = int(minutes) if minutes is not None and isinstance(w.get("window_minutes"), int) else None
-        label = f"{minutes // 60}h" if minutes is not None and minutes < 1440 else (
-            f"{minutes // 1440}d" if minutes is not None else name)
-        reset = bounded(w.get("resets_at"), 0.0, TIME_MAX)
-        if reset is None:
-            ahead = bounded(w.get("resets_in_seconds"), 0.0, TIME_MAX)
-            reset = bounded(ts + ahead, 0.0, TIME_MAX) if ahead is not None else None
-        # plan_type names a ChatGPT plan (a subscription login); with an API key Codex leaves it null
-        regime = "subscription" if limits.get("plan_type") else "unknown"
-        out.append(Sample(ts, account, regime, "openai", label, used / 100.0,
-                          None, reset, session, "rollout"))
-    return out
-
-
 def model(samples: list[Sample], now: float | None = None) -> dict:
     """The quota picture: `windows` (latest per account+window, burn rate, projection) and
     `sessions` (share of each window's rise since the first sample of its current period)."""
@@ -179,3 +155,24 @@ def peak(q: dict, account: str | None = None) -> tuple[float, dict | None]:
         if w["utilization"] >= best:
             best, found = w["utilization"], w
     return best, found
+
+
+def picture(role_arg: str | None = None, now: float | None = None) -> dict:
+    """The quota model of every stored sample; with a role (or $JACKIN_CTX_ROLE), its spend budget's
+    windows from the cost engine too (`capsule ctx quota`). A bad role raises UserError (one line)."""
+    store = QuotaStore()
+    try:
+        q = model(store.samples(), now=now)
+    finally:
+        store.close()
+    role = role_arg or os.environ.get("JACKIN_CTX_ROLE")
+    if role:
+        from capsule.ground.errors import UserError  # noqa: PLC0415
+        from capsule.policy.manifest import ManifestError  # noqa: PLC0415
+        from capsule.route import governor  # noqa: PLC0415
+
+        try:
+            q["windows"] += governor.budget_windows(role, now or time.time(), regime=q["regime"])
+        except ManifestError as exc:        # a bad role is the user's input: one line, exit 2
+            raise UserError(str(exc)) from None
+    return q
