@@ -65,12 +65,10 @@ class Proxy:
         self._engines_lock = threading.Lock()
         self._limiter = anyio.CapacityLimiter(rewrite.limit("engine_threads"))
         self._client: httpx2.AsyncClient | None = None
-        from capsule.route.conversations import RouteSide  # noqa: PLC0415
+        from capsule import engine_api  # noqa: PLC0415
 
-        self.route = RouteSide(Path(settings.state_dir), settings.routing, settings.agent_kind)
-        from capsule.route.stagger import Stagger, settings_from  # noqa: PLC0415
-
-        self.stagger = Stagger(settings.stagger or settings_from({}))
+        self.route = engine_api.route_side(Path(settings.state_dir), settings.routing, settings.agent_kind)
+        self.stagger = engine_api.stagger(settings.stagger)
         self.stats = {"requests": 0, "rewritten": 0, "blocks_shrunk": 0, "usage_rows": 0, "fail_open": 0,
                       "upstream_errors": 0, "refused": 0, "media_changed": 0, "client_gone": 0, "too_large": 0, "over_budget": 0}
 
@@ -156,9 +154,9 @@ class Proxy:
         routed = False
         if route and info is not None and self.stagger.settings.enabled:
             try:
-                from capsule.route.stagger import prefix_key  # noqa: PLC0415
+                from capsule import engine_api  # noqa: PLC0415
 
-                info["prefix"] = prefix_key(api, parsed, self.stagger.settings.min_prefix_chars)
+                info["prefix"] = engine_api.stagger_key(api, parsed, self.stagger.settings.min_prefix_chars)
             except Exception:  # noqa: BLE001 - no key: never held
                 info["prefix"] = None
         if route:
@@ -371,9 +369,9 @@ class Proxy:
             if row is not None and self.settings.agent_kind not in TRANSCRIPT_ONLY:
                 with self._usage_lock:
                     if self._usage_store is None:
-                        from capsule.measure.usage import UsageStore  # noqa: PLC0415
+                        from capsule import engine_api  # noqa: PLC0415
 
-                        self._usage_store = UsageStore(Path(self.settings.state_dir) / paths.USAGE_DB)
+                        self._usage_store = engine_api.usage_store(Path(self.settings.state_dir))
                     usage.record(row, store=self._usage_store)
                 self.stats["usage_rows"] += 1
         except Exception as exc:  # noqa: BLE001 - usage is measurement; the answer already went out
