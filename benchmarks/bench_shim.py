@@ -24,7 +24,7 @@ from pathlib import Path
 
 from capsule import shims
 from capsule.ground import switches
-from capsule.supervisor import server
+from capsule.supervisor import control_server
 from capsule.shims import door
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +50,7 @@ def start_supervisor(state: Path) -> tuple[subprocess.Popen, float]:
         if time.monotonic() - t0 > 60:
             raise TimeoutError("supervisor did not create its socket")
         time.sleep(0.002)
-    server.wait_ready(sock, 60)
+    control_server.wait_ready(sock, 60)
     return proc, time.monotonic() - t0
 
 
@@ -115,7 +115,7 @@ def main() -> int:
         # the client capsule launched (its marker) and its tool mark: an agent call
         agent_env = dict(pass_env, CLAUDECODE="1", JACKIN_CTX_AGENT="claude", **{out_var: f"bench {view} {view}"})
         rows = []
-        served_before = server.status(state / "engine.sock")["served"]
+        served_before = control_server.status(state / "engine.sock")["served"]
         for argv in COMMANDS:
             real = shutil.which(argv[0], path=path)
             samples: dict[str, list[float]] = {"raw": [], "pass": [], "agent": []}
@@ -139,7 +139,7 @@ def main() -> int:
                 plain.append(timed(["bash", "-c", "true"], call_env))
                 sourced.append(timed(["bash", "-c", f". {env_file}\ntrue"], call_env))
             env_cost = (statistics.median(plain), statistics.median(sourced))
-        served = server.status(state / "engine.sock")["served"] - served_before
+        served = control_server.status(state / "engine.sock")["served"] - served_before
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
     finally:

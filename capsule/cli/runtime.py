@@ -123,7 +123,7 @@ def _docker() -> str:
 # ---- commands ---------------------------------------------------------------------------
 def cmd_supervise(args) -> int:
     from capsule.supervisor.core import Options, Supervisor  # noqa: PLC0415
-    from capsule.supervisor.logs import setup_logging  # noqa: PLC0415
+    from capsule.supervisor.log_setup import setup_logging  # noqa: PLC0415
 
     run_as = os.environ.get(switches.RUN_AS)
     if run_as:  # `capsule up` started us as root: become the workspace owner first (identity.py)
@@ -213,7 +213,7 @@ def _say_when_passive(role: Role, extra: dict[str, str]) -> None:
 def _up_local(role: Role, extra: dict[str, str], argv: list[str], args) -> int:
     from capsule import shims  # noqa: PLC0415
     from capsule.supervisor.core import Options, Supervisor  # noqa: PLC0415
-    from capsule.supervisor.logs import setup_logging  # noqa: PLC0415
+    from capsule.supervisor.log_setup import setup_logging  # noqa: PLC0415
 
     os.environ.update(extra)  # switches passed with -e apply to the supervisor too
     state = paths.state_dir()

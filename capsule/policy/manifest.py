@@ -61,7 +61,7 @@ class ContextConfig:
     output: dict[str, Any] = field(default_factory=dict)
     routing: dict[str, Any] = field(default_factory=dict)
     filters_extra: tuple[dict[str, str], ...] = ()
-    media: dict[str, Any] = field(default_factory=dict)     # [context.media]; capsule/policy/media.py reads it
+    media: dict[str, Any] = field(default_factory=dict)     # [context.media]; capsule/policy/media_policy.py reads it
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,10 @@ import anyio
 import httpx2
 
 from capsule.ground import paths
-from capsule.proxy import media as proxy_media
-from capsule.proxy import bodies, rewrite, target, usage
+from capsule.proxy import wire_media as proxy_media
+from capsule.proxy import bodies, rewrite, target, usage_tap
 from capsule.ground.types import Observation
-from capsule.proxy.memo import Memo
+from capsule.proxy.conversation_memo import Memo
 
 log = logging.getLogger("capsule.proxy")
 
@@ -188,11 +188,11 @@ class Proxy:
 
     def _rewrite_within(self, budget_s: float, api: str, parsed: dict, session: str) -> bytes | None:
         """_rewrite_sync with the request's budget as the media deadline: the wait above abandons this
-        worker at budget_s, and its image and PDF work (capsule.observe.media.budget) stops there too
+        worker at budget_s, and its image and PDF work (capsule.observe.media.media_budget) stops there too
         instead of decoding on beside the next wave's workers."""
-        from capsule.observe.media import budget  # noqa: PLC0415
+        from capsule.observe.media import media_budget  # noqa: PLC0415
 
-        with budget.deadline(budget_s):
+        with media_budget.deadline(budget_s):
             return self._rewrite_sync(api, parsed, session)
 
     def _memo_only(self, api: str, body: bytes, session: str) -> bytes | None:
@@ -246,7 +246,7 @@ class Proxy:
         """A PDF page range the client sent as page images: the pages' text from the file itself, read
         only inside the workspace (the path comes from the request: hostile until checked)."""
         from capsule import engine_media  # noqa: PLC0415
-        from capsule.policy import media as media_policy  # noqa: PLC0415
+        from capsule.policy import media_policy as media_policy  # noqa: PLC0415
         from capsule.retrieve import workspace  # noqa: PLC0415
 
         policy = media_policy.from_table(self.settings.media, self.settings.mode)
@@ -273,7 +273,7 @@ class Proxy:
     def _media(self, blob: proxy_media.Blob, model, session: str):
         """One image or PDF through Engine.observe (a media Observation), at its first sight in the conversation."""
         from capsule import engine_media  # noqa: PLC0415 - Pillow and poppler only for requests with media
-        from capsule.policy import media as media_policy  # noqa: PLC0415
+        from capsule.policy import media_policy as media_policy  # noqa: PLC0415
 
         policy = media_policy.from_table(self.settings.media, self.settings.mode)
         if policy.mode == "off":
@@ -338,7 +338,7 @@ class Proxy:
                 log.debug("proxy quota read failed: %r", exc)
         tap = None
         if session and response.status_code == 200:
-            tap = usage.Tap(api, session, response.headers.get("content-type", ""),
+            tap = usage_tap.Tap(api, session, response.headers.get("content-type", ""),
                             response.headers.get("content-encoding", ""))
         try:
             out_headers = [(k, v) for k, v in response.headers.raw if k.lower() not in HOP_BY_HOP - {b"content-length"}]
@@ -361,18 +361,18 @@ class Proxy:
         finally:
             await response.aclose()
 
-    def _record(self, tap: usage.Tap) -> None:
+    def _record(self, tap: usage_tap.Tap) -> None:
         try:
             row = tap.result()
             # OpenCode stores each call under its own message id, not the API's: its database is
-            # the usage source (capsule/measure/transcripts/opencode.py), a proxy row would count twice.
+            # the usage source (capsule/measure/transcripts/opencode_transcript.py), a proxy row would count twice.
             if row is not None and self.settings.agent_kind not in TRANSCRIPT_ONLY:
                 with self._usage_lock:
                     if self._usage_store is None:
                         from capsule import engine_api  # noqa: PLC0415
 
                         self._usage_store = engine_api.usage_store(Path(self.settings.state_dir))
-                    usage.record(row, store=self._usage_store)
+                    usage_tap.record(row, store=self._usage_store)
                 self.stats["usage_rows"] += 1
         except Exception as exc:  # noqa: BLE001 - usage is measurement; the answer already went out
             log.warning("proxy: usage not recorded (%r)", exc)

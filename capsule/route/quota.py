@@ -4,7 +4,7 @@ Per account and window: utilization (0-1), status, reset time, burn rate, projec
 and each session's share (the utilization rises its own responses carried). Anthropic unified
 (`anthropic-ratelimit-unified-*`, subscription logins), Anthropic classic (`anthropic-ratelimit-
 {requests,tokens,input-tokens,output-tokens}-*`, API keys), OpenAI (`x-ratelimit-*`), and Codex
-rollout `rate_limits` events (read with the rollout: measure/transcripts/codex.py). Acting on it:
+rollout `rate_limits` events (read with the rollout: measure/transcripts/codex_transcript.py). Acting on it:
 route/governor.py.
 The samples are stored through capsule/store/quota_rows.py.
 Invariant: only what the headers say is stored (never a credential: the account is a hash of

@@ -32,7 +32,7 @@ def warm_engine(state_dir: Path, mode: str, role: Role):
     from capsule.engine import Engine  # noqa: PLC0415 - heavy import, only when the engine is on
     from capsule.ground import tokens  # noqa: PLC0415
     from capsule.observe.classify import classify  # noqa: PLC0415
-    from capsule.observe.filters import engine as filter_engine  # noqa: PLC0415
+    from capsule.observe.filters import filter_engine as filter_engine  # noqa: PLC0415
 
     engine = Engine(state_dir, mode=mode, languages=role.context.languages)
     engine.defer = True     # the server records after its reply is written (server.py)
@@ -68,12 +68,12 @@ def start_proxy(*, kind: str, env: dict[str, str], state_dir: Path, mode: str, s
     """The proxy door for the agent's client -> (ProxyServer or None, Redirect or None, info for
     doctor). If it cannot start, the agent keeps its own base URL and the info says why."""
     try:
-        from capsule.proxy import clients  # noqa: PLC0415
+        from capsule.proxy import redirect  # noqa: PLC0415
         from capsule.proxy.app import Settings  # noqa: PLC0415
-        from capsule.proxy.server import ProxyServer, redact  # noqa: PLC0415
+        from capsule.proxy.proxy_server import ProxyServer, redact  # noqa: PLC0415
         from capsule.route.stagger import settings_from  # noqa: PLC0415
 
-        target = clients.upstream(kind, env, workspace)
+        target = redirect.upstream(kind, env, workspace)
         if target.skip:
             log.info("proxy not used: %s", target.skip)
             return None, None, {"state": "not used", "reason": target.skip}
@@ -84,7 +84,7 @@ def start_proxy(*, kind: str, env: dict[str, str], state_dir: Path, mode: str, s
                             **({"anthropic_upstream": target.upstream} if kind in ("claude", "opencode")
                                else {"openai_upstream": target.upstream}))
         proxy = ProxyServer(settings).start()
-        redirect = clients.redirect(target, proxy.url, proxy.openai_url)
+        redirect = redirect.redirect(target, proxy.url, proxy.openai_url)
         log.info("proxy on %s for %s (upstream %s)", proxy.url, kind, redact(target.upstream))
         return proxy, redirect, {"state": "running", "url": proxy.url, "agent": kind,
                                  "upstream": redact(target.upstream)}
@@ -111,7 +111,7 @@ def warm_index(root: Path) -> None:
 def build_index() -> None:
     """The warm-up child (warm_index): sys.argv[1] is the workspace; it logs to the supervisor's log."""
     from capsule.retrieve.index import WorkspaceIndex  # noqa: PLC0415
-    from capsule.supervisor.logs import setup_logging  # noqa: PLC0415
+    from capsule.supervisor.log_setup import setup_logging  # noqa: PLC0415
 
     try:
         os.nice(10)                 # the agent's own start and its commands come first

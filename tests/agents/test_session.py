@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from capsule.agents import intent, notes, session
+from capsule.agents import intent_log, notes, session
 from capsule.agents.common import SERVER_NAME
 
 
@@ -77,10 +77,10 @@ def test_hook_records_and_lookup_finds_the_calls_description(tmp_path):
     _hook(state, {"hook_event_name": "PreToolUse", "session_id": "s-1", "tool_name": "Bash", "tool_use_id": "t2",
                   "tool_input": {"command": "git log --stat -15"}})
     d = session.intents_dir(state)
-    assert intent.lookup(d, "s-1", "grep -rn retry .") == "Find retries"
-    assert intent.lookup(d, "s-1", "git log --stat -15") == "why does checkout fail?"   # no description: the prompt
-    assert intent.lookup(d, "s-2", "grep -rn retry .") is None
-    assert intent.lookup(d, "s-1", "grep -rn retry .", now=time.time() + 3600) is None  # stale
+    assert intent_log.lookup(d, "s-1", "grep -rn retry .") == "Find retries"
+    assert intent_log.lookup(d, "s-1", "git log --stat -15") == "why does checkout fail?"   # no description: the prompt
+    assert intent_log.lookup(d, "s-2", "grep -rn retry .") is None
+    assert intent_log.lookup(d, "s-1", "grep -rn retry .", now=time.time() + 3600) is None  # stale
     _hook(state, {"hook_event_name": "PreToolUse", "session_id": "../evil", "tool_input": {"command": "x"}})
     assert not (state / "sessions" / "evil.jsonl").exists() and (d / "evil.jsonl").exists()
     _hook(state, {"not": "a hook event"})                                               # silent, no record

@@ -151,7 +151,7 @@ def test_a_door_import_below_the_engine_is_found():
     LAYERS = {**saved, "door_reach": {}}
     try:
         found = {(a, b) for a, b, _ in up_imports()}
-        assert ("capsule.proxy.memo", "capsule.store.sqlite") in found
+        assert ("capsule.proxy.conversation_memo", "capsule.store.sqlite") in found
         assert all(layer_of(a) in ("proxy",) for a, _ in found), found
     finally:
         LAYERS = saved

@@ -19,7 +19,7 @@ from tests.fakes.cache import TimedCacheMessages as TimedCacheAPI, ramp  # noqa:
 from capsule.store.route_rows import read  # noqa: E402
 from capsule.policy.manifest import load_role  # noqa: E402
 from capsule.proxy.app import Settings  # noqa: E402
-from capsule.proxy.server import ProxyServer  # noqa: E402
+from capsule.proxy.proxy_server import ProxyServer  # noqa: E402
 from capsule.route import lanes  # noqa: E402
 
 BILL = "x-anthropic-billing-header: cc_version=2.1.197.fa0; cc_entrypoint=sdk-cli;"

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tests.fakes.cache import TimedCacheMessages as TimedCacheAPI  # noqa: E402
 
 from capsule.proxy.app import Settings  # noqa: E402
-from capsule.proxy.server import ProxyServer  # noqa: E402
+from capsule.proxy.proxy_server import ProxyServer  # noqa: E402
 from capsule.route.stagger import Settings as StaggerSettings  # noqa: E402
 
 SYSTEM = [{"type": "text", "text": "You are a subagent. " + "Rules of the house. " * 600,

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from capsule import shims
-from capsule.supervisor import server
+from capsule.supervisor import control_server
 
 IMPLEMENTATIONS = ["compiled", "python", "ctx-run"]
 SOCKET_CLIENTS = ["compiled", "python"]
@@ -61,7 +61,7 @@ class World:
                               input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
 
     def served(self) -> int:
-        return server.status(self.sock)["served"]
+        return control_server.status(self.sock)["served"]
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,7 @@ def world(tmp_path_factory):
         deadline = time.monotonic() + 30
         while not sock.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        server.wait_ready(sock, 10)
+        control_server.wait_ready(sock, 10)
         yield World(root, real, sock, dirs)
     finally:
         proc.send_signal(signal.SIGTERM)

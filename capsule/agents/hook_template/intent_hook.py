@@ -1,7 +1,7 @@
 # capsule intent hook (written per session by capsule.agents.session; Claude Code runs it).
 # PreToolUse(Bash): records the call's command and its stated `description`; UserPromptSubmit:
 # records the user's prompt. The engine reads them back as the intent of the shim's observation
-# (capsule/agents/intent.py). Never blocks or changes the call: no output, exit 0, on any error too.
+# (capsule/agents/intent_log.py). Never blocks or changes the call: no output, exit 0, on any error too.
 import json
 import os
 import sys

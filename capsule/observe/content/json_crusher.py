@@ -20,7 +20,7 @@ from capsule.observe.content.json_anomaly import (_ERROR_KEY, Sampled, _schema, 
                                                   sample, value_anomalies)
 from capsule.observe.content.json_reduce import (AGGRESSIVE_MIN_ROWS, LONG_STRING, LONG_STRING_KEEP,  # noqa: F401
                                                  LOSSY_MIN_ROWS, VERBATIM_LINE_MAX, lossy, lossy_forms)
-from capsule.observe.types import Context, Removal, TransformResult
+from capsule.observe.transform_types import Context, Removal, TransformResult
 
 TRANSFORM_ID = "json"
 LINE_KEEPING_SLACK = 1.25   # prefer the line-keeping lossless form within this factor of the best

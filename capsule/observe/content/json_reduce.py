@@ -16,7 +16,7 @@ from capsule.observe.content import json_text, toon
 from capsule.observe.content.json_anomaly import (HEAD_ROWS, TAIL_ROWS, _ERROR_KEY, _holds_error,
                                                   _intent_terms, _is_error_value, _shape, sample,
                                                   value_anomalies)
-from capsule.observe.types import Removal, TransformResult
+from capsule.observe.transform_types import Removal, TransformResult
 from capsule.observe.verbatim import is_verbatim
 
 TRANSFORM_ID = "json"

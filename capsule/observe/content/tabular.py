@@ -15,7 +15,7 @@ import itertools
 import re
 
 from capsule.observe.content import json_crusher
-from capsule.observe.types import Context, Removal, TransformResult
+from capsule.observe.transform_types import Context, Removal, TransformResult
 
 TRANSFORM_ID = "tabular"
 MIN_ROWS = 30

@@ -17,7 +17,7 @@ import tomllib
 
 from capsule.observe.content import json_reduce
 from capsule.observe.content.toon import strict_equal
-from capsule.observe.types import Context, Removal, TransformResult
+from capsule.observe.transform_types import Context, Removal, TransformResult
 
 TRANSFORM_ID = "yaml_toml"
 _COMMENT = re.compile(r"^\s*#")

@@ -23,7 +23,7 @@ from operator import eq
 from capsule.observe import keep
 from capsule.observe.filters.spec import FilterSpec
 from capsule.observe.guard import marker
-from capsule.observe.types import Removal
+from capsule.observe.transform_types import Removal
 from capsule.observe.verbatim import is_verbatim
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")

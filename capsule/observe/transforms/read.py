@@ -18,7 +18,7 @@ import shlex
 from dataclasses import replace
 
 from capsule.observe.guard import budgets
-from capsule.observe.types import Context, Removal, TransformResult
+from capsule.observe.transform_types import Context, Removal, TransformResult
 
 # `nl -ba`/`cat -n` output (a right-aligned number and a tab before each line), or an agent's
 # Read tool (`  12→code`)

@@ -31,7 +31,7 @@ def register(sub) -> None:
 
 
 def build(args) -> dict:
-    from capsule.cli.usage import load
+    from capsule.cli.usage_cmd import load
     from capsule.measure import report
     from capsule.measure.ledger import Ledger
     from capsule.prompt import budget
@@ -51,9 +51,9 @@ def build(args) -> dict:
 
     out["by_register"] = record.by_register(out["sessions"], record.runs())
     if getattr(args, "whatif", False):
-        from capsule.cli import whatif
+        from capsule.cli import whatif_cmd
 
-        out["whatif"] = whatif.build(args)
+        out["whatif"] = whatif_cmd.build(args)
     return out
 
 
@@ -96,7 +96,7 @@ def cmd_report(args) -> int:
         from capsule.measure import whatif
 
         print()
-        print(visible(whatif.render(data["whatif"])))
+        print(visible(whatif_cmd.render(data["whatif"])))
     return 0
 
 

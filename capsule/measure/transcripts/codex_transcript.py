@@ -12,7 +12,7 @@ import json
 import os
 import re
 
-from capsule.measure.transcripts.common import guarded, iso_ts, result_fields, text, tool_kind
+from capsule.measure.transcripts.transcript_common import guarded, iso_ts, result_fields, text, tool_kind
 from capsule.ground.numbers import bounded
 from capsule.measure.usage import Batch, Call, Session, ToolEvent
 from capsule.store.quota_rows import MAX_UTILIZATION, TIME_MAX, Sample
