@@ -252,12 +252,12 @@ def _fleet_html(data: dict) -> str:
 def cmd_render(args) -> int:
     import os
 
-    from capsule.cli.runtime import DEFAULT_IMAGE, IMAGE_ENV, _role
+    from capsule.cli.runtime import DEFAULT_IMAGE, IMAGE_ENV, resolve_role
     from capsule.fleet import render
 
     if args.replicas < 1:
         raise UserError(f"--replicas {args.replicas}: at least 1")
-    role = _role(args.role)
+    role = resolve_role(args.role)
     image = args.image or os.environ.get(IMAGE_ENV, DEFAULT_IMAGE)
     if args.kubernetes:
         text = render.kubernetes_yaml(role, args.replicas, image, namespace=args.namespace,

@@ -86,7 +86,7 @@ def register(sub) -> None:
 
 
 # ---- helpers ----------------------------------------------------------------------------
-def _role(name: str | None) -> Role:
+def resolve_role(name: str | None) -> Role:
     try:
         return load_role(name or os.environ.get(switches.ROLE) or DEFAULT_ROLE)
     except ManifestError as exc:
@@ -130,7 +130,7 @@ def cmd_supervise(args) -> int:
         from capsule.supervisor import identity  # noqa: PLC0415
 
         identity.adopt(run_as, paths.state_dir(), Path.cwd())
-    role = _role(args.role)
+    role = resolve_role(args.role)
     shim_dir = args.shim_dir
     if shim_dir is None and paths.CONTAINER_SHIM_DIR.is_dir():
         shim_dir = paths.CONTAINER_SHIM_DIR
@@ -140,7 +140,7 @@ def cmd_supervise(args) -> int:
 
 
 def cmd_up(args) -> int:
-    role = _role(args.role)
+    role = resolve_role(args.role)
     extra = _pairs(args.env)
     argv = _argv(args)
     _say_when_passive(role, extra)

@@ -318,14 +318,14 @@ class RouteSide:
         caller's x-should-retry: false is the retry-storm protection, it must not depend on them."""
         from datetime import datetime, timezone  # noqa: PLC0415
 
-        from capsule.route.quota import _when  # noqa: PLC0415
+        from capsule.route.quota import parse_when  # noqa: PLC0415
 
         full = max(samples, key=lambda s: s.utilization, default=None)
-        reset = (full.resets_at if full else None) or _when(h.get("anthropic-ratelimit-unified-reset")
+        reset = (full.resets_at if full else None) or parse_when(h.get("anthropic-ratelimit-unified-reset")
                                                            or h.get("retry-after"), time.time())
         try:
             when = datetime.fromtimestamp(reset, timezone.utc).strftime("%H:%M UTC") if reset else "an unknown time"
-        except (OverflowError, OSError, ValueError):   # _when bounds it; a Sample built elsewhere might not
+        except (OverflowError, OSError, ValueError):   # parse_when bounds it; a Sample built elsewhere might not
             reset, when = None, "an unknown time"
         window = f"{full.window} window at {100 * full.utilization:.0f}%" if full else "rate limit"
         key = (account, window, round(reset or 0))

@@ -56,7 +56,7 @@ def _status(v: str | None) -> str | None:
     return v[:MAX_STATUS] if isinstance(v, str) else None
 
 
-def _when(v: str | None, now: float) -> float | None:
+def parse_when(v: str | None, now: float) -> float | None:
     """Epoch seconds, an RFC 3339 time, or an OpenAI duration (`6m0s`, `1.5s`, `20ms`)."""
     if not isinstance(v, str) or len(v) > 64:
         return None
@@ -89,7 +89,7 @@ def from_headers(api: str, headers: dict[str, str], account: str, regime: str, s
             continue
         out.append(Sample(now, account, "subscription", api, w[:MAX_STATUS], u,
                           _status(h.get(f"{UNIFIED}{w}-status") or overall),
-                          _when(h.get(f"{UNIFIED}{w}-reset"), now), session))
+                          parse_when(h.get(f"{UNIFIED}{w}-reset"), now), session))
     if out:
         return out
     classic: dict[str, dict[str, str]] = {}
@@ -104,7 +104,7 @@ def from_headers(api: str, headers: dict[str, str], account: str, regime: str, s
             continue
         u = min(max(1.0 - remaining / limit, 0.0), 1.0)
         out.append(Sample(now, account, regime if regime != "unknown" else "api_key", api, kind, u,
-                          "rejected" if remaining <= 0 else "allowed", _when(f.get("reset"), now), session))
+                          "rejected" if remaining <= 0 else "allowed", parse_when(f.get("reset"), now), session))
     return out
 
 

@@ -168,7 +168,7 @@ def _text_yaml():
     Loader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: node.value)
     Dumper.add_representer(IntText, lambda d, v: d.represent_scalar("tag:yaml.org,2002:int", v.text))
     Dumper.add_representer(FloatText, lambda d, v: d.represent_scalar("tag:yaml.org,2002:float", v.text))
-    Dumper.add_representer(json_reduce._Note, lambda d, v: d.represent_list(list(v)))
+    Dumper.add_representer(json_reduce.SampledArray, lambda d, v: d.represent_list(list(v)))
     return pyyaml, Loader, Dumper
 
 
