@@ -35,7 +35,7 @@ from corpora import default_corpora  # noqa: E402
 
 from capsule.ground.tokens import count, label  # noqa: E402
 from capsule.observe.content import json_crusher, outline, toon  # noqa: E402
-from capsule.observe.types import Context  # noqa: E402
+from capsule.observe.transform_types import Context  # noqa: E402
 
 ROWS: list[tuple[str, str, str, str]] = []   # (section, case, figures, verdict)
 

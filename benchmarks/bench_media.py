@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO))
 
 from capsule.observe import media  # noqa: E402
 from capsule.observe.media import caps, image  # noqa: E402
-from capsule.policy.media import MediaPolicy  # noqa: E402
+from capsule.policy.media_policy import MediaPolicy  # noqa: E402
 from tests.observe.media import fixtures as fx  # noqa: E402
 
 

@@ -8,7 +8,7 @@ peak RSS is the kernel's VmHWM. Waves of 8 concurrent requests, each with one di
 declared 8900x8900 (326 KB files, 317 MB decoded each: refused by the decode budget), PNGs of
 7000x7000 (within the budget one at a time: decoded through the shared pool), a 16383x4800 PNG pair.
 Then a 55 KB PDF of 40 textless pages sharing one 20000^2 1-bit image through the proxy with a
-3-line request beside it, and the same through ctx_read (capsule.mcp.server.ReadDoor). Then the PDFs
+3-line request beside it, and the same through ctx_read (capsule.mcp.mcp_server.ReadDoor). Then the PDFs
 ctx_read refuses (10,000 pages, a cyclic page tree, encrypted): seconds to refuse, and the reason.
 Targets: peak RSS <= 512 MB, the small request <= 1 s, a refusal < 0.5 s.
 
@@ -41,7 +41,7 @@ CHILD = """
 import sys, time
 from pathlib import Path
 from capsule.proxy.app import Settings
-from capsule.proxy.server import ProxyServer
+from capsule.proxy.proxy_server import ProxyServer
 s = ProxyServer(Settings(state_dir=Path(sys.argv[1]), anthropic_upstream=sys.argv[2])).start()
 print(s.url, flush=True)
 sys.stdin.read()
@@ -95,7 +95,7 @@ def wave(url: str, bodies: list[bytes]) -> list[tuple[int, float]]:
 
 def ctx_read_beside_pdf(pdf: bytes) -> tuple[float, float]:
     """(the 3-line read's seconds, the PDF read's seconds) through the MCP door, side by side."""
-    from capsule.mcp.server import ReadDoor
+    from capsule.mcp.mcp_server import ReadDoor
 
     with tempfile.TemporaryDirectory() as d:
         os.environ["JACKIN_CTX_STATE_DIR"] = str(Path(d) / "state")
@@ -129,7 +129,7 @@ def refusals(runs: int = 5) -> list[str]:
     """ctx_read of each refused PDF: (median seconds to refuse, the reason it gives), `runs` times each."""
     import statistics
 
-    from capsule.mcp.server import ReadDoor
+    from capsule.mcp.mcp_server import ReadDoor
 
     cases = [("10,000-page PDF", "long.pdf", hm.many_pages()), ("cyclic page tree PDF", "cyclic.pdf", hm.cyclic_tree()),
              ("encrypted PDF", "locked.pdf", hm.encrypted())]

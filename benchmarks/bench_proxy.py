@@ -198,7 +198,7 @@ def _results(body: dict) -> dict[str, str]:
 def session(tmp: Path) -> dict:
     from capsule.ground.tokens import count  # noqa: PLC0415
     from capsule.proxy.app import Settings  # noqa: PLC0415
-    from capsule.proxy.server import ProxyServer  # noqa: PLC0415
+    from capsule.proxy.proxy_server import ProxyServer  # noqa: PLC0415
     from recording import ScriptedMessages  # noqa: PLC0415
 
     claude = shutil.which("claude")

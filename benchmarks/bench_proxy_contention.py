@@ -86,7 +86,7 @@ def main() -> None:
     import httpx2
 
     from capsule.proxy.app import Settings
-    from capsule.proxy.server import ProxyServer
+    from capsule.proxy.proxy_server import ProxyServer
 
     state = Path(tempfile.mkdtemp(prefix="bench-contention-"))
     os.environ["JACKIN_CTX_STATE_DIR"] = str(state)

@@ -44,7 +44,7 @@ def stdlib_root() -> Path:
 
 def bench_signatures(quick: bool) -> dict:
     from capsule.ground.tokens import count
-    from capsule.retrieve.modes import Mode
+    from capsule.retrieve.read_modes import Mode
     from capsule.retrieve.reader import ReadError, render
 
     root = stdlib_root()
@@ -94,7 +94,7 @@ def bench_stub() -> dict:
 
 
 def bench_search(root: Path, queries: int) -> dict:
-    from capsule.mcp.server import ReadDoor
+    from capsule.mcp.mcp_server import ReadDoor
     from capsule.retrieve.index import WorkspaceIndex
 
     ix = WorkspaceIndex(root)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from capsule import shims
 from capsule.ground import switches
-from capsule.supervisor import server
+from capsule.supervisor import control_server
 from capsule.shims import door
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,11 +52,11 @@ def start_supervisor(state: Path) -> tuple[subprocess.Popen, float, float]:
             raise TimeoutError("supervisor did not create its socket")
         time.sleep(0.002)
     try:
-        server.wait_ready(sock, 60, warm=False)
+        control_server.wait_ready(sock, 60, warm=False)
     except TypeError:       # an older tree: its socket answered only once its engine was warm
-        server.wait_ready(sock, 60)
+        control_server.wait_ready(sock, 60)
     ready = time.monotonic() - t0
-    server.status(sock, 60)
+    control_server.status(sock, 60)
     return proc, ready, time.monotonic() - t0
 
 
@@ -138,7 +138,7 @@ def main() -> int:
         # the client capsule launched (its marker) and its tool mark: an agent call
         agent_env = dict(pass_env, CLAUDECODE="1", JACKIN_CTX_AGENT="claude", **{out_var: f"bench {view} {view}"})
         rows = []
-        served_before = server.status(state / "engine.sock")["served"]
+        served_before = control_server.status(state / "engine.sock")["served"]
         for argv in COMMANDS:
             real = shutil.which(argv[0], path=path)
             samples: dict[str, list[float]] = {"raw": [], "pass": [], "agent": []}
@@ -164,7 +164,7 @@ def main() -> int:
                 plain.append(timed(["bash", "-c", "true"], call_env))
                 sourced.append(timed(["bash", "-c", f". {env_file}\ntrue"], call_env))
             env_cost = (statistics.median(plain), statistics.median(sourced))
-        served = server.status(state / "engine.sock")["served"] - served_before
+        served = control_server.status(state / "engine.sock")["served"] - served_before
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
     finally:

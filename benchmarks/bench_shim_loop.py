@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from capsule import shims  # noqa: E402
 from capsule.ground import switches  # noqa: E402
-from capsule.supervisor import server  # noqa: E402
+from capsule.supervisor import control_server  # noqa: E402
 from tests.fakes import unix_socket  # noqa: E402
 
 LOOP = "for i in $(seq 200); do echo hello | sed s/h/j/ | cat; done"
@@ -53,7 +53,7 @@ def start_supervisor(state: Path) -> subprocess.Popen:
     deadline = time.monotonic() + 60
     while not sock.exists() and time.monotonic() < deadline:
         time.sleep(0.01)
-    server.wait_ready(sock, 60)
+    control_server.wait_ready(sock, 60)
     return proc
 
 

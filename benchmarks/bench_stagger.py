@@ -24,8 +24,8 @@ from tests.fakes.cache import TimedCacheMessages as TimedCacheAPI  # noqa: E402
 from test_stagger import fan_out  # noqa: E402
 
 from capsule.proxy.app import Settings  # noqa: E402
-from capsule.proxy.server import ProxyServer  # noqa: E402
-from capsule.proxy.stagger import Settings as StaggerSettings  # noqa: E402
+from capsule.proxy.proxy_server import ProxyServer  # noqa: E402
+from capsule.route.stagger import Settings as StaggerSettings  # noqa: E402
 
 
 def one(n: int, on: bool, ttft_write: float, ttft_read: float) -> dict:

@@ -56,7 +56,7 @@ def warm_engine(capsule: str, argv: list[str], env: dict) -> bool:
     """Start the engine daemon for env (one run) and wait until it answers; False on a tree without one."""
     try:
         from capsule.ground import paths
-        from capsule.supervisor import server
+        from capsule.supervisor import control_server
     except ImportError:
         return False
     if not hasattr(paths, "daemon_socket"):
@@ -72,7 +72,7 @@ def warm_engine(capsule: str, argv: list[str], env: dict) -> bool:
     subprocess.run([capsule, "ctx", "run", "--", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    env=env, check=False)
     try:
-        server.wait_ready(sock, 120)
+        control_server.wait_ready(sock, 120)
     except TimeoutError:
         return False
     return True

@@ -16,7 +16,7 @@ from capsule.ground.types import Media, Observation
 from capsule.observe import media, pipeline
 from capsule.observe.media import caps
 from capsule.observe.media.pdf import Part
-from capsule.policy import media as media_policy
+from capsule.policy import media_policy as media_policy
 
 log = logs.get("capsule.media")
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from capsule.ground import logs
 from capsule.ground.types import Observation, Request
 from capsule.policy.modes import passive
-from capsule.retrieve import focus, modes, packer, workspace
+from capsule.retrieve import focus, read_modes, packer, workspace
 from capsule.retrieve.expand import ExpandError, Selection
 from capsule.retrieve.reader import Reader, load_text
 from capsule.store.stubs import StubStore
@@ -121,9 +121,9 @@ class Reads:
         started = time.perf_counter()
         reader = self.reader(req.root)
         rel, source = reader.load(req.target)
-        parsed = modes.parse(req.mode)
+        parsed = read_modes.parse(req.mode)
         auto = parsed is None and not passive(self.engine.mode)
-        if auto and modes.default_mode(rel, source).name == "signatures":
+        if auto and read_modes.default_mode(rel, source).name == "signatures":
             try:
                 em = self._focused(req, rel, source, started)
             except Exception as exc:  # noqa: BLE001 - a task cut that fails serves the plain outline (fail open)
@@ -131,7 +131,7 @@ class Reads:
                 em = None
             if em is not None:
                 return em
-        if auto and req.intent.strip() and modes.default_mode(rel, source).name == "full":
+        if auto and req.intent.strip() and read_modes.default_mode(rel, source).name == "full":
             # A plain text with the step's goal: the pipeline keeps the lines that matter to it (one
             # marker, the original archived behind the footer). No stub: the scope did not get it all.
             return self.engine.observe(Observation(source.encode("utf-8", "surrogateescape"),
@@ -220,7 +220,7 @@ class Reads:
         text = load_text(req.root, real, rel)
         if req.section:
             return self._read(req._replace(target=rel, mode=f"section:{req.section}"))
-        heads = modes.headings(text)
+        heads = read_modes.headings(text)
         if not heads:
             return self._read(req._replace(target=rel, mode="full"))
         listing = "\n".join(f"{'  ' * (lvl - 1)}- {title} (line {i + 1})" for i, lvl, title in heads)

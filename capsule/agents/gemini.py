@@ -5,7 +5,7 @@ which Gemini CLI merges over the user's ~/.gemini/settings.json and the project'
 .gemini/settings.json for this process alone): the read door under `mcpServers.capsule`, state dir
 pinned, trusted (no confirmation per call). A system settings file the user already points at is
 copied into it, capsule's server merged in.
-Not responsible for its transcripts (capsule/measure/transcripts/gemini.py) nor for its tool mark
+Not responsible for its transcripts (capsule/measure/transcripts/gemini_transcript.py) nor for its tool mark
 (GEMINI_CLI=1, set by Gemini CLI on run_shell_command children). Invariant: nothing outside the
 session dir is written.
 """

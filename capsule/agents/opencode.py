@@ -6,7 +6,7 @@ session plugin (its `shell.env` hook sets the tool mark on each bash-tool child:
 calls carry OPENCODE=1 and AGENT=1 too, so those cannot tell them apart), the read-door note as
 an `instructions` file, and with the proxy on, the Anthropic provider's baseURL.
 Not responsible for user-scope registration (OpenCode has none here) nor for its transcripts
-(capsule/measure/transcripts/opencode.py). Invariant: nothing outside the session dir is written;
+(capsule/measure/transcripts/opencode_transcript.py). Invariant: nothing outside the session dir is written;
 a user's own OPENCODE_CONFIG_CONTENT is kept, capsule's keys merged into it.
 """
 

@@ -10,15 +10,15 @@ import importlib
 # Each module exposes register(subparsers) for the `ctx` group.
 CTX_MODULES = [
     "capsule.cli.run",
-    "capsule.cli.expand",
+    "capsule.cli.expand_cmd",
     "capsule.cli.gain",
-    "capsule.cli.trust",
+    "capsule.cli.trust_cmd",
     "capsule.cli.doctor",
-    "capsule.cli.audit",
-    "capsule.cli.usage",
-    "capsule.cli.report",
-    "capsule.cli.quota",
-    "capsule.cli.whatif",
+    "capsule.cli.audit_cmd",
+    "capsule.cli.usage_cmd",
+    "capsule.cli.report_cmd",
+    "capsule.cli.quota_cmd",
+    "capsule.cli.whatif_cmd",
 ]
 
 

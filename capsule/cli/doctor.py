@@ -121,10 +121,10 @@ def collect(role_arg: str | None = None) -> dict:
     from capsule.policy.manifest import DEFAULT_ROLE, ManifestError, load_role  # noqa: PLC0415
     from capsule.prompt import budget  # noqa: PLC0415
     from capsule.policy import plan as planning  # noqa: PLC0415
-    from capsule.supervisor import server  # noqa: PLC0415
+    from capsule.supervisor import control_server  # noqa: PLC0415
 
     sock = paths.socket_path()
-    running = server.status(sock) if sock.exists() else None
+    running = control_server.status(sock) if sock.exists() else None
     name = role_arg or os.environ.get(switches.ROLE) or (running or {}).get("role_path")
     # Outside any role, what runs is the embedded engine (`ctx run`, `ctx pipe`): report its mode;
     # the default role is still shown, as what `capsule up` would start.
@@ -221,9 +221,9 @@ def _media(role) -> dict:
     """The media layer's policy for the role, and the tools it would use (PDF text, page images, OCR)."""
     try:
         from capsule.observe.media import ocr, pdf  # noqa: PLC0415
-        from capsule.policy import media  # noqa: PLC0415
+        from capsule.policy import media_policy  # noqa: PLC0415
 
-        pol = media.from_table(role.context.media, role.context.mode)
+        pol = media_policy.from_table(role.context.media, role.context.mode)
         return {"mode": pol.mode, "reason": pol.reason, "pdf_text": pdf.tool(), "pdf_pages": pdf.renderer(),
                 "ocr": ocr.engine(), "pdf": pol.pdf, "screenshots": pol.screenshots}
     except Exception as exc:  # noqa: BLE001 - a finding, not a crash
@@ -246,7 +246,7 @@ def _proxy(running: dict | None, state: Path) -> dict:
     """The proxy door: the supervisor's (with why it is not used), else a standalone `capsule proxy serve`."""
     info = dict((running or {}).get("proxy") or {})
     if not info:
-        from capsule.proxy.server import read_state  # noqa: PLC0415
+        from capsule.proxy.proxy_server import read_state  # noqa: PLC0415
 
         found = read_state(state)
         if found and _alive(found.get("pid")):

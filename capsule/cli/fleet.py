@@ -220,16 +220,16 @@ def cmd_report(args) -> int:
     dsn = dsn_of(args)
     _must_exist(dsn)
     eng = _open(dsn, timeout)
-    from capsule.fleet import report
+    from capsule.fleet import fleet_report
     from capsule.prompt import budget
 
     since = parse_since(args.since) if args.since else None
     until = parse_since(args.until) if args.until else None
-    data = report.build(eng, budget.everything_on(), since, until)
+    data = fleet_report.build(eng, budget.everything_on(), since, until)
     if not report_out.write(data, target, args.json, _fleet_html):
         from capsule.ground.terminal import visible   # container names, roles, windows: agent-written
 
-        print(visible(report.render_text(data)))
+        print(visible(fleet_report.render_text(data)))
     return 0
 
 
@@ -244,20 +244,20 @@ def _must_exist(dsn: str) -> None:
 
 
 def _fleet_html(data: dict) -> str:
-    from capsule.fleet import report_html
+    from capsule.fleet import fleet_html
 
-    return report_html.render(data)
+    return fleet_html.render(data)
 
 
 def cmd_render(args) -> int:
     import os
 
-    from capsule.cli.runtime import DEFAULT_IMAGE, IMAGE_ENV, _role
+    from capsule.cli.runtime import DEFAULT_IMAGE, IMAGE_ENV, resolve_role
     from capsule.fleet import render
 
     if args.replicas < 1:
         raise UserError(f"--replicas {args.replicas}: at least 1")
-    role = _role(args.role)
+    role = resolve_role(args.role)
     image = args.image or os.environ.get(IMAGE_ENV, DEFAULT_IMAGE)
     if args.kubernetes:
         text = render.kubernetes_yaml(role, args.replicas, image, namespace=args.namespace,

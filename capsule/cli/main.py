@@ -17,12 +17,12 @@ from capsule.ground.errors import UserError
 # Each module exposes register(subparsers) and sets args.func(args) -> int.
 COMMAND_MODULES = [
     "capsule.cli.mcp",
-    "capsule.cli.index",
+    "capsule.cli.index_cmd",
     "capsule.cli.ctx",
     "capsule.cli.runtime",
     "capsule.cli.proxy",
     "capsule.cli.fleet",
-    "capsule.cli.statusline",
+    "capsule.cli.statusline_cmd",
 ]
 
 
@@ -39,7 +39,7 @@ def build_parser(argv: list[str] | None = None):
 
     if argv and argv[0] == "statusline":   # runs after each message of a Claude Code session: its module alone
         parser = Parser(prog="capsule")
-        importlib.import_module("capsule.cli.statusline").register(parser.add_subparsers(dest="command"))
+        importlib.import_module("capsule.cli.statusline_cmd").register(parser.add_subparsers(dest="command"))
         return parser
     fast = FAST_COMMANDS.get(tuple(argv[:2])) if argv else None
     parser = Parser(
@@ -60,7 +60,7 @@ def build_parser(argv: list[str] | None = None):
 def main(argv: list[str] | None = None) -> int:
     argv_list = sys.argv[1:] if argv is None else argv
     if argv_list == ["statusline"]:       # after each message of a Claude Code session: no parser at all
-        from capsule.cli.statusline import cmd_statusline  # noqa: PLC0415
+        from capsule.cli.statusline_cmd import cmd_statusline  # noqa: PLC0415
 
         return cmd_statusline(None)
     parser = build_parser(argv_list)

@@ -1,6 +1,6 @@
 """`capsule mcp serve|register|unregister|status|forget`: the read door's command group.
 
-Not responsible for the tools (capsule/mcp/server.py) or agent config formats (capsule/agents/).
+Not responsible for the tools (capsule/mcp/mcp_server.py) or agent config formats (capsule/agents/).
 Invariant: JACKIN_CTX_NO_MCP keeps the server off and configs untouched (JACKIN_CTX_NO_REGISTER is the output
 register's switch, not registration's).
 """
@@ -55,7 +55,7 @@ def _serve(args) -> int:
     if switches.is_on(switches.DISABLE) or switches.is_on(switches.NO_MCP):
         print("capsule mcp: off (JACKIN_CTX_NO_MCP or JACKIN_CTX_DISABLE is set)", file=sys.stderr)
         return 0
-    from capsule.mcp.server import serve
+    from capsule.mcp.mcp_server import serve
 
     return serve(args.root, args.scope)
 

@@ -60,7 +60,7 @@ def _url(value: str | None, name: str) -> str | None:
 
 def _serve(args) -> int:
     from capsule.proxy.app import ANTHROPIC_DEFAULT, GEMINI_DEFAULT, GEMINI_PREFIX, OPENAI_DEFAULT, Settings  # noqa: PLC0415
-    from capsule.proxy.server import ProxyServer  # noqa: PLC0415
+    from capsule.proxy.proxy_server import ProxyServer  # noqa: PLC0415
 
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port {args.port}: expected 0..65535")

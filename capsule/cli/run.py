@@ -478,7 +478,7 @@ def check_intent(intent: str | None) -> str | None:
         return None
     try:
         from capsule.observe.intent import shorten
-        from capsule.observe.types import MAX_INTENT_TOKENS
+        from capsule.observe.transform_types import MAX_INTENT_TOKENS
 
         short, cut = shorten(intent)
     except Exception:  # noqa: BLE001 - no intent is better than no output

@@ -86,7 +86,7 @@ def register(sub) -> None:
 
 
 # ---- helpers ----------------------------------------------------------------------------
-def _role(name: str | None) -> Role:
+def resolve_role(name: str | None) -> Role:
     try:
         return load_role(name or os.environ.get(switches.ROLE) or DEFAULT_ROLE)
     except ManifestError as exc:
@@ -123,14 +123,14 @@ def _docker() -> str:
 # ---- commands ---------------------------------------------------------------------------
 def cmd_supervise(args) -> int:
     from capsule.supervisor.core import Options, Supervisor  # noqa: PLC0415
-    from capsule.supervisor.logs import setup_logging  # noqa: PLC0415
+    from capsule.supervisor.log_setup import setup_logging  # noqa: PLC0415
 
     run_as = os.environ.get(switches.RUN_AS)
     if run_as:  # `capsule up` started us as root: become the workspace owner first (identity.py)
         from capsule.supervisor import identity  # noqa: PLC0415
 
         identity.adopt(run_as, paths.state_dir(), Path.cwd())
-    role = _role(args.role)
+    role = resolve_role(args.role)
     shim_dir = args.shim_dir
     if shim_dir is None and paths.CONTAINER_SHIM_DIR.is_dir():
         shim_dir = paths.CONTAINER_SHIM_DIR
@@ -140,7 +140,7 @@ def cmd_supervise(args) -> int:
 
 
 def cmd_up(args) -> int:
-    role = _role(args.role)
+    role = resolve_role(args.role)
     extra = _pairs(args.env)
     argv = _argv(args)
     _say_when_passive(role, extra)
@@ -213,7 +213,7 @@ def _say_when_passive(role: Role, extra: dict[str, str]) -> None:
 def _up_local(role: Role, extra: dict[str, str], argv: list[str], args) -> int:
     from capsule import shims  # noqa: PLC0415
     from capsule.supervisor.core import Options, Supervisor  # noqa: PLC0415
-    from capsule.supervisor.logs import setup_logging  # noqa: PLC0415
+    from capsule.supervisor.log_setup import setup_logging  # noqa: PLC0415
 
     os.environ.update(extra)  # switches passed with -e apply to the supervisor too
     state = paths.state_dir()

@@ -134,7 +134,7 @@ sessions = Table(
 )
 
 
-route_events = Table(      # ledger.db (capsule.measure.route_log): boundaries, decisions, changes
+route_events = Table(      # ledger.db (capsule.store.route_rows): boundaries, decisions, changes
     "route_events", metadata,
     _source(),
     Column("id", BigInteger, nullable=False),
@@ -150,7 +150,7 @@ route_events = Table(      # ledger.db (capsule.measure.route_log): boundaries, 
     Index("route_events_ts", "ts"),
 )
 
-quota_samples = Table(     # quota.db (capsule.measure.quota): rate-limit windows from response headers
+quota_samples = Table(     # quota.db (capsule.store.quota_rows): rate-limit windows from response headers
     "quota_samples", metadata,
     _source(),
     Column("id", BigInteger, nullable=False),

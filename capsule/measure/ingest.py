@@ -19,14 +19,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from capsule.measure.transcripts import claude, codex, gemini, opencode
+from capsule.measure.transcripts import claude_transcript, codex_transcript, gemini_transcript, opencode_transcript
 from capsule.measure.usage import UsageStore, checked
 
 CHUNK_BYTES = 8 << 20
 MAX_LINE_BYTES = 64 << 20      # a longer line is skipped and counted (it would be held whole in memory)
 MAX_PASS_BYTES = 256 << 20     # read from one file per pass; the next pass goes on from the offset
 BUDGET_S = 20.0                # the supervisor's pass, at most (ingest_default(budget_s=...))
-READERS = {"claude": claude.parse, "codex": codex.parse, "gemini": gemini.parse}
+READERS = {"claude": claude_transcript.parse, "codex": codex_transcript.parse, "gemini": gemini_transcript.parse}
 
 
 def claude_home(env=None) -> Path:
@@ -251,21 +251,22 @@ def _route_facts(store: UsageStore, facts: list[dict], report: Report) -> None:
     """Rate-limit windows and task boundaries a rollout recorded, into the quota store and route log
     next to this usage store (the state dir)."""
     from capsule.ground import paths  # noqa: PLC0415
-    from capsule.measure import quota, route_log  # noqa: PLC0415
+    from capsule.measure.transcripts.codex_transcript import from_codex_event  # noqa: PLC0415
+    from capsule.store import quota_rows, route_rows  # noqa: PLC0415
 
     state = Path(store.path).parent
     try:
         samples = [s for f in facts if f["kind"] == "rate_limits"
-                   for s in quota.from_codex_event(f["payload"], "openai:codex-rollout", f.get("session"), f["ts"])]
+                   for s in from_codex_event(f["payload"], "openai:codex-rollout", f.get("session"), f["ts"])]
         if samples:
-            qs = quota.QuotaStore(state / quota.QUOTA_DB)
+            qs = quota_rows.QuotaStore(state / quota_rows.QUOTA_DB)
             try:
                 qs.add(samples)
             finally:
                 qs.close()
         bounds = [f for f in facts if f["kind"] == "boundary"]
         if bounds:
-            log = route_log.RouteLog(state / paths.LEDGER_DB)
+            log = route_rows.RouteLog(state / paths.LEDGER_DB)
             try:
                 for b in bounds:
                     log.record("boundary", session=str(b.get("session") or "")[:80] or None,
@@ -310,7 +311,7 @@ def ingest_sqlite(store: UsageStore, db: Path, report: Report) -> None:
         return
     state: dict = {}
     try:
-        batch = opencode.read(db, state)
+        batch = opencode_transcript.read(db, state)
     except Exception as exc:  # noqa: BLE001 - a locked or foreign database is skipped, never fatal
         report.errors.append(f"{db}: {exc}")
         return

@@ -1,5 +1,5 @@
 """The HTML rendering of a report dict: one self-contained page (data/report.html + the data), the
-one renderer of `capsule ctx report --html` and `capsule fleet report --html` (fleet/report_html.py
+one renderer of `capsule ctx report --html` and `capsule fleet report --html` (fleet/fleet_html.py
 hands in its figures in the same shape).
 
 Not responsible for computing anything. Invariant: the page loads nothing from anywhere (no

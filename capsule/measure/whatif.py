@@ -5,7 +5,7 @@ the engine would have shaped them (tokens cached before the call come out of its
 ones out of its writes and fresh input), capsule's standing context added to every call, the
 recovery of each line the agent used later but capsule would have cut (a bounce) added back, and the
 role's lane model for its thread. Not responsible for replaying results through the engine or for
-reading transcripts (cli/whatif.py) — pure: the same calls and figures in, the same report out.
+reading transcripts (cli/whatif_cmd.py) — pure: the same calls and figures in, the same report out.
 Invariant: `actual` is the cost engine's figure for exactly these calls (what `ctx report` shows).
 """
 

@@ -9,7 +9,7 @@ Invariant: anything unrecognised gets family "unknown" and the "default" transfo
 from __future__ import annotations
 
 from capsule.observe.rules.command import classify_command_line
-from capsule.observe.types import Classification
+from capsule.observe.transform_types import Classification
 
 
 def classify(command: str | None, head: bytes = b"", cwd: str | None = None) -> Classification:

@@ -1,6 +1,6 @@
 """An over-long intent, shortened: the step's goal never costs the agent its output.
 
-Not responsible for finding the intent (agents/intent.py, the doors) or using it (reflex, filters).
+Not responsible for finding the intent (agents/intent_log.py, the doors) or using it (reflex, filters).
 Invariant: deterministic and total — any text comes back at most MAX_INTENT_TOKENS tokens long:
 whitespace runs become one space, and past the limit the first and the last words that fit (half
 of the budget each, cut between words) are kept, joined by " … " (a thought names its goal first
@@ -10,7 +10,7 @@ and its next step last).
 from __future__ import annotations
 
 from capsule.ground import tokens
-from capsule.observe.types import MAX_INTENT_TOKENS
+from capsule.observe.transform_types import MAX_INTENT_TOKENS
 
 JOIN = " … "
 

@@ -274,7 +274,7 @@ def error_blocks(lines: list[str], verbatim: list[bool]) -> set[int]:
 def missing(original: str, emitted: str, exit_code: int | None) -> list[str]:
     """Protected lines of the original that the emission lost (stripped text compared; a line
     may lose ANSI codes or gain a run count)."""
-    from capsule.observe.verbatim import _strip_ansi
+    from capsule.observe.verbatim import strip_ansi
 
     analysis = _analyse(original, exit_code not in (0, None))     # its lines split once, with the rules
     lines = analysis.lines
@@ -286,7 +286,7 @@ def missing(original: str, emitted: str, exit_code: int | None) -> list[str]:
         if stripped in seen or not stripped:
             continue
         seen.add(stripped)
-        bare = _strip_ansi(stripped)
+        bare = strip_ansi(stripped)
         if stripped in emitted_lines or bare in emitted_lines or stripped in emitted or bare in emitted:
             continue
         out.append(lines[i])

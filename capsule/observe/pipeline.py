@@ -21,7 +21,7 @@ from capsule.observe import fit, guard, markers, rarity, registry
 from capsule.observe.classify import Classification, classify
 from capsule.observe.intent import shorten
 from capsule.observe.keep import missing, split as keep_split
-from capsule.observe.types import Context, Removal, StageReport
+from capsule.observe.transform_types import Context, Removal, StageReport
 from capsule.observe.verbatim import EXEMPT_TRANSFORMS
 from capsule.store.archive import handle_of
 
@@ -48,7 +48,7 @@ def _in_contract(text: str, out_text: str, original_markers: int) -> bool:
 def _remarked_filter(filter_id: str | None) -> bool:
     if filter_id is None:
         return True
-    from capsule.observe.filters.engine import get_filter
+    from capsule.observe.filters.filter_engine import get_filter
 
     spec = get_filter(filter_id)
     return spec is not None and not any(s in (spec.streaming or "") for s in OWN_STRUCTURE)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from capsule.observe.types import TransformFn
+from capsule.observe.transform_types import TransformFn
 
 # Keep sorted by id. Each target is a pure (text, Context) -> TransformResult.
 TRANSFORMS: dict[str, str] = {
@@ -16,12 +16,12 @@ TRANSFORMS: dict[str, str] = {
     "line_budget": "capsule.observe.transforms.basic:line_budget",
     "run_collapse": "capsule.observe.transforms.basic:run_collapse",
     "default": "capsule.observe.transforms.basic:default_text",
-    "filter": "capsule.observe.filters.engine:apply",
+    "filter": "capsule.observe.filters.filter_engine:apply",
     # the content door (capsule/observe/content)
     "binary": "capsule.observe.content.binary:describe",
     "html": "capsule.observe.content.markdown:html",
     "json": "capsule.observe.content.json_crusher:crush",
-    "logs": "capsule.observe.content.logs:cluster",
+    "logs": "capsule.observe.content.log_lines:cluster",
     "lossless": "capsule.observe.content.gate:lossless",
     "markdown": "capsule.observe.content.markdown:slice_markdown",
     "outline": "capsule.observe.content.outline:transform",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from capsule.observe import registry
 from capsule.observe.classify import classify
-from capsule.observe.types import Context
+from capsule.observe.transform_types import Context
 
 
 def emitted_text(row: dict, original: str) -> str | None:

@@ -136,10 +136,10 @@ def missing_verbatim(original: str, emitted: str) -> list[str]:
         if stripped in emitted_lines:
             continue
         # A transform may shorten a line only by dropping ANSI codes or trailing space.
-        if _strip_ansi(stripped) in emitted_lines:
+        if strip_ansi(stripped) in emitted_lines:
             continue
         # A run-collapse keeps the line but may annotate it with a count.
-        if stripped in emitted or _strip_ansi(stripped) in emitted:
+        if stripped in emitted or strip_ansi(stripped) in emitted:
             continue
         missing.append(line)
     return missing
@@ -148,7 +148,7 @@ def missing_verbatim(original: str, emitted: str) -> list[str]:
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
 
-def _strip_ansi(s: str) -> str:
+def strip_ansi(s: str) -> str:
     return _ANSI.sub("", s).replace("\r", "").strip()
 
 

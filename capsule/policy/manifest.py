@@ -61,7 +61,7 @@ class ContextConfig:
     output: dict[str, Any] = field(default_factory=dict)
     routing: dict[str, Any] = field(default_factory=dict)
     filters_extra: tuple[dict[str, str], ...] = ()
-    media: dict[str, Any] = field(default_factory=dict)     # [context.media]; capsule/policy/media.py reads it
+    media: dict[str, Any] = field(default_factory=dict)     # [context.media]; capsule/policy/media_policy.py reads it
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def _refuse_reserved(data: dict[str, Any], path: Path, source: str) -> None:
     for name in (data.get("agent", {}).get("env") or {}):
         why = reserved.refused(name)
         if why:
-            line = _line_of(source, ("agent", "env", name))
+            line = line_of(source, ("agent", "env", name))
             raise ManifestError(f"role {path} line {line}: [agent] env may not set {name}: {why}; "
                                 f"hint: remove {name} from the role")
 
@@ -124,7 +124,7 @@ def _refuse_reserved(data: dict[str, Any], path: Path, source: str) -> None:
 def validate(data: dict[str, Any], path: Path, source: str) -> None:
     version = data.get("schema")
     if version not in SCHEMA_VERSIONS:
-        line = _line_of(source, ("schema",))
+        line = line_of(source, ("schema",))
         raise ManifestError(f"role {path} line {line}: key \"schema\" is {version!r}; "
                             f"hint: set schema = {max(SCHEMA_VERSIONS)} (known: {sorted(SCHEMA_VERSIONS)})")
     _finite(data, (), path, source)
@@ -156,7 +156,7 @@ def _client_error(data: dict[str, Any], path: Path, source: str) -> str | None:
     """Keys the schema allows that only some clients can honour."""
     kind = (data.get("agent") or {}).get("kind", "claude")
     if ((data.get("context") or {}).get("routing") or {}).get("advisor") and kind != "claude":
-        line = _line_of(source, ("context", "routing", "advisor"))
+        line = line_of(source, ("context", "routing", "advisor"))
         return (f"role {path} line {line}: \"context.routing.advisor\" needs Claude Code's session-scoped subagent "
                 f"pins, and agent.kind is {kind!r}; hint: remove advisor (a plan lane model does the same for a plan)")
     return None
@@ -167,7 +167,7 @@ def _finite(node: Any, keys: tuple[str, ...], path: Path, source: str) -> None:
     with everything): no role value may be one ("degrade at nan%")."""
     if isinstance(node, float) and not math.isfinite(node):
         dotted = ".".join(keys) or "(top level)"
-        raise ManifestError(f"role {path} line {_line_of(source, keys)}: bad value for \"{dotted}\": {node!r}; "
+        raise ManifestError(f"role {path} line {line_of(source, keys)}: bad value for \"{dotted}\": {node!r}; "
                             "hint: a finite number (TOML's nan and inf are not accepted)")
     if isinstance(node, dict):
         for k, v in node.items():
@@ -190,15 +190,15 @@ def _describe(err: jsonschema.ValidationError, path: Path, source: str) -> str:
         allowed = sorted(schema.get("properties", {}))
         unknown = sorted(set(err.instance) - set(allowed))
         bad = unknown[0] if unknown else "?"
-        line = _line_of(source, keys + (bad,))
+        line = line_of(source, keys + (bad,))
         return (f"role {path} line {line}: unknown key \"{bad}\" in {table}; "
                 f"allowed: {', '.join(allowed)}")
     if err.validator == "required":
         missing = re.findall(r"'([^']+)' is a required property", err.message)
         name = missing[0] if missing else "?"
-        line = _line_of(source, keys) if keys else 1
+        line = line_of(source, keys) if keys else 1
         return f"role {path} line {line}: missing key \"{name}\" in {table}; hint: add {name} = …"
-    line = _line_of(source, keys)
+    line = line_of(source, keys)
     dotted = ".".join(keys) or "(top level)"
     hint = _hint(err, schema)
     return f"role {path} line {line}: bad value for \"{dotted}\": {err.instance!r}; hint: {hint}"
@@ -220,7 +220,7 @@ _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
 _KEY = re.compile(r"^\s*([A-Za-z0-9_.\"'-]+)\s*=")
 
 
-def _line_of(source: str, keys: tuple[str, ...]) -> int:
+def line_of(source: str, keys: tuple[str, ...]) -> int:
     """Line of the longest prefix of `keys` that the file spells (`key =` or a [table]); else 1."""
     lines: dict[tuple[str, ...], int] = {}
     table: tuple[str, ...] = ()

@@ -3,7 +3,7 @@
 Responsible for pinning a file's exact bytes, listing and revoking pins, and reading a
 pinned file once, returning only bytes whose hash matches its pin (no time-of-check /
 time-of-use gap: the bytes hashed are the bytes parsed). Not responsible for parsing
-filters (observe/filters/engine.py). The pin store lives at capsule.ground.paths.trust_path().
+filters (observe/filters/filter_engine.py). The pin store lives at capsule.ground.paths.trust_path().
 Invariant: an unpinned, changed, unreadable or uncanonicalisable file is never returned;
 a warning names it.
 """

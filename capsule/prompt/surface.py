@@ -1,6 +1,6 @@
 """The read door's tool surface as the agent sees it (tools/list + instructions), read from a data file.
 
-Not responsible for serving tools (mcp/server.py) or counting tokens (budget.py). The server lists exactly
+Not responsible for serving tools (mcp/mcp_server.py) or counting tokens (budget.py). The server lists exactly
 what data/tools.toml says, so `capsule ctx doctor` counts the real surface without the MCP SDK.
 Invariant: one source for names, descriptions and argument types; schemas carry no titles or
 defaults (the client sends every byte of them on every call).
@@ -12,7 +12,7 @@ import tomllib
 from functools import lru_cache
 from pathlib import Path
 
-TOOLS_FILE = Path(__file__).with_name("data") / "tools.toml"   # the read door (mcp/server.py) lists exactly this
+TOOLS_FILE = Path(__file__).with_name("data") / "tools.toml"   # the read door (mcp/mcp_server.py) lists exactly this
 
 
 @lru_cache(maxsize=1)

@@ -20,10 +20,10 @@ import anyio
 import httpx2
 
 from capsule.ground import paths
-from capsule.proxy import media as proxy_media
-from capsule.proxy import bodies, rewrite, target, usage
+from capsule.proxy import wire_media as proxy_media
+from capsule.proxy import bodies, rewrite, target, usage_tap
 from capsule.ground.types import Observation
-from capsule.proxy.memo import Memo
+from capsule.proxy.conversation_memo import Memo
 
 log = logging.getLogger("capsule.proxy")
 
@@ -51,7 +51,7 @@ class Settings:
     languages: tuple[str, ...] = ()
     routing: object = None           # the session's lane table (capsule.route.lanes.Table); None: no pins
     agent_kind: str | None = None
-    stagger: object = None           # capsule.proxy.stagger.Settings; None: the defaults
+    stagger: object = None           # capsule.route.stagger.Settings; None: the defaults
     media: dict | None = None        # the role's [context.media] table (None: follows `mode`)
     workspace: Path | None = None    # where a screenshot's source file may be found (None: no pointers)
     engine_budget_ms: int | None = None   # the engine's time per request (None: apis.toml's engine_budget_ms)
@@ -70,12 +70,10 @@ class Proxy:
         self._engines_lock = threading.Lock()
         self._limiter = anyio.CapacityLimiter(rewrite.limit("engine_threads"))
         self._client: httpx2.AsyncClient | None = None
-        from capsule.proxy.routing import RouteSide  # noqa: PLC0415
+        from capsule import engine_api  # noqa: PLC0415
 
-        self.route = RouteSide(Path(settings.state_dir), settings.routing, settings.agent_kind)
-        from capsule.proxy.stagger import Stagger, settings_from  # noqa: PLC0415
-
-        self.stagger = Stagger(settings.stagger or settings_from({}))
+        self.route = engine_api.route_side(Path(settings.state_dir), settings.routing, settings.agent_kind)
+        self.stagger = engine_api.stagger(settings.stagger)
         self.stats = {"requests": 0, "rewritten": 0, "blocks_shrunk": 0, "usage_rows": 0, "fail_open": 0,
                       "upstream_errors": 0, "refused": 0, "media_changed": 0, "client_gone": 0, "too_large": 0, "over_budget": 0}
 
@@ -163,9 +161,9 @@ class Proxy:
         routed = False
         if route and info is not None and self.stagger.settings.enabled:
             try:
-                from capsule.proxy.stagger import prefix_key  # noqa: PLC0415
+                from capsule import engine_api  # noqa: PLC0415
 
-                info["prefix"] = prefix_key(api, parsed, self.stagger.settings.min_prefix_chars)
+                info["prefix"] = engine_api.stagger_key(api, parsed, self.stagger.settings.min_prefix_chars)
             except Exception:  # noqa: BLE001 - no key: never held
                 info["prefix"] = None
         if route:
@@ -197,11 +195,11 @@ class Proxy:
 
     def _rewrite_within(self, budget_s: float, api: str, parsed: dict, session: str) -> bytes | None:
         """_rewrite_sync with the request's budget as the media deadline: the wait above abandons this
-        worker at budget_s, and its image and PDF work (capsule.observe.media.budget) stops there too
+        worker at budget_s, and its image and PDF work (capsule.observe.media.media_budget) stops there too
         instead of decoding on beside the next wave's workers."""
-        from capsule.observe.media import budget  # noqa: PLC0415
+        from capsule.observe.media import media_budget  # noqa: PLC0415
 
-        with budget.deadline(budget_s):
+        with media_budget.deadline(budget_s):
             return self._rewrite_sync(api, parsed, session)
 
     def _memo_only(self, api: str, body: bytes, session: str) -> bytes | None:
@@ -255,7 +253,7 @@ class Proxy:
         """A PDF page range the client sent as page images: the pages' text from the file itself, read
         only inside the workspace (the path comes from the request: hostile until checked)."""
         from capsule import engine_media  # noqa: PLC0415
-        from capsule.policy import media as media_policy  # noqa: PLC0415
+        from capsule.policy import media_policy as media_policy  # noqa: PLC0415
         from capsule.retrieve import workspace  # noqa: PLC0415
 
         policy = media_policy.from_table(self.settings.media, self.settings.mode)
@@ -282,7 +280,7 @@ class Proxy:
     def _media(self, blob: proxy_media.Blob, model, session: str):
         """One image or PDF through Engine.observe (a media Observation), at its first sight in the conversation."""
         from capsule import engine_media  # noqa: PLC0415 - Pillow and poppler only for requests with media
-        from capsule.policy import media as media_policy  # noqa: PLC0415
+        from capsule.policy import media_policy as media_policy  # noqa: PLC0415
 
         policy = media_policy.from_table(self.settings.media, self.settings.mode)
         if policy.mode == "off":
@@ -348,7 +346,7 @@ class Proxy:
                 log.debug("proxy quota read failed: %r", exc)
         tap = None
         if session and response.status_code == 200:
-            tap = usage.Tap(api, session, response.headers.get("content-type", ""),
+            tap = usage_tap.Tap(api, session, response.headers.get("content-type", ""),
                             response.headers.get("content-encoding", ""))
         try:
             out_headers = [(k, v) for k, v in response.headers.raw if k.lower() not in HOP_BY_HOP - {b"content-length"}]
@@ -371,18 +369,18 @@ class Proxy:
         finally:
             await response.aclose()
 
-    def _record(self, tap: usage.Tap) -> None:
+    def _record(self, tap: usage_tap.Tap) -> None:
         try:
             row = tap.result()
             # OpenCode stores each call under its own message id, not the API's: its database is
-            # the usage source (capsule/measure/transcripts/opencode.py), a proxy row would count twice.
+            # the usage source (capsule/measure/transcripts/opencode_transcript.py), a proxy row would count twice.
             if row is not None and self.settings.agent_kind not in TRANSCRIPT_ONLY:
                 with self._usage_lock:
                     if self._usage_store is None:
-                        from capsule.measure.usage import UsageStore  # noqa: PLC0415
+                        from capsule import engine_api  # noqa: PLC0415
 
-                        self._usage_store = UsageStore(Path(self.settings.state_dir) / paths.USAGE_DB)
-                    usage.record(row, store=self._usage_store)
+                        self._usage_store = engine_api.usage_store(Path(self.settings.state_dir))
+                    usage_tap.record(row, store=self._usage_store)
                 self.stats["usage_rows"] += 1
         except Exception as exc:  # noqa: BLE001 - usage is measurement; the answer already went out
             log.warning("proxy: usage not recorded (%r)", exc)

@@ -18,11 +18,7 @@ from importlib import resources
 from typing import Any, Callable
 
 from capsule.agents import claude
-
-try:
-    import orjson
-except ImportError:   # declared in pyproject; an environment installed before it still works, slower
-    orjson = None
+from capsule.ground.wire_json import parse, serialize  # noqa: F401 - the body's one reader and writer
 
 
 CCR_MARK = "<<ccr:"      # capsule already shrank this block (its footer names the handle): never again
@@ -83,36 +79,6 @@ def handles(api: str, sub_path: str, what: str) -> bool:
         return sub_path in cfg[f"{what}_paths"]
     m = re.fullmatch(cfg["path_pattern"], sub_path)
     return bool(m) and m.group(1) in cfg[f"{what}_methods"]
-
-
-def parse(raw: bytes) -> Any:
-    """The request body's JSON value. orjson (the whole conversation is parsed and written on every
-    request: ~3x less CPU than json); the standard parser for what orjson refuses (NaN, integers over
-    64 bits, lone surrogates), marked so serialize() writes it back with the same library."""
-    if orjson is not None:
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass
-    value = json.loads(raw)
-    return _Std(value) if isinstance(value, dict) else value
-
-
-class _Std(dict):
-    """A body orjson could not read: written back by the json module."""
-
-
-def serialize(body: Any) -> bytes:
-    """Compact JSON as the clients write it; one function so equal bodies give equal bytes."""
-    if orjson is not None and not isinstance(body, _Std):
-        try:
-            return orjson.dumps(body)
-        except TypeError:   # e.g. a lone surrogate: the json module escapes it
-            pass
-    try:
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    except UnicodeEncodeError:   # a lone surrogate from the client's JSON: escape it as JSON does
-        return json.dumps(body, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
 def conversation(api: str, body: dict, headers: dict[str, str]) -> str:

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from capsule.retrieve import modes, workspace
-from capsule.retrieve.modes import Mode, ModeError
+from capsule.retrieve import read_modes, workspace
+from capsule.retrieve.read_modes import Mode, ModeError
 from capsule.retrieve.workspace import WorkspaceError
 
 MAX_READ_BYTES = 8 << 20
@@ -59,7 +59,7 @@ def render(text: str, rel: str, mode: Mode | None, languages: tuple[str, ...] = 
     """(mode key, text) for one read. `mode=None` picks by the size gate."""
     auto = mode is None
     if auto:
-        mode = modes.default_mode(rel, text)
+        mode = read_modes.default_mode(rel, text)
     if mode.name == "signatures":
         out = signatures(text, rel, languages)
         if out is not None:
@@ -70,12 +70,12 @@ def render(text: str, rel: str, mode: Mode | None, languages: tuple[str, ...] = 
     if mode.name == "full":
         return "full", text
     if mode.name == "anchored":
-        return "anchored", modes.anchored(text)
+        return "anchored", read_modes.anchored(text)
     if mode.name == "lines":
-        return mode.key(), modes.lines(text, mode.ranges)
+        return mode.key(), read_modes.lines(text, mode.ranges)
     if mode.name == "section":
-        return mode.key(), modes.section(text, mode.heading)
-    raise ModeError(f"unknown mode {mode.name!r}; use one of: {modes.MODES_HELP}")
+        return mode.key(), read_modes.section(text, mode.heading)
+    raise ModeError(f"unknown mode {mode.name!r}; use one of: {read_modes.MODES_HELP}")
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class Reader:
 
     def read_result(self, path: str, mode: str | None = None, scope: str = "", fresh: bool = False) -> ReadResult:
         rel, source = self.load(path)
-        return self.result_for(rel, source, modes.parse(mode), scope, fresh)
+        return self.result_for(rel, source, read_modes.parse(mode), scope, fresh)
 
     def load(self, path: str) -> tuple[str, str]:
         """(workspace-relative path, text) of one file inside the workspace."""

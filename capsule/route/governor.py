@@ -1,6 +1,6 @@
 """GOVERNOR: degrade, don't die — which lane choice a task class gets at its boundary, given the quota.
 
-Not responsible for reading headers (measure/quota.py), for applying a choice (launch flags in
+Not responsible for reading headers (route/quota.py), for applying a choice (launch flags in
 route/policy.py, the proxy's first request of a conversation) or for logging it (the caller writes
 the decision to the route log). Invariant: a choice is made only when asked at a boundary and is
 a pure function of (table, class, peak utilization, recorded calls): past the role's degrade_at,

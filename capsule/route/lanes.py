@@ -70,10 +70,10 @@ class Table:
 
 
 def _role_line(role, keys: tuple[str, ...]) -> str:
-    from capsule.policy.manifest import _line_of  # noqa: PLC0415 - the manifest parser owns line lookup
+    from capsule.policy.manifest import line_of  # noqa: PLC0415 - the manifest parser owns line lookup
 
     try:
-        line = _line_of(role.path.read_text(encoding="utf-8"), keys)
+        line = line_of(role.path.read_text(encoding="utf-8"), keys)
     except OSError:
         line = 1
     return f"role {role.path.name}:{line}"

@@ -2,7 +2,7 @@
 
 Not responsible for what the shims do at run time (shim_template/: capsule_shim.c decides,
 capsule_capture.c captures, capsule_shim.py the import-free fallback) nor for the engine behind the
-socket (supervisor/server.py). Invariant: installing twice gives the same files; no shim imports capsule.
+socket (supervisor/control_server.py). Invariant: installing twice gives the same files; no shim imports capsule.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The shell door's side of the door contract: one command's two streams, with the client facts the
 shim forwarded (its environment: limits.env_names()), made into Observations for the engine.
 
-Not responsible for transport (supervisor/server.py reads the shim's request) or for the pipeline.
+Not responsible for transport (supervisor/control_server.py reads the shim's request) or for the pipeline.
 Invariant: a known client's cap bounds the two emissions together (stderr first, usually short,
 leaving stdout at least half); the intent is the agent's own, looked up from its session or thread,
 and so are the task's cues (the user's last prompt, the session's edits).
@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from capsule.agents import clients, codex, limits, session
-from capsule.agents import intent as intents
+from capsule.agents import intent_log as intents
 from capsule.ground.types import Observation
 
 

@@ -4,7 +4,7 @@ shape the tool's output has (`updatedToolOutput` must match the tool's output sc
 string is dropped by the client, checked with 2.1.332).
 
 Not responsible for running the hook (agents/hook_template/tool_hook.py, which asks the supervisor's
-socket, supervisor/server.py, or runs `python -m capsule.shims.hook_door` when none answers) nor
+socket, supervisor/control_server.py, or runs `python -m capsule.shims.hook_door` when none answers) nor
 for the pipeline. Invariant: one answer per tool call and content, written once to the state dir
 (the same bytes on a repeated event, so prompt caches hold); any failure -> None (the client sends
 its own output); the shell tool is the shims' (INV-8) and capsule's own MCP tools are the engine's
@@ -19,7 +19,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from capsule.agents import intent as intents
+from capsule.agents import intent_log as intents
 from capsule.agents import claude, limits, session
 from capsule.ground import logs, switches
 from capsule.ground.types import Observation

@@ -28,10 +28,10 @@ from capsule.prompt import pack, record
 from capsule.route import policy as route
 from capsule.route import subagents
 from capsule.policy import plan as planning
-from capsule.supervisor import server, subsystems
+from capsule.supervisor import control_server, subsystems
 from capsule.supervisor.launch import agent_kind, agent_view_env, mark, probe_conflicts, which
 from capsule.supervisor.pid1 import DEFAULT_GRACE_S, FORWARDED, Pid1
-from capsule.supervisor.server import EngineServer
+from capsule.supervisor.control_server import EngineServer
 
 log = logging.getLogger("capsule.supervisor")
 
@@ -83,7 +83,7 @@ class Supervisor:
         if self.conflicts:  # INV-8: one shell-rewrite path; capsule steps back and says why
             self.plan["shims"] = planning.Decision("shims", False, f"conflict: another tool already rewrites shell output ({self.conflicts[0]}); one rewrite path at a time")
         self.socket_path = paths.socket_path()
-        if self.socket_path.exists() and server.ping(self.socket_path, 0.3):
+        if self.socket_path.exists() and control_server.ping(self.socket_path, 0.3):
             # Another live supervisor owns this state dir's socket (two `up --local` sessions): keep
             # it, serve our own next to it; the agent finds ours through $JACKIN_CTX_SOCKET.
             self.socket_path = self.socket_path.with_name(f"engine-{os.getpid()}.sock")
@@ -93,9 +93,9 @@ class Supervisor:
         self.engine = None
         self.server: EngineServer | None = None
         self.registration: dict[str, str] = {}
-        self.proxy = None                          # capsule.proxy.server.ProxyServer when running
+        self.proxy = None                          # capsule.proxy.proxy_server.ProxyServer when running
         self.proxy_info: dict = {}                 # what doctor shows: url and upstream, or why not
-        self.redirect = None                       # capsule.proxy.clients.Redirect for the agent
+        self.redirect = None                       # capsule.proxy.redirect.Redirect for the agent
         self.session_dir: Path | None = None
 
     # ---- lifecycle -------------------------------------------------------------------
@@ -337,7 +337,7 @@ class Supervisor:
     def _with_proxy_args(self, cmd: list[str]) -> list[str]:
         if self.redirect is None or not self.redirect.args:
             return cmd
-        from capsule.proxy.clients import insert_args  # noqa: PLC0415
+        from capsule.proxy.redirect import insert_args  # noqa: PLC0415
 
         return insert_args(cmd, self.redirect.args)
 

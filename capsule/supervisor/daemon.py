@@ -22,7 +22,7 @@ import time
 import anyio
 
 from capsule.ground import logs, paths, switches
-from capsule.supervisor.server import EngineServer
+from capsule.supervisor.control_server import EngineServer
 
 log = logs.get("capsule.daemon")
 

@@ -32,7 +32,7 @@ def warm_engine(state_dir: Path, mode: str, role: Role):
     from capsule.engine import Engine  # noqa: PLC0415 - heavy import, only when the engine is on
     from capsule.ground import tokens  # noqa: PLC0415
     from capsule.observe.classify import classify  # noqa: PLC0415
-    from capsule.observe.filters import engine as filter_engine  # noqa: PLC0415
+    from capsule.observe.filters import filter_engine as filter_engine  # noqa: PLC0415
 
     engine = Engine(state_dir, mode=mode, languages=role.context.languages)
     engine.defer = True     # the server records after its reply is written (server.py)
@@ -71,12 +71,12 @@ def start_proxy(*, kind: str, env: dict[str, str], state_dir: Path, mode: str, s
     """The proxy door for the agent's client -> (ProxyServer or None, Redirect or None, info for
     doctor). If it cannot start, the agent keeps its own base URL and the info says why."""
     try:
-        from capsule.proxy import clients  # noqa: PLC0415
+        from capsule.proxy import redirect  # noqa: PLC0415
         from capsule.proxy.app import Settings  # noqa: PLC0415
-        from capsule.proxy.server import ProxyServer, redact  # noqa: PLC0415
-        from capsule.proxy.stagger import settings_from  # noqa: PLC0415
+        from capsule.proxy.proxy_server import ProxyServer, redact  # noqa: PLC0415
+        from capsule.route.stagger import settings_from  # noqa: PLC0415
 
-        target = clients.upstream(kind, env, workspace)
+        target = redirect.upstream(kind, env, workspace)
         if target.skip:
             log.info("proxy not used: %s", target.skip)
             return None, None, {"state": "not used", "reason": target.skip}
@@ -86,7 +86,7 @@ def start_proxy(*, kind: str, env: dict[str, str], state_dir: Path, mode: str, s
                             stagger=settings_from((role.context.routing or {}).get("stagger") or {}),
                             **{_UPSTREAM.get(kind, "openai_upstream"): target.upstream})
         proxy = ProxyServer(settings).start()
-        redirect = clients.redirect(target, proxy.url, proxy.openai_url)
+        redirect = redirect.redirect(target, proxy.url, proxy.openai_url)
         log.info("proxy on %s for %s (upstream %s)", proxy.url, kind, redact(target.upstream))
         return proxy, redirect, {"state": "running", "url": proxy.url, "agent": kind,
                                  "upstream": redact(target.upstream)}
@@ -113,7 +113,7 @@ def warm_index(root: Path) -> None:
 def build_index() -> None:
     """The warm-up child (warm_index): sys.argv[1] is the workspace; it logs to the supervisor's log."""
     from capsule.retrieve.index import WorkspaceIndex  # noqa: PLC0415
-    from capsule.supervisor.logs import setup_logging  # noqa: PLC0415
+    from capsule.supervisor.log_setup import setup_logging  # noqa: PLC0415
 
     try:
         os.nice(10)                 # the agent's own start and its commands come first
@@ -150,7 +150,8 @@ def degrade_at_start(router, state_dir: Path) -> None:
     if not router.enabled or router.table is None:
         return
     try:
-        from capsule.measure import quota, route_log  # noqa: PLC0415
+        from capsule.route import quota  # noqa: PLC0415
+        from capsule.store import route_rows  # noqa: PLC0415
         from capsule.route import policy as route  # noqa: PLC0415
 
         db = state_dir / quota.QUOTA_DB
@@ -174,7 +175,7 @@ def degrade_at_start(router, state_dir: Path) -> None:
             finally:
                 usage.close()
         choices = route.degrade_at_start(router, u, (window or {}).get("name"), calls)
-        rlog = route_log.RouteLog(state_dir / paths.LEDGER_DB)
+        rlog = route_rows.RouteLog(state_dir / paths.LEDGER_DB)
         try:
             for cls, ch in choices:
                 rlog.record("decision", session=f"supervisor:{os.getpid()}", task_class=cls, source="supervisor",

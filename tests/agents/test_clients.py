@@ -94,7 +94,7 @@ def test_gemini_session_settings_carry_the_read_door(tmp_path):
 def test_the_proxy_finds_opencodes_anthropic_base_url_in_its_config_layers(tmp_path):
     import json
 
-    from capsule.proxy import clients as proxy_clients
+    from capsule.proxy import redirect as proxy_clients
 
     home, ws = tmp_path / "home", tmp_path / "ws"
     (home / ".config" / "opencode").mkdir(parents=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from capsule.agents import intent
+from capsule.agents import intent_log
 
 THREAD = "01a22fca-58e0-7132-ae55-b1003dc3e1cd"
 
@@ -21,7 +21,7 @@ def test_last_user_prompt_skips_codex_context_blocks(tmp_path):
     (day / f"rollout-2026-12-01T04-08-40-{THREAD}.jsonl").write_text("\n".join([
         _line("first question"), _line("<environment_context>\n  <cwd>/x</cwd>\n</environment_context>"),
         _line("Why does checkout drop orders?"), _line("<turn_aborted>…</turn_aborted>"), ""]))
-    assert intent.codex_prompt(tmp_path, THREAD) == "Why does checkout drop orders?"
-    assert intent.codex_prompt(tmp_path, "other-thread") is None
-    assert intent.codex_prompt(tmp_path, "../../etc") is None
-    assert intent.codex_prompt(tmp_path, None) is None
+    assert intent_log.codex_prompt(tmp_path, THREAD) == "Why does checkout drop orders?"
+    assert intent_log.codex_prompt(tmp_path, "other-thread") is None
+    assert intent_log.codex_prompt(tmp_path, "../../etc") is None
+    assert intent_log.codex_prompt(tmp_path, None) is None

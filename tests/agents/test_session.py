@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from capsule.agents import intent, notes, session
+from capsule.agents import intent_log, notes, session
 from capsule.agents.common import SERVER_NAME
 
 
@@ -77,10 +77,10 @@ def test_hook_records_and_lookup_finds_the_calls_description(tmp_path):
     _hook(state, {"hook_event_name": "PreToolUse", "session_id": "s-1", "tool_name": "Bash", "tool_use_id": "t2",
                   "tool_input": {"command": "git log --stat -15"}})
     d = session.intents_dir(state)
-    assert intent.lookup(d, "s-1", "grep -rn retry .") == "Find retries"
-    assert intent.lookup(d, "s-1", "git log --stat -15") == "why does checkout fail?"   # no description: the prompt
-    assert intent.lookup(d, "s-2", "grep -rn retry .") is None
-    assert intent.lookup(d, "s-1", "grep -rn retry .", now=time.time() + 3600) is None  # stale
+    assert intent_log.lookup(d, "s-1", "grep -rn retry .") == "Find retries"
+    assert intent_log.lookup(d, "s-1", "git log --stat -15") == "why does checkout fail?"   # no description: the prompt
+    assert intent_log.lookup(d, "s-2", "grep -rn retry .") is None
+    assert intent_log.lookup(d, "s-1", "grep -rn retry .", now=time.time() + 3600) is None  # stale
     _hook(state, {"hook_event_name": "PreToolUse", "session_id": "../evil", "tool_input": {"command": "x"}})
     assert not (state / "sessions" / "evil.jsonl").exists() and (d / "evil.jsonl").exists()
     _hook(state, {"not": "a hook event"})                                               # silent, no record
@@ -104,10 +104,10 @@ def test_hook_records_edits_and_the_prompt_for_the_task_cues(tmp_path):
                                  "content": "TOKEN = 'ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8'\n"}})
     _hook(state, {"hook_event_name": "PreToolUse", "session_id": "e-1", "tool_name": "MultiEdit", "tool_use_id": "t3",
                   "tool_input": {"file_path": "/w/shop/cart.py", "edits": [{"old_string": "x", "new_string": "cartTotal"}]}})
-    prompt, edits = intent.said(session.intents_dir(state), "e-1")
+    prompt, edits = intent_log.said(session.intents_dir(state), "e-1")
     assert prompt == "fix `apply_discount` first"
     assert edits[0] == "/w/shop/cart.py\ncartTotal" and edits[2].startswith("/w/shop/pay.py\ndef settle_ledger")
     assert "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8" not in (session.intents_dir(state) / "e-1.jsonl").read_text()
     assert (session.intents_dir(state) / "e-1.jsonl").stat().st_mode & 0o077 == 0
-    assert intent.lookup(session.intents_dir(state), "e-1", "pytest -q") == "fix `apply_discount` first"  # edits are no goal
-    assert intent.said(session.intents_dir(state), "e-2") == (None, ())
+    assert intent_log.lookup(session.intents_dir(state), "e-1", "pytest -q") == "fix `apply_discount` first"  # edits are no goal
+    assert intent_log.said(session.intents_dir(state), "e-2") == (None, ())

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from capsule.supervisor import server
+from capsule.supervisor import control_server
 
 LINES = "".join(f"step {i}: processing item {i} of the batch\n" for i in range(1, 2001))
 
@@ -47,12 +47,12 @@ def test_the_first_run_starts_the_daemon_and_the_next_runs_reuse_it(run, state_d
     first = run(run.talk)
     assert first.returncode == 0 and len(first.stdout) < len(LINES)
     sock = _socket(state_dir)
-    server.wait_ready(sock, 60)
-    pid = server.status(sock)["pid"]
+    control_server.wait_ready(sock, 60)
+    pid = control_server.status(sock)["pid"]
     for _ in range(3):
         again = run(run.talk)
         assert (again.returncode, again.stdout, again.stderr) == (0, first.stdout, first.stderr)
-    info = server.status(sock)
+    info = control_server.status(sock)
     assert info["pid"] == pid and info["served"] == 3 and info["daemon"] is True
     assert len(list(state_dir.glob("d-*.sock"))) == 1
 
@@ -60,7 +60,7 @@ def test_the_first_run_starts_the_daemon_and_the_next_runs_reuse_it(run, state_d
 def test_the_socket_is_owner_only(run, state_dir):
     run(run.talk)
     sock = _socket(state_dir)
-    server.wait_ready(sock, 60)
+    control_server.wait_ready(sock, 60)
     mode = stat.S_IMODE(os.stat(sock).st_mode)
     assert mode == 0o600 and os.stat(sock).st_uid == os.geteuid()
     assert stat.S_IMODE(os.stat(f"{sock}.lock").st_mode) == 0o600
@@ -69,10 +69,10 @@ def test_the_socket_is_owner_only(run, state_dir):
 def test_the_daemon_exits_after_its_idle_time(run, state_dir):
     run(run.talk, JACKIN_CTX_DAEMON_IDLE="2")
     sock = _socket(state_dir, JACKIN_CTX_DAEMON_IDLE="2")
-    server.wait_ready(sock, 60)
-    pid = server.status(sock)["pid"]
+    control_server.wait_ready(sock, 60)
+    pid = control_server.status(sock)["pid"]
     served = run(run.talk, JACKIN_CTX_DAEMON_IDLE="2")
-    assert served.returncode == 0 and server.status(sock)["served"] == 1
+    assert served.returncode == 0 and control_server.status(sock)["served"] == 1
     deadline = time.monotonic() + 30
     while sock.exists() and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -89,7 +89,7 @@ def test_the_daemon_exits_after_its_idle_time(run, state_dir):
 
 def test_a_ledger_reader_right_after_a_run_sees_its_row(run, state_dir):
     run(run.talk)
-    server.wait_ready(_socket(state_dir), 60)
+    control_server.wait_ready(_socket(state_dir), 60)
     for n in range(2, 5):
         assert run(run.talk).returncode == 0
         gain = subprocess.run([sys.executable, "-m", "capsule", "ctx", "gain", "--json"], capture_output=True,
@@ -104,13 +104,13 @@ def test_other_settings_get_their_own_daemon(run, state_dir):
     plain = _socket(state_dir)
     measured = _socket(state_dir, JACKIN_CTX_MEASURE_ONLY="1")
     assert plain != measured
-    server.wait_ready(plain, 60)
+    control_server.wait_ready(plain, 60)
     got = run(run.talk, JACKIN_CTX_MEASURE_ONLY="1")       # its daemon is not up yet: in-process, untouched
     assert got.stdout.decode() == LINES
-    server.wait_ready(measured, 60)
+    control_server.wait_ready(measured, 60)
     got = run(run.talk, JACKIN_CTX_MEASURE_ONLY="1")
-    assert got.stdout.decode() == LINES and server.status(measured)["served"] == 1
-    assert server.status(plain)["served"] == 0
+    assert got.stdout.decode() == LINES and control_server.status(measured)["served"] == 1
+    assert control_server.status(plain)["served"] == 0
 
 
 def test_no_daemon_keeps_every_run_in_process(run, state_dir):
@@ -135,10 +135,10 @@ print(json.dumps([m for m in ("capsule.engine", "capsule.observe", "tiktoken", "
 def test_a_run_through_the_daemon_loads_no_engine(run, state_dir):
     """The client's side of a warm run: capture and one request (the design's <= 60 ms of CPU)."""
     run(run.talk)
-    server.wait_ready(_socket(state_dir), 60)
+    control_server.wait_ready(_socket(state_dir), 60)
     env = {k: v for k, v in os.environ.items() if k != "JACKIN_CTX_NO_DAEMON"}
     env.update(JACKIN_CTX_STATE_DIR=str(state_dir), JACKIN_CTX_DAEMON_IDLE="30")
     got = subprocess.run([sys.executable, "-c", PROBE, run.talk], capture_output=True, env=env, timeout=60)
     assert got.returncode == 0 and len(got.stdout) < len(LINES)
     assert got.stderr.decode().strip() == "[]"
-    assert server.status(_socket(state_dir))["served"] == 1
+    assert control_server.status(_socket(state_dir))["served"] == 1

@@ -82,7 +82,7 @@ class Capsule:
 
     def ledger(self) -> list[list]:
         # Rows are written after the shim's reply (deferred; measure-only rows also count what
-        # would have been emitted): a STATUS answers only once they are in (supervisor/server.py).
+        # would have been emitted): a STATUS answers only once they are in (supervisor/control_server.py).
         if self.has_socket():
             self.status()
         return json.loads(self.py(
@@ -93,7 +93,7 @@ class Capsule:
             "print(json.dumps(rows))"))
 
     def wait_ready(self, timeout: float = 60.0) -> None:
-        self.py(f"from capsule.supervisor.server import wait_ready; wait_ready({SOCKET!r}, {timeout})")
+        self.py(f"from capsule.supervisor.control_server import wait_ready; wait_ready({SOCKET!r}, {timeout})")
 
     def status(self) -> dict:
         return json.loads(self.py(f"import json; from capsule.supervisor import server; "

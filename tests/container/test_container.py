@@ -244,7 +244,7 @@ def test_two_roles_side_by_side_share_nothing_but_the_image(image, repo):
                                 timeout=120)
             assert up.returncode == 0, up.stderr
         for role, name in names.items():
-            probe = ("from capsule.supervisor.server import wait_ready, status; import json; "
+            probe = ("from capsule.supervisor.control_server import wait_ready, status; import json; "
                      "wait_ready('/state/context/engine.sock', 60); print(json.dumps(status('/state/context/engine.sock')))")
             out = subprocess.run(["docker", "exec", name, "/opt/capsule/venv/bin/python", "-c", probe],
                                  capture_output=True, text=True, timeout=120)

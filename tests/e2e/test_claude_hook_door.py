@@ -88,7 +88,8 @@ def test_a_model_switch_the_user_makes_reaches_the_route_audit_with_the_clients_
 
     from tests.fakes.anthropic import MessagesAPI
 
-    from capsule.measure import route_log, route_report
+    from capsule.route import route_report
+    from capsule.store import route_rows
 
     ws, home = tmp_path / "ws", tmp_path / "home"
     ws.mkdir()
@@ -128,11 +129,11 @@ def test_a_model_switch_the_user_makes_reaches_the_route_audit_with_the_clients_
     finally:
         fake.close()
     assert [b["model"] for b in fake.requests] == ["claude-sonnet-4-5", "claude-opus-4-8", "claude-opus-4-8"][:len(fake.requests)]
-    rows = route_log.read(home / ".local/state/capsule/ledger.db")
+    rows = route_rows.read(home / ".local/state/capsule/ledger.db")
     asked = [r for r in rows if r["kind"] == "boundary" and r["reason"] == "model switch requested (sdk)"]
     done = [r for r in rows if r["kind"] == "change"]
     assert len(asked) == 1 and len(done) == 1, rows
-    assert done[0]["source"] == route_log.CLIENT_HOOK
+    assert done[0]["source"] == route_rows.CLIENT_HOOK
     detail = done[0]["detail"]
     assert (detail["from_model"], detail["to_model"]) == ("claude-sonnet-4-5", "claude-opus-4-8")
     assert detail["prompt_cache_warm"] is True and detail["context_tokens"] == 15     # the fake's 10 in + 5 out

@@ -10,7 +10,7 @@ from capsule.ground import tokens
 from capsule.measure.ledger import Ledger
 from capsule.observe import pipeline, registry
 from capsule.observe.classify import classify
-from capsule.observe.types import Context, Removal, TransformResult
+from capsule.observe.transform_types import Context, Removal, TransformResult
 from capsule.ground.types import Observation
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from capsule.engine import Engine
 from capsule.observe import registry
-from capsule.observe.types import TransformResult
+from capsule.observe.transform_types import TransformResult
 from capsule.ground.types import Observation
 
 SEEN: list = []

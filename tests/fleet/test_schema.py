@@ -14,8 +14,8 @@ from alembic.runtime.migration import MigrationContext
 
 from capsule.fleet import migrate, schema
 from capsule.measure.ledger import Ledger
-from capsule.measure.quota import QuotaStore
-from capsule.measure.route_log import RouteLog
+from capsule.route.quota import QuotaStore
+from capsule.store.route_rows import RouteLog
 from capsule.measure.usage import UsageStore
 
 

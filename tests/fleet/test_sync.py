@@ -15,10 +15,10 @@ from pathlib import Path
 import apsw
 import sqlalchemy as sa
 
-from capsule.fleet import migrate, report, schema, sources, sync
-from capsule.measure import quota
+from capsule.fleet import migrate, fleet_report, schema, sources, sync
+from capsule.route import quota
 from capsule.measure.ledger import Ledger, Row
-from capsule.measure.route_log import RouteLog
+from capsule.store.route_rows import RouteLog
 from capsule.measure.usage import Call, UsageStore, record_usage
 
 REPO = Path(__file__).resolve().parents[2]
@@ -97,7 +97,7 @@ def test_every_table_once_through_reruns_and_concurrent_syncs(pg_dsn, tmp_path):
     assert out == [(999, "proxy")]
     assert _count(eng, schema.calls) == 11
 
-    data = report.build(eng, STANDING)
+    data = fleet_report.build(eng, STANDING)
     (w,) = data["quota_windows"]
     assert w["utilization"] == 0.3 and w["by_role"] == {"coder": round(0.2 / 0.3, 4), "planner": round(0.1 / 0.3, 4)}
     per = {c["role"]: c for c in data["capsules"]}

@@ -116,7 +116,7 @@ ROLE_PROBE = """
 import resource, sys, time
 from capsule.engine import Engine
 from capsule.ground.types import Observation
-from capsule.observe.filters import engine as fe
+from capsule.observe.filters import filter_engine as fe
 fe.set_role_filters([{"path": sys.argv[1], "sha256": "0" * 64}])
 start = time.monotonic()
 out = Engine().observe(Observation(b"hello\\n" * 3, command="git status")).data

@@ -194,13 +194,13 @@ def usage_store(tmp_path_factory):
 def test_generated_transcripts_never_break_ingestion(usage_store, entries, junk):
     """Any transcript line: parsed or skipped (counted), never raised; what is stored is finite,
     non-negative and bounded, and reads back as strict JSON."""
-    from capsule.measure.transcripts import claude, codex
+    from capsule.measure.transcripts import claude_transcript, codex_transcript
     from capsule.measure.usage import MAX_COUNT, MAX_COST_USD
 
     for agent, make in (("claude", _claude_entry), ("codex", _codex_entry)):
         lines = [json.dumps(make(*e), allow_nan=True, default=str).encode() for e in entries] + list(junk)
         state: dict = {}
-        batch = (claude if agent == "claude" else codex).parse(lines, f"gen-{agent}", state)
+        batch = (claude_transcript if agent == "claude" else codex_transcript).parse(lines, f"gen-{agent}", state)
         usage_store.write(batch)
         json.dumps(state, allow_nan=False)               # the file state is stored as JSON too
     for call in usage_store.calls():

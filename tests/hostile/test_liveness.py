@@ -210,7 +210,7 @@ def test_output_does_not_wait_on_a_locked_store(state_dir, db):
 SERVER_UNDER_EMFILE = textwrap.dedent("""
     import resource, socket, sys, threading, time
     import anyio
-    from capsule.supervisor import server
+    from capsule.supervisor import control_server
 
     server.MAX_WAITING = 100_000            # no shedding by count: the server must meet EMFILE itself
     resource.setrlimit(resource.RLIMIT_NOFILE, (60, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))

@@ -15,7 +15,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from tests.hostile import hostile_media as hm
 
-from capsule.observe.media import budget, caps, image
+from capsule.observe.media import media_budget, caps, image
 from capsule.observe.media.image import MediaError
 
 FAM = caps.family_for("claude-sonnet-4-5", "anthropic")
@@ -25,9 +25,9 @@ MB = 1 << 20
 @pytest.fixture
 def pool(monkeypatch):
     """A small process pool (so small images stand for huge ones) and a short PDF budget."""
-    monkeypatch.setattr(budget, "capacity", lambda: 40 * MB)
-    monkeypatch.setitem(budget.settings(), "pdf_budget_s", 2.0)
-    budget.reset_peak()
+    monkeypatch.setattr(media_budget, "capacity", lambda: 40 * MB)
+    monkeypatch.setitem(media_budget.settings(), "pdf_budget_s", 2.0)
+    media_budget.reset_peak()
     return 40 * MB
 
 
@@ -36,7 +36,7 @@ def test_an_image_over_the_budget_is_refused_by_its_decoded_size(pool):
     assert len(small_file) < 200_000
     with pytest.raises(MediaError, match="media budget"):
         image.fit(small_file, FAM)
-    assert budget.in_use() == (0, 0)              # nothing was reserved, so nothing was decoded
+    assert media_budget.in_use() == (0, 0)              # nothing was reserved, so nothing was decoded
 
 
 def test_a_big_jpeg_is_decoded_at_a_scale_that_fits(pool):
@@ -47,7 +47,7 @@ def test_a_big_jpeg_is_decoded_at_a_scale_that_fits(pool):
     assert image.decode_cost(Image.open(io.BytesIO(buf.getvalue())), 1568, 1568) > pool
     sized = image.fit(buf.getvalue(), FAM)
     assert sized.changed and max(sized.after) == max(caps.target(FAM, 3600, 3600))
-    assert 0 < budget.in_use()[1] <= pool
+    assert 0 < media_budget.in_use()[1] <= pool
 
 
 def test_concurrent_decodes_share_one_pool(pool):
@@ -66,7 +66,7 @@ def test_concurrent_decodes_share_one_pool(pool):
     for t in threads:
         t.join(60)
     assert not errors and len(done) == 6, errors
-    used, peak = budget.in_use()
+    used, peak = media_budget.in_use()
     assert used == 0 and 0 < peak <= pool
 
 
@@ -75,7 +75,7 @@ def test_a_worker_past_its_deadline_stops_waiting(pool):
     got = []
 
     def abandoned():
-        with budget.deadline(0.3):
+        with media_budget.deadline(0.3):
             t0 = time.monotonic()
             try:
                 image.fit(data, FAM)
@@ -83,19 +83,19 @@ def test_a_worker_past_its_deadline_stops_waiting(pool):
             except MediaError as exc:
                 got.append((str(exc), time.monotonic() - t0))
 
-    with budget.decoding(pool, "another request's image"):     # the pool is full
+    with media_budget.decoding(pool, "another request's image"):     # the pool is full
         t = threading.Thread(target=abandoned)
         t.start()
         t.join(10)
     (why, took), = got
     assert "deadline" in why and took < 5, got
-    with budget.deadline(0.0), pytest.raises(MediaError, match="time budget"):
+    with media_budget.deadline(0.0), pytest.raises(MediaError, match="time budget"):
         image.fit(data, FAM)
 
 
 @pytest.fixture
 def door(tmp_path, state_dir, monkeypatch):
-    from capsule.mcp.server import ReadDoor
+    from capsule.mcp.mcp_server import ReadDoor
 
     monkeypatch.delenv("JACKIN_CTX_ROLE", raising=False)
     root = tmp_path / "ws"
@@ -151,7 +151,7 @@ def test_the_proxys_abandoned_worker_stops_instead_of_decoding_later(pool, state
     from tests.fakes.http import Canned
 
     from capsule.proxy.app import Settings
-    from capsule.proxy.server import ProxyServer
+    from capsule.proxy.proxy_server import ProxyServer
 
     up = Canned(200, [("content-type", "application/json")],
                 [b'{"type":"message","content":[],"usage":{"input_tokens":1,"output_tokens":1}}'])
@@ -163,17 +163,17 @@ def test_the_proxys_abandoned_worker_stops_instead_of_decoding_later(pool, state
                                              "data": base64.b64encode(png).decode()}},
                 {"type": "text", "text": "look"}]}]}
     try:
-        with budget.decoding(pool, "another request's image"):       # the pool is full
+        with media_budget.decoding(pool, "another request's image"):       # the pool is full
             t0 = time.monotonic()
             r = httpx2.post(server.url + "/v1/messages", content=json.dumps(body).encode(), timeout=60,
                             headers={"x-api-key": "k", "content-type": "application/json"})
             answered = time.monotonic() - t0
-        budget.reset_peak()
+        media_budget.reset_peak()
         assert r.status_code == 200 and answered < 5, answered
         sent = json.loads(up.seen[0][3])["messages"][0]["content"][0]["source"]["data"]
         assert base64.b64decode(sent) == png                          # over budget: sent as it came
         time.sleep(1.0)                                               # room now: a live worker would decode
-        assert budget.in_use() == (0, 0), budget.in_use()             # nobody reserved after the release
+        assert media_budget.in_use() == (0, 0), media_budget.in_use()             # nobody reserved after the release
     finally:
         server.stop()
         up.close()
@@ -213,8 +213,8 @@ im.save(sys.argv[1], "WEBP", quality=10, method=0)
 """
 READ = """
 import base64, sys
-from capsule.mcp.server import ReadDoor
-from capsule.observe.media import budget
+from capsule.mcp.mcp_server import ReadDoor
+from capsule.observe.media import media_budget
 
 def status(key):
     return next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith(key + ":"))
@@ -255,7 +255,7 @@ def test_a_16383x4800_webp_through_ctx_read_stays_within_the_media_budget(tmp_pa
 def test_an_image_bomb_is_refused_by_its_header_before_anything_is_decoded(name):
     """Held up in issue 31 (keep it so): refused from the header, nothing reserved from the pool (the
     seconds are in bench_media_hostile.py --refusals-only)."""
-    budget.reset_peak()
+    media_budget.reset_peak()
     with pytest.raises(MediaError, match="over 80000000 px|animated"):
         image.fit(hm.header_bombs()[name], FAM)
-    assert budget.in_use() == (0, 0)
+    assert media_budget.in_use() == (0, 0)

@@ -25,7 +25,7 @@ from capsule.policy.manifest import ManifestError, load_role
 ROLE = 'schema = 1\nname = "theirs"\n[agent]\nkind = "shell"\n[agent.env]\nFOO = "bar"\n{line}\n'
 
 
-def _role(tmp_path: Path, line: str) -> Path:
+def resolve_role(tmp_path: Path, line: str) -> Path:
     path = tmp_path / "theirs.toml"
     path.write_text(ROLE.format(line=line))
     return path
@@ -40,7 +40,7 @@ def _workspace(tmp_path: Path, uid: int = 1000) -> Path:
 
 @pytest.mark.parametrize("name", ["JACKIN_CTX_RUN_AS", "CAPSULE_USER", "JACKIN_CTX_STATE_DIR", "JACKIN_CTX_ROLE"])
 def test_a_role_that_sets_who_the_agent_runs_as_is_refused_naming_key_and_line(tmp_path, name):
-    path = _role(tmp_path, f'{name} = "0:0"')
+    path = resolve_role(tmp_path, f'{name} = "0:0"')
     with pytest.raises(ManifestError) as exc:
         load_role(path)
     msg = str(exc.value)
@@ -59,7 +59,7 @@ def test_up_e_cannot_pass_the_run_as_id_either(tmp_path):
 def test_capsules_own_ids_are_the_last_env_and_loader_variables_never_reach_pid_1(tmp_path):
     """docker keeps the last -e of a name; the role's LD_PRELOAD/PYTHONPATH would run as root in PID 1
     before the supervisor drops (the supervisor gives them to the agent itself)."""
-    path = _role(tmp_path, 'LD_PRELOAD = "/workspace/evil.so"\nPYTHONPATH = "/workspace"\nPYTHONDONTWRITEBYTECODE = "1"')
+    path = resolve_role(tmp_path, 'LD_PRELOAD = "/workspace/evil.so"\nPYTHONPATH = "/workspace"\nPYTHONDONTWRITEBYTECODE = "1"')
     role = load_role(path)
     ws = _workspace(tmp_path, 501)
     argv = docker_run_argv(role, {}, [], image="capsule:dev", name="c", workspace=ws, detach=True,

@@ -15,7 +15,7 @@ import httpx2
 import pytest
 
 from capsule.proxy.app import Settings
-from capsule.proxy.server import ProxyServer
+from capsule.proxy.proxy_server import ProxyServer
 from test_proxy_target import Recorder
 
 LOG = "".join(f"2026-01-01 10:00:{i % 60:02d} INFO worker {i} step ok\n" for i in range(400))

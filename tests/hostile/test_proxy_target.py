@@ -11,7 +11,7 @@ import socket
 import pytest
 
 from capsule.proxy.app import Settings
-from capsule.proxy.server import ProxyServer
+from capsule.proxy.proxy_server import ProxyServer
 from tests.fakes.http import Canned
 
 KEY = "sk-ant-test-SECRET-0123456789"

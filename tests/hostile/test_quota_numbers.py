@@ -20,11 +20,12 @@ import pytest
 from tests.fakes.cache import TimedCacheMessages
 from tests.hostile.hostile_numbers import classic, header_sets, rejections
 
-from capsule.measure import quota
-from capsule.measure.route_log import RouteLog, read
+from capsule.measure.transcripts import codex_transcript
+from capsule.route import quota
+from capsule.store.route_rows import RouteLog, read
 from capsule.proxy.app import Settings
-from capsule.proxy.routing import RouteSide
-from capsule.proxy.server import ProxyServer
+from capsule.route.conversations import RouteSide
+from capsule.proxy.proxy_server import ProxyServer
 from capsule.store import retention
 
 DAY = 86400.0
@@ -61,7 +62,7 @@ def test_codex_rate_limit_events_with_hostile_numbers_are_bounded():
     for v in (math.inf, -math.inf, math.nan, 1e300, -1e300, 10 ** 400):
         ev = {"rate_limits": {"primary": {"used_percent": v, "window_minutes": 300, "resets_at": 1.9e9},
                               "secondary": {"used_percent": 10.0, "window_minutes": v, "resets_in_seconds": v}}}
-        samples = quota.from_codex_event(ev, "openai:x", "S", time.time())
+        samples = codex_transcript.from_codex_event(ev, "openai:x", "S", time.time())
         assert all(_sane(s) for s in samples) and samples, (v, samples)
 
 

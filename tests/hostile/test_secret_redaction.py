@@ -13,7 +13,7 @@ import sys
 import httpx2
 
 from capsule.proxy.app import Settings
-from capsule.proxy.server import ProxyServer
+from capsule.proxy.proxy_server import ProxyServer
 from tests.fakes.http import Canned
 from capsule.store.archive import Archive
 

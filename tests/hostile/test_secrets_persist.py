@@ -12,7 +12,7 @@ import sys
 import time
 
 from capsule.agents import session
-from capsule.measure import quota
+from capsule.route import quota
 from tests.hostile.test_secret_redaction import _holding, _run
 from tests.store.test_secret_forms import FORMS, GHP
 

@@ -15,7 +15,7 @@ import time
 import httpx2
 
 from capsule.proxy.app import Settings
-from capsule.proxy.server import ProxyServer
+from capsule.proxy.proxy_server import ProxyServer
 
 LINES = "".join(f"line {i} of a long listing\n" for i in range(3000)).encode()
 

@@ -15,7 +15,7 @@ import apsw
 
 from capsule.measure.ledger import Ledger, Row
 from capsule.measure.usage import Batch, Call, UsageStore
-from capsule.proxy.memo import Memo
+from capsule.proxy.conversation_memo import Memo
 from capsule.store import retention
 
 DAY = 86400.0

@@ -138,7 +138,7 @@ def test_the_html_report_shows_the_whatif_section_in_chromium(recorded, capsule,
 def test_a_word_the_agent_already_had_is_no_bounce():
     """A public session (issue 34's smoke run): every cut line of a spec 'used' later because a later
     Read path shared the words 'doctrine' or 'design' with it — words the user's prompt had given."""
-    from capsule.cli.whatif import _bounces
+    from capsule.cli.whatif_cmd import _bounces
     from capsule.measure.transcripts.exchanges import Exchange, Said
 
     text = "\n".join(["# The doctrine of design", "rule ord-00042 applies to design/forms", "plain words here"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from capsule.observe.classify import classify, classify_command
-from capsule.observe.filters.engine import builtin_filters
+from capsule.observe.filters.filter_engine import builtin_filters
 from capsule.observe.rules import load
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from capsule.observe.filters.engine import builtin_filters, run_filter
+from capsule.observe.filters.filter_engine import builtin_filters, run_filter
 from capsule.observe.filters.spec import FilterError, parse_file
 from capsule.observe.filters.stages import run_stages
 from capsule.observe.guard import MARKER_RE
@@ -132,7 +132,7 @@ def test_inline_cases_keep_every_error_line(name, case):
 
 def test_a_filter_loaded_alone_is_the_filter_of_the_whole_set(monkeypatch):
     """get_filter parses only the file that defines the filter (cold `ctx run`): same spec either way."""
-    from capsule.observe.filters import engine as filter_engine
+    from capsule.observe.filters import filter_engine as filter_engine
 
     whole = filter_engine.builtin_filters()
     for name, spec in whole.items():

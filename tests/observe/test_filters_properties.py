@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from capsule.observe.filters.engine import apply, builtin_filters
+from capsule.observe.filters.filter_engine import apply, builtin_filters
 from capsule.observe.guard import MARKER_RE
-from capsule.observe.types import Context
+from capsule.observe.transform_types import Context
 from capsule.observe.verbatim import missing_verbatim
 
 POOL = [

@@ -7,7 +7,7 @@ import subprocess
 from capsule.engine import Engine
 from capsule.ground import tokens
 from capsule.observe.intent import shorten
-from capsule.observe.types import MAX_INTENT_TOKENS
+from capsule.observe.transform_types import MAX_INTENT_TOKENS
 from capsule.ground.types import Observation
 
 

@@ -12,7 +12,7 @@ from capsule.observe import guard, registry
 from capsule.observe.pipeline import process
 from capsule.observe import markers as contract
 from capsule.observe.transforms.basic import default_text, line_budget
-from capsule.observe.types import Context, Removal, TransformResult
+from capsule.observe.transform_types import Context, Removal, TransformResult
 from capsule.store.archive import Archive
 
 

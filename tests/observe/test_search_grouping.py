@@ -11,10 +11,10 @@ import subprocess
 import pytest
 
 from capsule.engine import Engine
-from capsule.observe.filters.engine import apply
+from capsule.observe.filters.filter_engine import apply
 from capsule.observe.filters.search_stream import ungroup
 from capsule.observe.guard import MARKER_RE
-from capsule.observe.types import Context
+from capsule.observe.transform_types import Context
 from capsule.ground.types import Observation
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from capsule.observe.classify import classify_command
-from capsule.observe.filters.engine import apply
-from capsule.observe.types import Context
+from capsule.observe.filters.filter_engine import apply
+from capsule.observe.transform_types import Context
 from capsule.observe.verbatim import missing_verbatim
 
 FIXTURES = Path(__file__).parent / "fixtures" / "shell"

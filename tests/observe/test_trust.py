@@ -9,9 +9,9 @@ import os
 import pytest
 
 from capsule.ground import paths
-from capsule.observe.filters import engine
+from capsule.observe.filters import filter_engine
 from capsule.observe.rules.command import classify_command_line
-from capsule.observe.types import Context
+from capsule.observe.transform_types import Context
 from capsule.policy import trust
 
 PROJECT_FILTER = b'''schema = 1
@@ -40,7 +40,7 @@ def project(tmp_path, state_dir):
     path = root / ".capsule" / "filters.toml"
     path.write_bytes(PROJECT_FILTER)
     yield root, path
-    engine.set_role_filters([])
+    filter_engine.set_role_filters([])
 
 
 def test_pin_list_revoke(project):
@@ -68,7 +68,7 @@ def test_trusted_project_filter_claims_its_command_and_runs(project):
     trust.pin(path)
     found = classify_command_line("acme deploy prod", cwd=str(root))
     assert found is not None and found.filter_id.startswith("acme_deploy@") and found.family == "acme"
-    result = engine.apply("uploading a\nuploading b\ndeployed v2\n", Context(filter_id=found.filter_id, exit_code=0))
+    result = filter_engine.apply("uploading a\nuploading b\ndeployed v2\n", Context(filter_id=found.filter_id, exit_code=0))
     assert result.text == "deployed v2\n"
     assert result.removed_lines == 2
 
@@ -81,7 +81,7 @@ def test_changed_file_is_not_loaded_and_a_warning_names_it(project, caplog):
         found = classify_command_line("acme deploy prod", cwd=str(root))
     assert found is None
     assert str(path) in caplog.text and "changed since it was trusted" in caplog.text
-    assert engine.refresh_extra(str(root)) == {}
+    assert filter_engine.refresh_extra(str(root)) == {}
 
 
 def test_unreadable_file_is_not_loaded(project, caplog):
@@ -112,15 +112,15 @@ def test_the_bytes_returned_are_the_bytes_hashed(project):
 def test_role_filters_load_from_paths_when_trusted(tmp_path, state_dir):
     role_file = tmp_path / "role-filters.toml"
     role_file.write_bytes(PROJECT_FILTER.replace(b"acme_deploy", b"role_deploy"))
-    engine.set_role_filters([str(role_file)])
+    filter_engine.set_role_filters([str(role_file)])
     try:
-        assert engine.refresh_extra(str(tmp_path)) == {}
+        assert filter_engine.refresh_extra(str(tmp_path)) == {}
         trust.pin(role_file)
-        assert [i.split("@")[0] for i in engine.refresh_extra(str(tmp_path))] == ["role_deploy"]
+        assert [i.split("@")[0] for i in filter_engine.refresh_extra(str(tmp_path))] == ["role_deploy"]
         found = classify_command_line("acme deploy prod", cwd=str(tmp_path))
         assert found.filter_id.startswith("role_deploy@")
     finally:
-        engine.set_role_filters([])
+        filter_engine.set_role_filters([])
 
 
 def test_corrupt_trust_store_fails_closed(project, caplog):
@@ -163,8 +163,8 @@ def test_two_projects_with_the_same_filter_name_never_mix(tmp_path, state_dir):
         ids.append(classify_command_line("acme deploy", cwd=str(root)).filter_id)
     assert ids[0] != ids[1]
     text = "alpha 1\nbeta 2\ndeployed v2\n"
-    assert engine.apply(text, Context(filter_id=ids[0], exit_code=0)).text == "beta 2\ndeployed v2\n"
-    assert engine.apply(text, Context(filter_id=ids[1], exit_code=0)).text == "alpha 1\ndeployed v2\n"
+    assert filter_engine.apply(text, Context(filter_id=ids[0], exit_code=0)).text == "beta 2\ndeployed v2\n"
+    assert filter_engine.apply(text, Context(filter_id=ids[1], exit_code=0)).text == "alpha 1\ndeployed v2\n"
 
 
 def test_role_filter_pinned_by_its_manifest_entry(tmp_path, state_dir, caplog):
@@ -174,11 +174,11 @@ def test_role_filter_pinned_by_its_manifest_entry(tmp_path, state_dir, caplog):
     data = PROJECT_FILTER.replace(b"acme_deploy", b"role_pinned")
     role_file.write_bytes(data)
     try:
-        engine.set_role_filters([{"path": str(role_file), "sha256": hashlib.sha256(data).hexdigest()}])
-        assert [i.split("@")[0] for i in engine.refresh_extra(str(tmp_path))] == ["role_pinned"]
-        engine.set_role_filters([{"path": str(role_file), "sha256": "0" * 64}])
+        filter_engine.set_role_filters([{"path": str(role_file), "sha256": hashlib.sha256(data).hexdigest()}])
+        assert [i.split("@")[0] for i in filter_engine.refresh_extra(str(tmp_path))] == ["role_pinned"]
+        filter_engine.set_role_filters([{"path": str(role_file), "sha256": "0" * 64}])
         with caplog.at_level(logging.WARNING, logger="capsule"):
-            assert engine.refresh_extra(str(tmp_path)) == {}
+            assert filter_engine.refresh_extra(str(tmp_path)) == {}
         assert str(role_file) in caplog.text and "role manifest" in caplog.text
     finally:
-        engine.set_role_filters([])
+        filter_engine.set_role_filters([])

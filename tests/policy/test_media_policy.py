@@ -3,7 +3,7 @@ media policy with the kill switches applied."""
 
 import pytest
 
-from capsule.policy import media
+from capsule.policy import media_policy
 from capsule.ground import switches
 from capsule.policy.manifest import ManifestError, load_role
 
@@ -21,7 +21,7 @@ def test_a_media_table_is_parsed_into_the_context(tmp_path):
                                      'screenshots = "resize"\n\n[context.media.screenshot]\nmin_words = 40\n'))
     assert role.context.media == {"mode": "on", "image_long_edge": 1024, "pdf": "keep", "screenshots": "resize",
                                   "screenshot": {"min_words": 40}}
-    pol = media.from_table(role.context.media, role.context.mode, env={})
+    pol = media_policy.from_table(role.context.media, role.context.mode, env={})
     assert pol.active and pol.image_long_edge == 1024 and pol.pdf == "keep" and pol.screenshot_rules == {"min_words": 40}
 
 
@@ -43,15 +43,15 @@ def test_a_bad_media_value_names_its_line_and_the_choices(tmp_path):
 
 
 def test_without_a_table_the_media_mode_follows_the_context_mode():
-    assert media.from_table(None, "measure", env={}).mode == "measure"
-    assert media.from_table(None, "off", env={}).mode == "off"
-    assert media.from_table(None, "standard", env={}).mode == "on"
-    assert media.from_table({"mode": "measure"}, "aggressive", env={}).mode == "measure"
+    assert media_policy.from_table(None, "measure", env={}).mode == "measure"
+    assert media_policy.from_table(None, "off", env={}).mode == "off"
+    assert media_policy.from_table(None, "standard", env={}).mode == "on"
+    assert media_policy.from_table({"mode": "measure"}, "aggressive", env={}).mode == "measure"
 
 
 def test_kill_switches_win_over_the_role():
-    assert media.from_table({"mode": "on"}, "standard", env={switches.DISABLE: "1"}).mode == "off"
-    pol = media.from_table({"mode": "on"}, "standard", env={switches.MEASURE_ONLY: "1"})
+    assert media_policy.from_table({"mode": "on"}, "standard", env={switches.DISABLE: "1"}).mode == "off"
+    pol = media_policy.from_table({"mode": "on"}, "standard", env={switches.MEASURE_ONLY: "1"})
     assert pol.mode == "measure" and not pol.active and switches.MEASURE_ONLY in pol.reason
 
 

@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from recording import ScriptedMessages  # noqa: E402
 
 from capsule.proxy.app import Settings  # noqa: E402
-from capsule.proxy.server import ProxyServer  # noqa: E402
+from capsule.proxy.proxy_server import ProxyServer  # noqa: E402
 
 @pytest.fixture
 def scripted():

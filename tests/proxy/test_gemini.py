@@ -15,7 +15,7 @@ import sys
 import httpx2
 import pytest
 
-from capsule.proxy import clients, rewrite
+from capsule.proxy import redirect, rewrite
 from test_http import usage_rows
 from tests.fakes.gemini import GenerateContentAPI, function_responses_in
 
@@ -180,10 +180,10 @@ def test_unreachable_upstream_answers_in_googles_error_shape(proxy_for):
 
 def test_gemini_cli_is_pointed_at_the_door_only_with_api_key_sign_in(tmp_path):
     env = {"HOME": str(tmp_path), "GEMINI_API_KEY": "k", "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:7777"}
-    r = clients.redirect(clients.upstream("gemini", env), "http://127.0.0.1:5000", "unused")
+    r = redirect.redirect(redirect.upstream("gemini", env), "http://127.0.0.1:5000", "unused")
     assert r.upstream == "http://127.0.0.1:7777" and r.env == {"GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:5000/gemini"}
-    assert clients.upstream("gemini", {"HOME": str(tmp_path)}).skip
+    assert redirect.upstream("gemini", {"HOME": str(tmp_path)}).skip
     (tmp_path / ".gemini").mkdir()
     (tmp_path / ".gemini" / "settings.json").write_text(json.dumps({"security": {"auth": {"selectedType": "oauth-personal"}}}))
-    assert "oauth-personal" in clients.upstream("gemini", env).skip
-    assert clients.upstream("gemini", {**env, "GOOGLE_GENAI_USE_VERTEXAI": "true"}).skip
+    assert "oauth-personal" in redirect.upstream("gemini", env).skip
+    assert redirect.upstream("gemini", {**env, "GOOGLE_GENAI_USE_VERTEXAI": "true"}).skip

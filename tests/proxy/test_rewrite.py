@@ -130,7 +130,7 @@ def test_bodies_orjson_refuses_are_read_and_written_back_by_the_json_module():
 
 
 def test_memo_memory_is_bounded_and_values_survive_on_disk(tmp_path, monkeypatch):
-    from capsule.proxy import memo as memo_mod
+    from capsule.proxy import conversation_memo as memo_mod
 
     monkeypatch.setattr(memo_mod, "LRU_CHARS", 10_000)
     m = memo_mod.Memo(tmp_path / "proxy.db")

@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 
-from capsule.proxy import clients as redirects
+from capsule.proxy import redirect as redirects
 from tests.fakes.anthropic import MessagesAPI
 from tests.measure import clients
 

@@ -11,7 +11,7 @@ import sys
 
 from capsule.ground import switches
 from capsule.policy.manifest import load_role
-from capsule.proxy import clients
+from capsule.proxy import redirect
 from capsule.policy import plan as planning
 from capsule.supervisor.core import Options, Supervisor
 from recording import ScriptedMessages
@@ -38,22 +38,22 @@ def test_codex_redirect_follows_its_provider(tmp_path):
     home = tmp_path / "codex"
     home.mkdir()
     env = {"CODEX_HOME": str(home), "OPENAI_API_KEY": "k"}
-    r = clients.redirect(clients.upstream("codex", env), "http://127.0.0.1:1", "http://127.0.0.1:1/openai")
+    r = redirect.redirect(redirect.upstream("codex", env), "http://127.0.0.1:1", "http://127.0.0.1:1/openai")
     assert r.upstream == "https://api.openai.com/v1" and r.args == ["-c", 'openai_base_url="http://127.0.0.1:1/openai"']
     (home / "config.toml").write_text('model_provider = "corp"\n[model_providers.corp]\nbase_url = "https://llm.corp/v1"\n'
                                       'wire_api = "responses"\n')
-    r = clients.redirect(clients.upstream("codex", env), "http://127.0.0.1:1", "http://127.0.0.1:1/openai")
+    r = redirect.redirect(redirect.upstream("codex", env), "http://127.0.0.1:1", "http://127.0.0.1:1/openai")
     assert r.upstream == "https://llm.corp/v1"
     assert r.args == ["-c", 'model_providers.corp.base_url="http://127.0.0.1:1/openai"']
-    assert clients.insert_args(["/usr/bin/codex", "exec", "hi"], r.args) == ["/usr/bin/codex", *r.args, "exec", "hi"]
+    assert redirect.insert_args(["/usr/bin/codex", "exec", "hi"], r.args) == ["/usr/bin/codex", *r.args, "exec", "hi"]
     (home / "config.toml").write_text('model_provider = "corp"\n[model_providers.corp]\nbase_url = "https://x/v1"\n'
                                       'wire_api = "chat"\n')
-    assert "chat" in clients.upstream("codex", env).skip
+    assert "chat" in redirect.upstream("codex", env).skip
     (home / "config.toml").write_text("")
     (home / "auth.json").write_text(json.dumps({"tokens": {"id_token": "t"}}))
-    assert "ChatGPT" in clients.upstream("codex", {"CODEX_HOME": str(home)}).skip
+    assert "ChatGPT" in redirect.upstream("codex", {"CODEX_HOME": str(home)}).skip
     (home / "config.toml").write_text("not = [toml")
-    assert "unreadable" in clients.upstream("codex", env).skip
+    assert "unreadable" in redirect.upstream("codex", env).skip
 
 
 def test_supervisor_points_claude_at_the_proxy_and_fails_open(tmp_path, state_dir, monkeypatch):

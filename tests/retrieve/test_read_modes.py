@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from capsule.retrieve import modes
-from capsule.retrieve.modes import ModeError
+from capsule.retrieve import read_modes
+from capsule.retrieve.read_modes import ModeError
 from capsule.retrieve.reader import ReadError, Reader
 from capsule.store.stubs import StubStore
 
@@ -29,12 +29,12 @@ def ws(tmp_path):
 
 
 def test_parse_modes_and_errors():
-    assert modes.parse("outline").name == "signatures"
-    assert modes.parse("lines:5,10-20").ranges == ((5, 5), (10, 20))
-    assert modes.parse(None) is None and modes.parse("auto") is None
+    assert read_modes.parse("outline").name == "signatures"
+    assert read_modes.parse("lines:5,10-20").ranges == ((5, 5), (10, 20))
+    assert read_modes.parse(None) is None and read_modes.parse("auto") is None
     for bad in ("bogus", "lines:", "lines:9-3", "lines:a-b", "section:"):
         with pytest.raises(ModeError):
-            modes.parse(bad)
+            read_modes.parse(bad)
 
 
 def test_full_is_byte_exact_including_odd_bytes(ws):
@@ -78,7 +78,7 @@ def test_anchored_tags_every_line_with_its_hash(ws):
     assert len(out) == DOC.count("\n")
     n, rest = out[4].split("#", 1)
     tag, text = rest.split("| ", 1)
-    assert n == "5" and text == "## Setup" and tag == modes.anchor("## Setup") and len(tag) == 4
+    assert n == "5" and text == "## Setup" and tag == read_modes.anchor("## Setup") and len(tag) == 4
 
 
 def test_paths_outside_workspace_are_refused(ws):

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from test_proxy_routing import SUB_SYS, TOOLS, Client, run  # noqa: E402,F401 - run: the proxy fixture
 
-from capsule.measure.route_log import read  # noqa: E402
+from capsule.store.route_rows import read  # noqa: E402
 from capsule.measure.usage import UsageStore, record_usage  # noqa: E402
 from capsule.route import payoff  # noqa: E402
 from tests.fakes.cache import TimedCacheMessages as TimedCacheAPI, ramp  # noqa: E402

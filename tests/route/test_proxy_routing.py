@@ -16,10 +16,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tests.fakes.cache import TimedCacheMessages as TimedCacheAPI, ramp  # noqa: E402
 
-from capsule.measure.route_log import read  # noqa: E402
+from capsule.store.route_rows import read  # noqa: E402
 from capsule.policy.manifest import load_role  # noqa: E402
 from capsule.proxy.app import Settings  # noqa: E402
-from capsule.proxy.server import ProxyServer  # noqa: E402
+from capsule.proxy.proxy_server import ProxyServer  # noqa: E402
 from capsule.route import lanes  # noqa: E402
 
 BILL = "x-anthropic-billing-header: cc_version=2.1.197.fa0; cc_entrypoint=sdk-cli;"
@@ -111,7 +111,7 @@ def test_scripted_run_degrades_routine_lanes_at_the_next_boundary_only(run, tmp_
         assert server.proxy.route.stats["capsule_changes"] == 0
         assert not [e for e in events if e["kind"] == "change"]
         # the quota store saw every answer's headers
-        from capsule.measure.quota import QuotaStore, model as qmodel
+        from capsule.route.quota import QuotaStore, model as qmodel
         store = QuotaStore(tmp_path / "quota.db")
         q = qmodel(store.samples())
         store.close()

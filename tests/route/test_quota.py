@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from capsule.measure import quota
+from capsule.measure.transcripts import codex_transcript
+from capsule.route import quota
 
 DATA = json.loads((Path(__file__).with_name("data") / "recorded_headers.json").read_text())
 
@@ -57,7 +58,7 @@ def test_api_key_classic_headers_and_openai_durations():
 
 def test_codex_rollout_rate_limits():
     ev = DATA["codex_rollout_event"]
-    s = quota.from_codex_event(ev["payload"], "openai:chatgpt", "thread-1", 1764590400.0)
+    s = codex_transcript.from_codex_event(ev["payload"], "openai:chatgpt", "thread-1", 1764590400.0)
     assert [(x.window, x.utilization, x.resets_at) for x in s] == [("5h", 0.42, 1764594000.0), ("7d", 0.125, 1765065600)]
 
 

@@ -186,7 +186,7 @@ def test_claude_quota_report_and_decision_log_match_the_headers(claude_run):
 
 
 def _events(state):
-    from capsule.measure.route_log import read
+    from capsule.store.route_rows import read
 
     return read(state / "ledger.db")
 

@@ -15,8 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from test_quota import _samples  # noqa: E402
 
-from capsule.measure import quota  # noqa: E402
-from capsule.measure.route_log import RouteLog  # noqa: E402
+from capsule.route import quota  # noqa: E402
+from capsule.store.route_rows import RouteLog  # noqa: E402
 from capsule.measure.usage import record_usage, UsageStore  # noqa: E402
 
 

@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tests.fakes.cache import TimedCacheMessages as TimedCacheAPI  # noqa: E402
 
 from capsule.proxy.app import Settings  # noqa: E402
-from capsule.proxy.server import ProxyServer  # noqa: E402
-from capsule.proxy.stagger import Settings as StaggerSettings  # noqa: E402
+from capsule.proxy.proxy_server import ProxyServer  # noqa: E402
+from capsule.route.stagger import Settings as StaggerSettings  # noqa: E402
 
 SYSTEM = [{"type": "text", "text": "You are a subagent. " + "Rules of the house. " * 600,
            "cache_control": {"type": "ephemeral"}}]
@@ -107,7 +107,7 @@ def test_the_wait_is_bounded(proxy):
 
 
 def test_the_switch_turns_it_off(monkeypatch):
-    from capsule.proxy.stagger import settings_from
+    from capsule.route.stagger import settings_from
 
     assert settings_from({}).enabled
     assert not settings_from({}, env={"JACKIN_CTX_NO_STAGGER": "1"}).enabled

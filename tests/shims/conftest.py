@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from capsule import shims
-from capsule.supervisor import server
+from capsule.supervisor import control_server
 
 # The real tools the shims front: `talk` prints N lines to stdout, M to stderr, exits with CODE;
 # `die` kills itself with a signal.
@@ -49,7 +49,7 @@ class Env:
                               env=self.env(**extra), capture_output=True, timeout=60, cwd=cwd, stdin=stdin)
 
     def served(self) -> int:
-        return server.status(self.socket)["served"]
+        return control_server.status(self.socket)["served"]
 
 
 @pytest.fixture(scope="module", params=["compiled", "python-only"])
@@ -75,7 +75,7 @@ def shimenv(tmp_path_factory, request):
         deadline = time.monotonic() + 30
         while not socket.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        server.wait_ready(socket, 60)     # PING at once, then STATUS once the engine is warm
+        control_server.wait_ready(socket, 60)     # PING at once, then STATUS once the engine is warm
         yield Env(root, socket, shim_dir, real)
     finally:
         proc.send_signal(signal.SIGTERM)

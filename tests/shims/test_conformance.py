@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from capsule import shims
-from capsule.supervisor import server
+from capsule.supervisor import control_server
 
 IMPLEMENTATIONS = ["compiled", "python", "ctx-run", "ctx-daemon"]
 SOCKET_CLIENTS = ["compiled", "python"]
@@ -69,7 +69,7 @@ class World:
                               input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
 
     def served(self, impl: str = "compiled") -> int:
-        return server.status(self.daemon() if impl == "ctx-daemon" else self.sock)["served"]
+        return control_server.status(self.daemon() if impl == "ctx-daemon" else self.sock)["served"]
 
     def daemon(self, **extra) -> Path:
         """The engine daemon's socket for the ctx-daemon calls' settings (paths.daemon_socket)."""
@@ -102,10 +102,10 @@ def world(tmp_path_factory):
         deadline = time.monotonic() + 30
         while not sock.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        server.wait_ready(sock, 60)       # PING at once, then STATUS once the engine is warm
+        control_server.wait_ready(sock, 60)       # PING at once, then STATUS once the engine is warm
         world = World(root, real, sock, dirs)
         world.call("ctx-daemon", "{run} talk")       # the first run starts the daemon
-        server.wait_ready(world.daemon(), 60)
+        control_server.wait_ready(world.daemon(), 60)
         yield world
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -212,9 +212,9 @@ def test_a_dead_daemon_means_the_in_process_engine_and_a_new_daemon(world, tmp_p
     assert got.returncode == 5 and got.stdout == alone.stdout and len(got.stdout) < len(raw.stdout)
     assert got.stderr == raw.stderr
     assert took < shims.TIMEOUT_S + 10, f"{took:.1f} s"
-    assert server.wait_ready(dead, 60) >= 0          # the next run's daemon replaced the dead socket
+    assert control_server.wait_ready(dead, 60) >= 0          # the next run's daemon replaced the dead socket
     again = world.call("ctx-daemon", "{run} talk", **extra)
-    assert again.stdout == alone.stdout and server.status(dead)["served"] == 1
+    assert again.stdout == alone.stdout and control_server.status(dead)["served"] == 1
 
 
 def test_a_hung_daemon_gives_raw_output_after_the_deadline(world, tmp_path):

@@ -56,7 +56,7 @@ def test_engine_reads_the_project_filter_from_the_command_cwd(state_dir, tmp_pat
 def test_socket_request_carries_cwd(state_dir, tmp_path):
     import anyio
 
-    from capsule.supervisor.server import EngineServer, request
+    from capsule.supervisor.control_server import EngineServer, request
 
     proj = _project(tmp_path)
     subprocess.run([sys.executable, "-m", "capsule", "ctx", "trust", str(proj / ".capsule" / "filters.toml")],

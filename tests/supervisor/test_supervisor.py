@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from capsule.supervisor import server
+from capsule.supervisor import control_server
 from capsule.supervisor.pid1 import exit_code
 
 AGENT = textwrap.dedent("""
@@ -112,20 +112,20 @@ def test_stragglers_are_killed_after_the_grace_period(supervise, tmp_path):
 def test_control_socket_is_owner_only_and_answers(supervise, tmp_path):
     run = supervise("sleep", "60")
     run.wait_for(run.socket)
-    server.wait_ready(run.socket, 60)
+    control_server.wait_ready(run.socket, 60)
     mode = stat.S_IMODE(os.stat(run.socket).st_mode)
     assert mode == 0o600
-    info = server.status(run.socket)
+    info = control_server.status(run.socket)
     assert info["role"] == "python-dev" and info["mode"] == "standard" and info["engine"] is True
     assert info["subsystems"]["shims"]["on"] is True
     raw = b"".join(b"line %d of a long build log\n" % i for i in range(3000))
-    reply = server.request(run.socket, b"OBS1 0 1000 %d %d 0 0\n" % (len("seq 3000"), len(raw)) + b"seq 3000" + raw, 10)
+    reply = control_server.request(run.socket, b"OBS1 0 1000 %d %d 0 0\n" % (len("seq 3000"), len(raw)) + b"seq 3000" + raw, 10)
     head, _, body = reply.partition(b"\n")
     assert head.startswith(b"OK ")
     n_out, n_err = map(int, head.split()[1:])
     assert len(body) == n_out + n_err and n_out < len(raw)
     assert b"capsule ctx expand '<<ccr:" in body
-    assert server.request(run.socket, b"BOGUS\n") == b"RAW\n"
+    assert control_server.request(run.socket, b"BOGUS\n") == b"RAW\n"
     run.proc.send_signal(signal.SIGTERM)
     assert run.finish() == 128 + signal.SIGTERM
     assert not run.socket.exists()
@@ -190,14 +190,14 @@ def test_interactive_agent_owns_the_terminal(tmp_path):
 def test_a_second_supervisor_on_the_same_state_dir_leaves_the_first_alone(supervise, tmp_path):
     first = supervise("sleep", "60")
     first.wait_for(first.socket)
-    server.wait_ready(first.socket, 60)
+    control_server.wait_ready(first.socket, 60)
     out = tmp_path / "second.env"
     second = supervise(sys.executable, "-c",
                        f"import os; open({str(out)!r}, 'w').write(os.environ['JACKIN_CTX_SOCKET'])")
     assert second.finish() == 0
     own = out.read_text()
     assert own != str(first.socket) and own.startswith(str(first.state / "engine-"))
-    assert server.ping(first.socket), "the first supervisor still answers on its socket"
+    assert control_server.ping(first.socket), "the first supervisor still answers on its socket"
     first.proc.send_signal(signal.SIGTERM)
     assert first.finish() == 128 + signal.SIGTERM
 

@@ -1,7 +1,7 @@
 # capsule boundary hook (written per session by capsule.agents.session; Claude Code runs it).
 # SessionStart (startup/resume/clear/compact), UserPromptSubmit, SubagentStart, PreCompact and
 # SessionEnd are task boundaries: each is appended as one JSON line to BOUNDARIES, which the
-# ledger's route log reads into `boundary` rows (capsule/measure/route_log.py). A model switch the
+# ledger's route log reads into `boundary` rows (capsule/store/route_rows.py). A model switch the
 # user makes (PreModelSwitch / PostModelSwitch, Claude Code 2.1.332+) is a boundary when asked and a
 # `change` row when done, with the cache write the client itself estimated for it (the INV-9 audit). One O_APPEND
 # write, no lock: Claude Code does not wait long for these hooks. Never blocks or changes

@@ -2,7 +2,7 @@
 # PreToolUse(Bash): records the call's command and its stated `description`; PreToolUse(Edit, Write,
 # MultiEdit, NotebookEdit): the path and the new text (the task's cues); UserPromptSubmit: records the
 # user's prompt. The engine reads them back as the intent and cues of the shim's observation
-# (capsule/agents/intent.py). Never blocks or changes the call: no output, exit 0, on any error too.
+# (capsule/agents/intent_log.py). Never blocks or changes the call: no output, exit 0, on any error too.
 import json
 import os
 import sys

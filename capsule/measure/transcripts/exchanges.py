@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections import namedtuple
 
-from capsule.measure.transcripts.common import iso_ts, text
+from capsule.measure.transcripts.transcript_common import iso_ts, text
 
 # agent, session, thread (a subagent's id or None), ts (the result's), tool call id, tool name,
 # input (dict), result text, is_error, api (the wire format its door reads: anthropic | openai)

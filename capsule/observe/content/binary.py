@@ -9,7 +9,7 @@ Invariant: never returns raw control bytes; never drops a mostly-printable text.
 
 from __future__ import annotations
 
-from capsule.observe.types import Context, Removal, TransformResult
+from capsule.observe.transform_types import Context, Removal, TransformResult
 
 TRANSFORM_ID = "binary"
 TEXT_SHARE = 0.95     # at least this share of printable bytes (latin-1 view) means text
@@ -62,9 +62,9 @@ def describe(text: str, ctx: Context) -> TransformResult:
     """Transform entry point."""
     data = text.encode("utf-8", "surrogateescape")
     if not is_binary(data):
-        from capsule.observe.content import logs
+        from capsule.observe.content import log_lines
 
-        result = logs.cluster(text, ctx)
+        result = log_lines.cluster(text, ctx)
         result.notes.insert(0, "not binary: mostly printable text (non-UTF-8 bytes kept)")
         return result
     name = kind_of(data) or "binary data"

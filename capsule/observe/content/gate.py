@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import zlib
 
-from capsule.observe.types import Context, Removal, TransformResult
+from capsule.observe.transform_types import Context, Removal, TransformResult
 
 TRANSFORM_ID = "lossless"
 PROBE_BYTES = 65536

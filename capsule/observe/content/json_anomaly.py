@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from capsule.observe.content.toon_decode import _kind
+from capsule.observe.content.toon_decode import value_kind
 from capsule.observe.verbatim import is_verbatim
 
 HEAD_ROWS = 3
@@ -27,7 +27,7 @@ RARE_ITEM_SHARE = 0.02       # an item type / shape / string template this rare 
 RARE_ITEM_MAX = 2            # ...or held by at most this many items (collections of 20+)
 RARE_CAP = 12                # rarity and outlier keeps per collection (error-class ones: no cap)
 
-_ERROR_KEY = re.compile(r"(?i)(?:^|_|-)(?:err|error|errors|exception|fail|failed|failure|fault|"
+ERROR_KEY = re.compile(r"(?i)(?:^|_|-)(?:err|error|errors|exception|fail|failed|failure|fault|"
                         r"fatal|traceback|stderr|warning|warnings)(?:$|_|-)")
 _ERROR_VALUE = re.compile(r"(?i)\b(?:error|errors|exception|fail(?:ed|ure)?|fatal|panic|"
                           r"denied|refused|timed? ?out|traceback|invalid|crash(?:ed)?|abort(?:ed)?)\b")
@@ -48,7 +48,7 @@ class Sampled:
     schema: str = ""
 
 
-def _intent_terms(intent: str | None) -> list[str]:
+def intent_terms(intent: str | None) -> list[str]:
     if not intent:
         return []
     terms = []
@@ -97,7 +97,7 @@ def anomalies(rows: list[dict], intent: str | None = None) -> dict[int, list[str
     for k in keys:
         col = [r.get(k) for r in rows]
         present = [v for v in col if v is not None and v != "" and v != [] and v != {}]
-        if _ERROR_KEY.search(k):
+        if ERROR_KEY.search(k):
             for i, v in enumerate(col):
                 if v not in (None, False, "", 0, [], {}) and str(v).lower() not in ("ok", "none", "null"):
                     mark(i, f"error field {k}")
@@ -132,7 +132,7 @@ def anomalies(rows: list[dict], intent: str | None = None) -> dict[int, list[str
             if isinstance(v, str) and _ERROR_VALUE.search(v):
                 mark(i, "error text")
                 break
-    terms = _intent_terms(intent)
+    terms = intent_terms(intent)
     if terms:
         flats = [_flat(r) for r in rows]
         for t in terms:
@@ -144,7 +144,7 @@ def anomalies(rows: list[dict], intent: str | None = None) -> dict[int, list[str
     return why
 
 
-def _schema(rows: list[dict]) -> str:
+def rows_schema(rows: list[dict]) -> str:
     keys: list[str] = []
     for r in rows:
         for k in r:
@@ -154,7 +154,7 @@ def _schema(rows: list[dict]) -> str:
     for k in keys:
         col = [r.get(k) for r in rows]
         nulls = sum(1 for v in col if v is None)
-        kinds = Counter(_kind(v) for v in col if v is not None)
+        kinds = Counter(value_kind(v) for v in col if v is not None)
         kind = "|".join(t for t, _ in kinds.most_common()) or "null"
         nums = [(x, v) for v in col if (x := _number(v)) is not None]
         desc = f"{k}:{kind}"
@@ -179,7 +179,7 @@ def sample(rows: list[dict], intent: str | None) -> Sampled:
     n = len(rows)
     why = anomalies(rows, intent)
     keep = set(range(min(HEAD_ROWS, n))) | set(range(max(0, n - TAIL_ROWS), n)) | set(why)
-    return Sampled(n, sorted(keep), why, _schema(rows))
+    return Sampled(n, sorted(keep), why, rows_schema(rows))
 
 
 # ---------------------------------------------------------------- items of any collection
@@ -190,15 +190,15 @@ def _template(s: str) -> str:
     return re.sub(r"[A-Za-z]+", "a", re.sub(r"\d+", "0", s))[:40]
 
 
-def _shape(v) -> str:
+def value_shape(v) -> str:
     if isinstance(v, dict):
         return "object{" + ",".join(sorted(v)[:8]) + "}"
     if isinstance(v, list):
         return "array"
-    return _kind(v)
+    return value_kind(v)
 
 
-def _is_error_value(v) -> bool:
+def is_error_value(v) -> bool:
     return isinstance(v, str) and (bool(_ERROR_VALUE.search(v)) or is_verbatim(v))
 
 
@@ -231,11 +231,11 @@ def value_anomalies(values: list, keys: list[str] | None = None,
     rare = max(RARE_ITEM_MAX, int(n * RARE_ITEM_SHARE))
     for i, v in enumerate(values):
         k = keys[i] if keys else None
-        if k is not None and (_ERROR_KEY.search(k) or is_verbatim(k)) and v not in (None, False, "", 0, [], {}):
+        if k is not None and (ERROR_KEY.search(k) or is_verbatim(k)) and v not in (None, False, "", 0, [], {}):
             mark(i, "error key")
-        if _is_error_value(v):
+        if is_error_value(v):
             mark(i, "error text")
-        elif isinstance(v, (dict, list)) and _holds_error(v):
+        elif isinstance(v, (dict, list)) and holds_error(v):
             mark(i, "error text inside")
     present = [v for v in values if v is not None]
     if n and present and len(present) < n and len(present) / n >= NULL_ANOMALY_SHARE:
@@ -243,7 +243,7 @@ def value_anomalies(values: list, keys: list[str] | None = None,
             if v is None:
                 mark(i, "null among values")
     if n >= 20:
-        shapes = [_shape(v) for v in values]
+        shapes = [value_shape(v) for v in values]
         counts = Counter(shapes)
         if len(counts) > 1:
             rare_s = {s for s, c in counts.items() if c <= rare and c < n / 2}
@@ -262,7 +262,7 @@ def value_anomalies(values: list, keys: list[str] | None = None,
     nums = [(i, x) for i, v in enumerate(values) if (x := _number(v)) is not None]
     if len(nums) >= 8:
         mark_capped(_outliers(nums), "outlier")
-    terms = _intent_terms(intent)
+    terms = intent_terms(intent)
     if terms:
         flats = [((keys[i] + " ") if keys else "") + _flat_any(v) for i, v in enumerate(values)]
         for t in terms:
@@ -284,19 +284,19 @@ def _outliers(nums: list[tuple[int, float]]) -> list[int]:
     return off if 0 < len(off) <= max(1, int(len(nums) * 0.05)) else []
 
 
-def _holds_error(v, budget: int = 2000) -> bool:
+def holds_error(v, budget: int = 2000) -> bool:
     stack = [v]
     while stack and budget > 0:
         budget -= 1
         x = stack.pop()
         if isinstance(x, dict):
             for k, y in x.items():
-                if _ERROR_KEY.search(k) and y not in (None, False, "", 0, [], {}):
+                if ERROR_KEY.search(k) and y not in (None, False, "", 0, [], {}):
                     return True
                 stack.append(y)
         elif isinstance(x, list):
             stack.extend(x)
-        elif _is_error_value(x):
+        elif is_error_value(x):
             return True
     return False
 

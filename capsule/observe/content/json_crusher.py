@@ -16,11 +16,11 @@ import re
 from functools import lru_cache
 
 from capsule.observe.content import json_reduce, json_text, toon
-from capsule.observe.content.json_anomaly import (_ERROR_KEY, Sampled, _schema, anomalies,  # noqa: F401
+from capsule.observe.content.json_anomaly import (ERROR_KEY, Sampled, rows_schema, anomalies,  # noqa: F401
                                                   sample, value_anomalies)
 from capsule.observe.content.json_reduce import (AGGRESSIVE_MIN_ROWS, LONG_STRING, LONG_STRING_KEEP,  # noqa: F401
                                                  LOSSY_MIN_ROWS, VERBATIM_LINE_MAX, lossy, lossy_forms)
-from capsule.observe.types import Context, Removal, TransformResult
+from capsule.observe.transform_types import Context, Removal, TransformResult
 
 TRANSFORM_ID = "json"
 LINE_KEEPING_SLACK = 1.25   # prefer the line-keeping lossless form within this factor of the best
@@ -188,7 +188,7 @@ _KEY_PREFIX = re.compile(r'^(\s*(?:"((?:[^"\\]|\\.)*)"\s*:\s*)?)"')
 
 def _cut_line(line: str) -> tuple[str, str | None, str] | None:
     m = _KEY_PREFIX.match(line)
-    if not m or (m.group(2) and _ERROR_KEY.search(m.group(2))):
+    if not m or (m.group(2) and ERROR_KEY.search(m.group(2))):
         return None
     start = m.end()
     end = _string_end(line, start)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from capsule.observe.content import json_text
-from capsule.observe.types import Removal, TransformResult
+from capsule.observe.transform_types import Removal, TransformResult
 
 TRANSFORM_ID = "json"
 ID_KEYS = ("id", "name", "version", "_id", "uuid", "key", "sha", "digest")   # by preference, when unique

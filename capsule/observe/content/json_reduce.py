@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections import Counter
 
 from capsule.observe.content import json_text, toon
-from capsule.observe.content.json_anomaly import (HEAD_ROWS, TAIL_ROWS, _ERROR_KEY, _holds_error,
-                                                  _intent_terms, _is_error_value, _shape, sample,
+from capsule.observe.content.json_anomaly import (HEAD_ROWS, TAIL_ROWS, ERROR_KEY, holds_error,
+                                                  intent_terms, is_error_value, value_shape, sample,
                                                   value_anomalies)
-from capsule.observe.types import Removal, TransformResult
+from capsule.observe.transform_types import Removal, TransformResult
 from capsule.observe.verbatim import is_verbatim
 
 TRANSFORM_ID = "json"
@@ -76,7 +76,7 @@ def _rule(reason: str) -> str:
 
 
 def _kinds(values: list) -> str:
-    return ", ".join(f"{k}×{c}" for k, c in Counter(_shape(v).split("{")[0] for v in values).most_common(3))
+    return ", ".join(f"{k}×{c}" for k, c in Counter(value_shape(v).split("{")[0] for v in values).most_common(3))
 
 
 def _leaf_count(v, budget: int = 100000) -> int:
@@ -97,7 +97,7 @@ class _Reducer:
         # record arrays are sampled at any size; other collections, depth summaries and string
         # cuts only in documents of SAMPLE_MIN_CHARS / DEEP_MIN_CHARS (aggressive mode: always)
         self.intent, self.min_rows, self.deep = intent, min_rows, size >= DEEP_MIN_CHARS
-        self.terms = _intent_terms(intent)
+        self.terms = intent_terms(intent)
         self.min_items = max(min_rows, 12) if min_rows < LOSSY_MIN_ROWS else MIN_ITEMS
         self.collections = size >= SAMPLE_MIN_CHARS or min_rows < LOSSY_MIN_ROWS
         self.removals: list[Removal] = []
@@ -116,7 +116,7 @@ class _Reducer:
                 return [self.walk(x, f"{path}[{i}]", "", depth + 1) for i, x in enumerate(v)]
             finally:
                 self.records -= 1
-        if self.records and not _ERROR_KEY.search(key):
+        if self.records and not ERROR_KEY.search(key):
             if isinstance(v, list) and len(v) > RECORD_ITEMS and not any(isinstance(x, (dict, list)) for x in v):
                 return self.clip(v, path)
             if isinstance(v, str) and "\n" in v.strip() and len(v) > RECORD_TEXT and not _reports(v) \
@@ -134,14 +134,14 @@ class _Reducer:
             return self.obj(v, path, depth)
         if isinstance(v, list):
             return [self.walk(x, f"{path}[{i}]", "", depth + 1) for i, x in enumerate(v)]
-        if self.deep and isinstance(v, str) and len(v) > LONG_STRING and not _ERROR_KEY.search(key) \
+        if self.deep and isinstance(v, str) and len(v) > LONG_STRING and not ERROR_KEY.search(key) \
                 and not _reports(v):
             return self.cut(v, path)
         return v
 
     def _plain(self, v) -> bool:
         """No error-class value and no intent term inside: safe to summarise."""
-        if _holds_error(v, budget=20000):
+        if holds_error(v, budget=20000):
             return False
         flat = json_text.dumps(v).lower()
         return not any(t in flat for t in self.terms)
@@ -171,7 +171,7 @@ class _Reducer:
         """A long list of scalars inside a record: its head, its last item and every item that
         holds error text or an intent term; each gap one string naming the indices that went."""
         keep = set(range(RECORD_HEAD)) | {len(v) - 1} | \
-            {i for i, x in enumerate(v) if _is_error_value(x) or self._named(x)}
+            {i for i, x in enumerate(v) if is_error_value(x) or self._named(x)}
         keep |= {i + 1 for i in keep if i + 2 in keep}      # a one-item gap costs more than the item
         out: list = []
         prev = -1
@@ -208,7 +208,7 @@ class _Reducer:
             self.summaries.append(ident)
         shown = [{"_row": i, **{k: self.walk(x, f"{path}[{i}].{k}", k, depth + 2) for k, x in json_text.items(v[i])}}
                  for i in s.kept]
-        return _Note(shown, f"{len(s.kept)} of {s.total} rows; schema {s.schema}")
+        return SampledArray(shown, f"{len(s.kept)} of {s.total} rows; schema {s.schema}")
 
     def _keep(self, n: int, why: dict[int, list[str]]) -> list[int]:
         keep = sorted(set(range(min(HEAD_ITEMS, n))) | set(range(max(0, n - TAIL_ITEMS), n)) | set(why))
@@ -322,7 +322,7 @@ def _chars(value) -> int:
         return DEEP_MIN_CHARS
 
 
-class _Note(list):
+class SampledArray(list):
     """A sampled array of records: renders as TOON preceded by a '# ...' line naming what was cut."""
 
     def __init__(self, rows: list, note: str):
@@ -348,7 +348,7 @@ def _encode_with_notes(value) -> str:
 
 
 def _collect_notes(value, acc: list, key: str = "") -> list:
-    if isinstance(value, _Note):
+    if isinstance(value, SampledArray):
         acc.append([True, key, value.note, len(value)])
     if isinstance(value, dict):
         for k, v in value.items():
@@ -361,6 +361,6 @@ def _collect_notes(value, acc: list, key: str = "") -> list:
 
 def _header_matches(stripped: str, note: list) -> bool:
     key = note[1]
-    prefix = (toon._key(key) if key else "")
+    prefix = (toon.toon_key(key) if key else "")
     body = stripped[2:] if stripped.startswith("- ") else stripped
     return body.startswith(f"{prefix}[{note[3]}]")

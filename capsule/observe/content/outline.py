@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 
-from capsule.observe.types import Context, Removal, TransformResult
+from capsule.observe.transform_types import Context, Removal, TransformResult
 
 TRANSFORM_ID = "outline"
 WHOLE_TYPE_LINES = 15     # struct/enum/interface bodies up to this many lines are kept whole
@@ -189,7 +189,7 @@ class _Plan:
         self.keep.update(range(a, b + 1))
 
 
-def _body(node, kinds: Kinds):
+def body_of(node, kinds: Kinds):
     body = node.child_by_field_name("body")
     if body is not None:
         return body
@@ -199,7 +199,7 @@ def _body(node, kinds: Kinds):
     return None
 
 
-def _split(node, body, lines: list[str]) -> tuple[int, int, int]:
+def split_rows(node, body, lines: list[str]) -> tuple[int, int, int]:
     """(last header row, first elided row, last elided row) of a node with a body."""
     start, end = node.start_point.row, node.end_point.row
     b = body.start_point.row
@@ -230,11 +230,11 @@ def _visit(node, plan: _Plan, depth: int) -> bool:
     if node.end_point.column == 0 and end > start:
         end -= 1
     if t in k.function or t in k.container:
-        body = _body(node, k)
+        body = body_of(node, k)
         if body is None or body.start_point.row > end:
             plan.keep_rows(start, end if t in k.function and end - start < 3 else start)
             return True
-        head_end, b0, b1 = _split(node, body, plan.lines)
+        head_end, b0, b1 = split_rows(node, body, plan.lines)
         if plan.compact and head_end > start:
             b0, head_end = start + 1, start       # continuation lines join the elision
         plan.keep_rows(start, head_end)
@@ -255,7 +255,7 @@ def _visit(node, plan: _Plan, depth: int) -> bool:
         else:
             body = _find_body_deep(node, k)
             if body is not None and body.start_point.row <= end:
-                head_end, b0, b1 = _split(node, body, plan.lines)
+                head_end, b0, b1 = split_rows(node, body, plan.lines)
                 plan.keep_rows(start, head_end)
                 if b1 >= b0:
                     plan.elide[head_end] = (b0, b1, f"body of {_name(node)}")
@@ -285,7 +285,7 @@ def _visit(node, plan: _Plan, depth: int) -> bool:
             return _visit_line(node, plan, start, end)
         return True
     if t in k.line:
-        if plan.kinds is KINDS.get("python") and t == "expression_statement" and not _assigns(node):
+        if plan.kinds is KINDS.get("python") and t == "expression_statement" and not has_assignment(node):
             return False
         return _visit_line(node, plan, start, end)
     if t in k.transparent:
@@ -347,12 +347,12 @@ def _fold_imports(children, plan: _Plan) -> list:
 def _visit_valued(node, value, plan: _Plan) -> bool:
     """`const f = (a) => { … }`: a declaration whose value is a function or class."""
     start = node.start_point.row
-    body = _body(value, plan.kinds)
+    body = body_of(value, plan.kinds)
     end = node.end_point.row
     if body is None or body.start_point.row > end or end == start:
         plan.keep_rows(start, end if end - start < 3 else start)
         return True
-    head_end, b0, b1 = _split(value, body, plan.lines)
+    head_end, b0, b1 = split_rows(value, body, plan.lines)
     head_end = max(head_end, start)
     plan.keep_rows(start, head_end)
     if b1 >= b0:
@@ -367,12 +367,12 @@ def _visit_line(node, plan: _Plan, start: int, end: int) -> bool:
     return True
 
 
-def _assigns(node) -> bool:
+def has_assignment(node) -> bool:
     return any(c.type in ("assignment", "augmented_assignment") for c in node.named_children)
 
 
 def _find_body_deep(node, k: Kinds):
-    body = _body(node, k)
+    body = body_of(node, k)
     if body is not None:
         return body
     for child in node.named_children:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from capsule.observe.content.markdown import bm25
-from capsule.observe.types import Context, Removal, TransformResult
+from capsule.observe.transform_types import Context, Removal, TransformResult
 
 TRANSFORM_ID = "prose"
 MIN_SENTENCES = 12        # shorter texts are left alone

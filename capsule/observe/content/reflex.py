@@ -18,7 +18,7 @@ from collections import Counter
 from functools import lru_cache
 from importlib import resources
 
-from capsule.observe.types import MAX_INTENT_TOKENS, Context, Removal, TransformResult
+from capsule.observe.transform_types import MAX_INTENT_TOKENS, Context, Removal, TransformResult
 
 TRANSFORM_ID = "reflex"
 MIN_LINES = 5

@@ -12,7 +12,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from capsule.observe.types import Context, Removal, TransformResult
+from capsule.observe.transform_types import Context, Removal, TransformResult
 
 TRANSFORM_ID = "search"
 LONG_LINE = 300          # content beyond this is windowed around the match

@@ -15,7 +15,7 @@ import itertools
 import re
 
 from capsule.observe.content import json_crusher
-from capsule.observe.types import Context, Removal, TransformResult
+from capsule.observe.transform_types import Context, Removal, TransformResult
 
 TRANSFORM_ID = "tabular"
 MIN_ROWS = 30
@@ -88,7 +88,7 @@ def sample(text: str, ctx: Context) -> TransformResult:
             why.setdefault(i, []).append("ragged row")
     n = len(rows)
     keep = set(range(min(HEAD_ROWS, n))) | set(range(n - TAIL_ROWS, n)) | set(why)
-    schema = json_crusher._schema([{k: v for k, v in d.items() if k != "__width__"} for d in dicts])
+    schema = json_crusher.rows_schema([{k: v for k, v in d.items() if k != "__width__"} for d in dicts])
     out = [f"# {n} rows, {len(keep)} shown (first {HEAD_ROWS}, last {TAIL_ROWS}, "
            f"anomalous {len(why)}); columns: {schema}"]
     a, b = spans[0]

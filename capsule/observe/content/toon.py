@@ -35,8 +35,8 @@ import re
 from capsule.observe.content import json_text
 from capsule.observe.content.json_text import ident
 from capsule.observe.content.toon_decode import decode, strict_equal
-from capsule.observe.content.toon_syntax import (ALSO, DELIMITERS, SPARSE, ToonError, _HEADER, _NUMBER, _PATH,  # noqa: F401
-                                                 _at)
+from capsule.observe.content.toon_syntax import (ALSO, DELIMITERS, SPARSE, ToonError, HEADER, NUMBER, PATH,  # noqa: F401
+                                                 value_at)
 
 INDENT = "  "
 CONSTANT_MIN_ROWS = 3               # a column equal in all rows is stated once from this many rows
@@ -60,7 +60,7 @@ def _needs_quotes(s: str, where: str = "item", delim: str = ",") -> bool:
     "field" (after `key: `),
     "item" (after `- `: a ':' would read as an object) or "root" (a lone value).
     """
-    if not s or s != s.strip() or s in ("true", "false", "null") or _NUMBER.match(s):
+    if not s or s != s.strip() or s in ("true", "false", "null") or NUMBER.match(s):
         return True
     if s[0] == '"' or _CONTROL.search(s):
         return True
@@ -80,7 +80,7 @@ def _primitive(v, where: str = "item", delim: str = ",") -> str:
         return "false"
     text = getattr(v, "text", None)
     if text is not None:        # a parsed number: written exactly as it was (json_text)
-        if not _NUMBER.match(text):
+        if not NUMBER.match(text):
             raise ValueError(f"{text} has no TOON form")
         return text
     if isinstance(v, int):
@@ -104,7 +104,7 @@ def _pairs(obj: dict) -> list:
     return list(obj.items())
 
 
-def _key(k: str) -> str:
+def toon_key(k: str) -> str:
     if not isinstance(k, str):
         raise TypeError("object keys must be strings")
     return k if _BARE_KEY.match(k) else json.dumps(k, ensure_ascii=False)
@@ -143,7 +143,7 @@ def _leaves(obj: dict, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]] | 
 
 def _has(obj: dict, path: tuple[str, ...]) -> bool:
     try:
-        _at(obj, path)
+        value_at(obj, path)
         return True
     except (KeyError, TypeError):
         return False
@@ -185,8 +185,8 @@ def _constants(arr: list, fields: list[tuple[str, ...]], total: int) -> list[tup
         return []
     same = []
     for f in fields:
-        first = ident(_at(arr[0], f))
-        if all(ident(_at(row, f)) == first for row in arr[1:]):
+        first = ident(value_at(arr[0], f))
+        if all(ident(value_at(row, f)) == first for row in arr[1:]):
             same.append(f)
     return same[:-1] if len(same) == total else same
 
@@ -196,7 +196,7 @@ def _derived(arr: list, cols: list[tuple[str, ...]]) -> dict[tuple[str, ...], tu
     (source, k) when the field is always the source's first k characters (k >= PREFIX_MIN)."""
     if len(arr) < DERIVED_MIN_ROWS:
         return {}
-    values = {f: [_at(row, f) for row in arr] for f in cols}
+    values = {f: [value_at(row, f) for row in arr] for f in cols}
     dumped = {f: [ident(x) for x in v] for f, v in values.items()}
     texts = {f: v for f, v in values.items() if all(isinstance(x, str) for x in v)}
     out: dict = {}
@@ -225,7 +225,7 @@ def _tail(arr: list, const: list, derived: dict, sparse: bool) -> str:
     parts = []
     if const:
         parts.append(ALSO.strip() + " " + ", ".join(
-            f"{_field(f)}={_primitive(_at(arr[0], f), 'cell', ',;')}" for f in const))
+            f"{_field(f)}={_primitive(value_at(arr[0], f), 'cell', ',;')}" for f in const))
     for f, (src, k) in derived.items():
         parts.append(f"{_field(f)} is the same as {_field(src)}" if k is None else
                      f"{_field(f)} is the first {k} characters of {_field(src)}")
@@ -253,7 +253,7 @@ def _array_lines(prefix: str, arr: list, depth: int, out: list[str], delim: str 
                    + _tail(arr, const, derived, bool(partial)))
         for row in arr:   # rows sit at the header's own indentation; the count ends them
             out.append(pad + delim.join(
-                "" if f in partial and not _has(row, f) else _primitive(_at(row, f), "cell", delim)
+                "" if f in partial and not _has(row, f) else _primitive(value_at(row, f), "cell", delim)
                 for f in cols))
         return
     out.append(f"{pad}{prefix}[{n}]:")
@@ -285,7 +285,7 @@ def _list_item(item, depth: int, out: list[str], delim: str = ",") -> None:
 def _object_lines(obj: dict, depth: int, out: list[str], delim: str = ",") -> None:
     pad = INDENT * depth
     for k, v in _pairs(obj):
-        key = _key(k)
+        key = toon_key(k)
         if isinstance(v, dict):
             out.append(f"{pad}{key}:")
             _object_lines(v, depth + 1, out, delim)

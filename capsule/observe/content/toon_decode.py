@@ -11,7 +11,7 @@ import math
 import re
 
 from capsule.observe.content.json_text import Float, Int, Pairs
-from capsule.observe.content.toon_syntax import ALSO, DELIMITERS, SPARSE, ToonError, _HEADER, _NUMBER, _PATH, _at
+from capsule.observe.content.toon_syntax import ALSO, DELIMITERS, SPARSE, ToonError, HEADER, NUMBER, PATH, value_at
 
 _decoder = json.JSONDecoder()
 
@@ -45,7 +45,7 @@ def _parse_primitive(cell: str):
         return True
     if cell == "false":
         return False
-    if _NUMBER.match(cell):   # the number keeps its text: lossless is judged on the text
+    if NUMBER.match(cell):   # the number keeps its text: lossless is judged on the text
         if any(c in cell for c in ".eE"):
             return Float(cell)
         return Int(cell)
@@ -91,7 +91,7 @@ def _parse_field(text: str) -> tuple[tuple[str, ...], int]:
     if text.startswith('"'):
         key, end = _parse_key(text)
         return (key,), end
-    m = _PATH.match(text)
+    m = PATH.match(text)
     if not m:
         raise ToonError(f"bad field in header: {text!r}")
     return tuple(m.group(0).split(".")), m.end()
@@ -176,7 +176,7 @@ class _Header:
 def _parse_header(rest: str) -> _Header:
     """rest starts at '['; count, fields (None unless tabular), delimiter, constant columns and
     the text after ':'."""
-    m = _HEADER.match(rest)
+    m = HEADER.match(rest)
     if not m:
         raise ToonError(f"bad array header: {rest!r}")
     n = int(m.group(1))
@@ -237,7 +237,7 @@ def _read_array(r: _Reader, header: str, depth: int) -> list:
                 _put(row, f, v)
             for f, src, k in h.derived:
                 try:
-                    v = _at(row, src)
+                    v = value_at(row, src)
                 except (KeyError, TypeError):
                     raise ToonError(f"{'.'.join(f)} derives from a missing column") from None
                 if k is not None and not isinstance(v, str):
@@ -343,7 +343,7 @@ def _root_is_primitive(line: str) -> bool:
 _KINDS = ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"), (dict, "dict"), (list, "list"))
 
 
-def _kind(v) -> str:
+def value_kind(v) -> str:
     for t, name in _KINDS:
         if isinstance(v, t):
             return name
@@ -357,7 +357,7 @@ def strict_equal(a, b) -> bool:
     ta = type(a)
     if ta is str or ta is bool or a is None:      # the common leaves, decided at once
         return ta is type(b) and a == b
-    if ta is not type(b) and _kind(a) != _kind(b):
+    if ta is not type(b) and value_kind(a) != value_kind(b):
         return False
     if isinstance(a, Pairs) or isinstance(b, Pairs):
         pa = a.pairs if isinstance(a, Pairs) else list(a.items())

@@ -11,16 +11,16 @@ import re
 DELIMITERS = (",", "\t", " ")       # tabular cell delimiters encode accepts
 SPARSE = "an empty cell means the row lacks that key"   # (comma and tab rows only)
 ALSO = " every row also has "       # after a tabular header: the columns stated once
-_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
-_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?\Z")
-_HEADER = re.compile(r"\[(\d+)\]")
+PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?\Z")
+HEADER = re.compile(r"\[(\d+)\]")
 
 
 class ToonError(ValueError):
     """Raised by decode on text that is not TOON as encode writes it."""
 
 
-def _at(obj: dict, path: tuple[str, ...]):
+def value_at(obj: dict, path: tuple[str, ...]):
     for part in path:
         obj = obj[part]
     return obj

@@ -17,7 +17,7 @@ import tomllib
 
 from capsule.observe.content import json_reduce
 from capsule.observe.content.toon import strict_equal
-from capsule.observe.types import Context, Removal, TransformResult
+from capsule.observe.transform_types import Context, Removal, TransformResult
 
 TRANSFORM_ID = "yaml_toml"
 _COMMENT = re.compile(r"^\s*#")
@@ -168,7 +168,7 @@ def _text_yaml():
     Loader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: node.value)
     Dumper.add_representer(IntText, lambda d, v: d.represent_scalar("tag:yaml.org,2002:int", v.text))
     Dumper.add_representer(FloatText, lambda d, v: d.represent_scalar("tag:yaml.org,2002:float", v.text))
-    Dumper.add_representer(json_reduce._Note, lambda d, v: d.represent_list(list(v)))
+    Dumper.add_representer(json_reduce.SampledArray, lambda d, v: d.represent_list(list(v)))
     return pyyaml, Loader, Dumper
 
 

@@ -22,7 +22,7 @@ from collections import namedtuple
 from capsule.ground import tokens
 from capsule.observe import cues as task
 from capsule.observe import markers
-from capsule.observe.types import Removal
+from capsule.observe.transform_types import Removal
 
 MAX_GROUP_LINES = 400      # a group longer than this is no answer to point at (it is most of a file)
 REASON = "match group the task's cues do not point at"

@@ -23,11 +23,11 @@ from operator import eq
 from capsule.observe import keep
 from capsule.observe.filters.spec import FilterSpec
 from capsule.observe.guard import marker
-from capsule.observe.types import Removal
+from capsule.observe.transform_types import Removal
 from capsule.observe.verbatim import is_verbatim
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-_CR_REDRAW = re.compile(r"^.*\r(?!$)")   # progress redraws: keep what was drawn last
+CR_REDRAW = re.compile(r"^.*\r(?!$)")   # progress redraws: keep what was drawn last
 
 
 @dataclass
@@ -150,7 +150,7 @@ def run_stages(spec: FilterSpec, text: str, exit_code: int | None,
             if "\x1b" in line.text:
                 line.text = ANSI.sub("", line.text)
             if "\r" in line.text[:-1]:
-                line.text = _CR_REDRAW.sub("", line.text)
+                line.text = CR_REDRAW.sub("", line.text)
     for pattern, repl in spec.replace:
         for line in lines:
             line.text = pattern.sub(repl, line.text)
@@ -181,9 +181,9 @@ def run_stages(spec: FilterSpec, text: str, exit_code: int | None,
     if spec.dedupe_lines:
         lines = _dedupe(spec, lines, run)
     if spec.collapse_repeats:
-        lines = _collapse_repeats(lines, run)
+        lines = collapse_repeats(lines, run)
     if spec.collapse_blocks:
-        lines = _collapse_blocks(lines, spec.collapse_blocks, run)
+        lines = collapse_blocks(lines, spec.collapse_blocks, run)
     if spec.fold_templates:
         lines = fold_templates(spec, lines, run)
 
@@ -271,7 +271,7 @@ def fold_templates(spec: FilterSpec, lines: list[Line], run: Run) -> list[Line]:
     return out
 
 
-def _collapse_repeats(lines: list[Line], run: Run) -> list[Line]:
+def collapse_repeats(lines: list[Line], run: Run) -> list[Line]:
     texts = [line.text for line in lines]
     if not any(map(eq, texts, texts[1:])):
         return list(lines)      # no line repeats the one before it (most long logs): no loop
@@ -293,7 +293,7 @@ def _collapse_repeats(lines: list[Line], run: Run) -> list[Line]:
     return out
 
 
-def _collapse_blocks(lines: list[Line], max_period: int, run: Run) -> list[Line]:
+def collapse_blocks(lines: list[Line], max_period: int, run: Run) -> list[Line]:
     """A block of 2..max_period lines repeated back to back (3+ times) is kept once with a count."""
     return collapse_periodic(lines, max_period, run, keys=[line.text for line in lines], min_reps=3, keep_last=False)
 

@@ -13,7 +13,7 @@ from collections import Counter
 from operator import or_
 
 from capsule.observe import digits
-from capsule.observe.filters.stages import _CR_REDRAW, Line, _collapse_blocks, _collapse_repeats, collapse_periodic
+from capsule.observe.filters.stages import CR_REDRAW, Line, collapse_blocks, collapse_repeats, collapse_periodic
 from capsule.observe.filters.streaming import StreamFilter
 from capsule.observe.verbatim import is_verbatim
 
@@ -177,7 +177,7 @@ class PythonRunFilter(StreamFilter):
 
     def feed_line(self, line: str) -> None:
         if "\r" in line.rstrip("\r"):
-            line = _CR_REDRAW.sub("", line)   # progress redraws: what was drawn last
+            line = CR_REDRAW.sub("", line)   # progress redraws: what was drawn last
         self.lines.append(self.line(line))
 
     def feed_lines(self, lines: list[str]) -> None:
@@ -187,7 +187,7 @@ class PythonRunFilter(StreamFilter):
             return
         first = self.lineno + 1
         if any("\r" in text for text in lines):
-            lines = [_CR_REDRAW.sub("", t) if "\r" in t and "\r" in t.rstrip("\r") else t for t in lines]
+            lines = [CR_REDRAW.sub("", t) if "\r" in t and "\r" in t.rstrip("\r") else t for t in lines]
         fed = [Line(no, text) for no, text in enumerate(lines, first)]
         for no in self.pinned:
             if 0 <= no - first < len(fed):
@@ -198,8 +198,8 @@ class PythonRunFilter(StreamFilter):
     def flush(self) -> None:
         facts = LineFacts(self.lines, self.known_verbatim, self.known_masked)
         lines = self._trim_frames(self.lines, facts)
-        lines = _collapse_repeats(lines, self._run)
-        lines = _collapse_blocks(lines, 8, self._run)
+        lines = collapse_repeats(lines, self._run)
+        lines = collapse_blocks(lines, 8, self._run)
         lines = collapse_shape_blocks(lines, 6, self._run, facts)
         lines = collapse_similar(lines, self._run, facts=facts)
         lines = collapse_shapes(lines, self._run, facts)

@@ -17,7 +17,7 @@ from capsule.ground import tokens as tok
 from capsule.observe.media import caps, image, ocr, pdf, screenshot
 from capsule.observe.media.image import MediaError
 from capsule.observe.media.pdf import Part
-from capsule.policy.media import MediaPolicy
+from capsule.policy.media_policy import MediaPolicy
 
 __all__ = ["MediaError", "Part", "Result", "transform", "kind_of", "family_for"]
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 
-from capsule.observe.media import budget, caps
-from capsule.observe.media.errors import MediaError
+from capsule.observe.media import media_budget, caps
+from capsule.observe.media.media_errors import MediaError
 
 __all__ = ["MediaError", "Sized", "fit", "probe", "decode_cost", "content_area", "render_png"]
 
@@ -99,10 +99,10 @@ def fit(data: bytes, fam: caps.Family) -> Sized:
     tw, th = caps.target(fam, w, h)
     if (tw, th) == (w, h):
         return Sized(data, media_type, (w, h), (w, h), before, before, False)
-    if img.format == "JPEG" and decode_cost(img, tw, th) > budget.capacity():
+    if img.format == "JPEG" and decode_cost(img, tw, th) > media_budget.capacity():
         img.draft("RGB", (tw, th))      # decoded at 1/2..1/8 scale, never below the target
-    budget.check(f"image of {w}x{h} px")
-    with budget.decoding(decode_cost(img, tw, th), f"image of {w}x{h} px"):
+    media_budget.check(f"image of {w}x{h} px")
+    with media_budget.decoding(decode_cost(img, tw, th), f"image of {w}x{h} px"):
         return _resized(img, fam, media_type, (w, h), (tw, th), before)
 
 

@@ -102,9 +102,9 @@ def declared_pages(data: bytes) -> int | None:
     exe = shutil.which("pdfinfo")
     if not exe:
         return None
-    from capsule.observe.media import budget  # noqa: PLC0415
+    from capsule.observe.media import media_budget  # noqa: PLC0415
 
-    with budget.deadline(float(budget.settings()["pdf_probe_s"])), _tmp_pdf(data) as path:
+    with media_budget.deadline(float(media_budget.settings()["pdf_probe_s"])), _tmp_pdf(data) as path:
         proc = _run([exe, path], "pdfinfo")
     found = re.search(rb"^Pages:\s+(\d{1,12})\s*$", proc.stdout, re.M)
     return int(found.group(1)) if found else None
@@ -142,10 +142,10 @@ def page_sizes(data: bytes) -> list[tuple[float, float]]:
 
 def _time_left(what: str) -> float:
     """The subprocess timeout: what is left of this PDF's (and the door's) budget, TIMEOUT_S at most."""
-    from capsule.observe.media import budget  # noqa: PLC0415
+    from capsule.observe.media import media_budget  # noqa: PLC0415
 
-    budget.check(what)
-    return max(0.05, min(TIMEOUT_S, budget.remaining(TIMEOUT_S)))
+    media_budget.check(what)
+    return max(0.05, min(TIMEOUT_S, media_budget.remaining(TIMEOUT_S)))
 
 
 def _run(argv: list[str], what: str) -> subprocess.CompletedProcess:
@@ -236,9 +236,9 @@ def convert(data: bytes, fam: caps.Family, min_chars: int = MIN_TEXT_CHARS,
     """Text with page markers for pages with a text layer; the others as images sized to the cap.
     `pages` (1-based): only those pages (a client that read a page range). All of it within one
     budget ([decode] pdf_budget_s, within any deadline the door set)."""
-    from capsule.observe.media import budget  # noqa: PLC0415
+    from capsule.observe.media import media_budget  # noqa: PLC0415
 
-    with budget.deadline(float(budget.settings()["pdf_budget_s"])):
+    with media_budget.deadline(float(media_budget.settings()["pdf_budget_s"])):
         return _convert(data, fam, min_chars, pages)
 
 

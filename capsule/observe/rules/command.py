@@ -10,7 +10,7 @@ A segment with content or unknown output makes the whole line None (content snif
 from __future__ import annotations
 
 from capsule.observe import lexer
-from capsule.observe.types import Classification
+from capsule.observe.transform_types import Classification
 from capsule.observe.rules import Rule, match, normalise
 
 TRANSFORM_ID = "filter"
@@ -24,15 +24,15 @@ def classify_command_line(command: str, cwd: str | None = None) -> Classificatio
     if lexed.unattestable:
         return Classification("unknown", passthrough=True,
                               reason="unattestable: " + ", ".join(lexed.unattestable))
-    from capsule.observe.filters import engine
+    from capsule.observe.filters import filter_engine
 
-    extra = engine.refresh_extra(cwd)
+    extra = filter_engine.refresh_extra(cwd)
     chosen: list[tuple[str, str, str, str]] = []      # (filter, family, reason, transform)
     for segment in lexed.segments:
         stage = segment.visible
         words = normalise(stage.words)
         if extra:
-            filter_id = engine.match_extra(" ".join(words), extra)
+            filter_id = filter_engine.match_extra(" ".join(words), extra)
             if filter_id is not None:
                 spec = extra[filter_id]
                 chosen.append((filter_id, spec.family or "custom", f"trusted filter {spec.name} ({spec.source})",

@@ -12,7 +12,7 @@ import re
 from capsule.observe import keep, markers, rarity
 from capsule.observe.content import gate
 from capsule.observe.guard import budgets
-from capsule.observe.types import Context, Removal, TransformResult
+from capsule.observe.transform_types import Context, Removal, TransformResult
 from capsule.observe.verbatim import is_salient
 
 ANSI_RE = markers.ANSI_RE

@@ -18,7 +18,7 @@ import shlex
 from dataclasses import replace
 
 from capsule.observe.guard import budgets
-from capsule.observe.types import Context, Removal, TransformResult
+from capsule.observe.transform_types import Context, Removal, TransformResult
 
 # `nl -ba`/`cat -n` output (a right-aligned number and a tab before each line), or an agent's
 # Read tool (`  12→code`)
@@ -288,7 +288,7 @@ def _import_list(items: list[tuple[str, str | None]]) -> str:
 def _declaration_rows(root, kinds, lines: list[str]) -> tuple[set[int], dict, dict]:
     """(kept rows, {first row of a multi-line head: (its last row, parameter names)},
     {row of a top-level import: what it imports})."""
-    from capsule.observe.content.outline import _assigns, _body, _split
+    from capsule.observe.content.outline import has_assignment, body_of, split_rows
 
     rows: set[int] = set()
     heads: dict[int, tuple[int, list[str]]] = {}
@@ -299,10 +299,10 @@ def _declaration_rows(root, kinds, lines: list[str]) -> tuple[set[int], dict, di
         t = node.type
         if t in kinds.function or t in kinds.container or t in kinds.typedecl:
             start = node.start_point.row
-            body = _body(node, kinds)
+            body = body_of(node, kinds)
             head_end = start
             if body is not None and body.start_point.row > start:
-                head_end = _split(node, body, lines)[0]
+                head_end = split_rows(node, body, lines)[0]
                 while head_end > start and lines[head_end].lstrip().startswith(_COMMENT):
                     head_end -= 1      # comments above the first statement are body, not head
             rows.update(range(start, head_end + 1))
@@ -314,7 +314,7 @@ def _declaration_rows(root, kinds, lines: list[str]) -> tuple[set[int], dict, di
             if inner:
                 rows.update(range(node.start_point.row, inner[0].start_point.row))
         elif depth == 1 and t in kinds.line:
-            if t == "expression_statement" and not _assigns(node):
+            if t == "expression_statement" and not has_assignment(node):
                 pass
             else:
                 rows.add(node.start_point.row)

@@ -5,7 +5,7 @@ import re
 from hypothesis import given, settings, strategies as st
 
 from capsule.observe.content import markdown, prose, sniff
-from capsule.observe.types import Context
+from capsule.observe.transform_types import Context
 
 
 def _doc():

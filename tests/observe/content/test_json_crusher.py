@@ -3,7 +3,7 @@
 import json
 
 from capsule.observe.content import json_crusher, toon
-from capsule.observe.types import Context
+from capsule.observe.transform_types import Context
 
 
 def _records(n=120):
@@ -104,7 +104,7 @@ def test_long_strings_are_cut_but_short_values_and_error_fields_survive():
     import json as _json
 
     from capsule.observe.content.json_crusher import crush
-    from capsule.observe.types import Context
+    from capsule.observe.transform_types import Context
 
     packages = [{"metadata": {"name": f"pkg{i}", "version": f"1.{i}.0",
                               "requires_dist": ["urllib3<3,>=1.26"] if i == 7 else [],

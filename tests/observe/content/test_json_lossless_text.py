@@ -7,7 +7,7 @@ import re
 from hypothesis import given, settings, strategies as st
 
 from capsule.observe.content import json_crusher, json_text, toon
-from capsule.observe.types import Context
+from capsule.observe.transform_types import Context
 
 # ---------------------------------------------------------------- generated documents (as text)
 

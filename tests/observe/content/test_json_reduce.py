@@ -9,7 +9,7 @@ from capsule.ground.tokens import count
 from capsule.observe import pipeline
 from capsule.observe.classify import classify
 from capsule.observe.content import json_crusher, json_reduce, json_text
-from capsule.observe.types import Context
+from capsule.observe.transform_types import Context
 
 NPM_VIEW = (Path(__file__).parent / "samples" / "npm_view_semver.json").read_text()
 

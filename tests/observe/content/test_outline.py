@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from capsule.observe.content import outline as ol
-from capsule.observe.types import Context
+from capsule.observe.transform_types import Context
 
 SAMPLES = Path(__file__).parent / "samples"
 

@@ -1,7 +1,7 @@
 """Compressor Reflex: fail-open floor, forced error lines, numbering, shipped calibration."""
 
 from capsule.observe.content import reflex
-from capsule.observe.types import Context
+from capsule.observe.transform_types import Context
 
 
 def _output():

@@ -4,8 +4,8 @@ import os
 
 from hypothesis import given, settings, strategies as st
 
-from capsule.observe.content import binary, gate, logs, search, tabular, yaml_toml
-from capsule.observe.types import Context
+from capsule.observe.content import binary, gate, log_lines, search, tabular, yaml_toml
+from capsule.observe.transform_types import Context
 
 
 # ---- search
@@ -46,7 +46,7 @@ def test_logs_keep_first_last_and_every_error():
     lines = [f"2026-01-01 10:00:{i:02d} INFO fetched page {i} in {i * 3}ms" for i in range(40)]
     lines[20] = "2026-01-01 10:00:20 ERROR fetch page 20 failed: connection refused"
     text = "\n".join(lines) + "\n"
-    result = logs.cluster(text, Context())
+    result = log_lines.cluster(text, Context())
     assert lines[0] in result.text and lines[-1] in result.text and lines[20] in result.text
     assert "[×39 like this" in result.text
     assert result.removed_lines == 37
@@ -54,18 +54,18 @@ def test_logs_keep_first_last_and_every_error():
 
 
 def test_log_template_masks_variables():
-    a = logs.template("2026-01-01T10:00:00Z req 7f3a9c21 took 12ms from 10.0.0.1")
-    b = logs.template("2026-01-02T11:30:59Z req 0bd1e4aa took 7ms from 10.0.0.2")
+    a = log_lines.template("2026-01-01T10:00:00Z req 7f3a9c21 took 12ms from 10.0.0.1")
+    b = log_lines.template("2026-01-02T11:30:59Z req 0bd1e4aa took 7ms from 10.0.0.2")
     assert a == b
 
 
 def test_access_log_request_lines_share_a_template_per_method_and_status():
     # python -m http.server / Common Log Format: the request target is the variable part
-    a = logs.template('127.0.0.1 - - [01/Dec/2026 04:47:02] "GET /README.md HTTP/1.1" 200 -')
-    b = logs.template('127.0.0.1 - - [01/Dec/2026 04:47:03] "GET /docs/_static/x.svg?v=2 HTTP/1.1" 200 -')
-    c = logs.template('10.1.2.3 - bob [10/Oct/2000:13:55:36 -0700] "GET /a.gif HTTP/1.0" 200 2326')
+    a = log_lines.template('127.0.0.1 - - [01/Dec/2026 04:47:02] "GET /README.md HTTP/1.1" 200 -')
+    b = log_lines.template('127.0.0.1 - - [01/Dec/2026 04:47:03] "GET /docs/_static/x.svg?v=2 HTTP/1.1" 200 -')
+    c = log_lines.template('10.1.2.3 - bob [10/Oct/2000:13:55:36 -0700] "GET /a.gif HTTP/1.0" 200 2326')
     assert a == b
-    assert logs.template('127.0.0.1 - - [01/Dec/2026 04:47:02] "GET /README.md HTTP/1.1" 404 -') != a
+    assert log_lines.template('127.0.0.1 - - [01/Dec/2026 04:47:02] "GET /README.md HTTP/1.1" 404 -') != a
     assert c != a and '"GET <target> HTTP/1.0" 200' in c
 
 
@@ -77,7 +77,7 @@ def test_access_log_keeps_every_distinct_failing_request():
         status = 404 if i % 10 == 3 else 500 if i == 250 else 200
         lines.append(f'127.0.0.1 - - [01/Dec/2026 04:47:{i % 60:02d}] "GET /p{i % 7}/f{i}.md HTTP/1.1" {status} -')
     lines += ['127.0.0.1 - - [01/Dec/2026 04:48:00] "GET /favicon.ico HTTP/1.1" 404 -'] * 5
-    result = logs.cluster("\n".join(lines) + "\n", Context())
+    result = log_lines.cluster("\n".join(lines) + "\n", Context())
     out = result.text.split("\n")
     failing = [ln for ln in lines if '" 404 -' in ln or '" 500 -' in ln]
     assert all(any(o.startswith(ln) for o in out) for ln in failing)
@@ -90,12 +90,12 @@ def test_log_lines_the_intent_names_survive_the_fold():
     # issue 10 item 3: when a template folds, the intent decides which of its lines stay
     lines = [f"2026-01-01 10:{i // 60:02d}:{i % 60:02d} INFO job {i} for user u{1000 + i} done" for i in range(400)]
     text = "\n".join(lines) + "\n"
-    assert lines[234] not in logs.cluster(text, Context()).text
-    result = logs.cluster(text, Context(intent="what happened to the job of user u1234"))
+    assert lines[234] not in log_lines.cluster(text, Context()).text
+    result = log_lines.cluster(text, Context(intent="what happened to the job of user u1234"))
     assert lines[234] in result.text.split("\n")
     assert result.removed_lines == 400 - 3
     # a term on most lines picks nothing out; the fold stays as tight as without intent
-    assert logs.cluster(text, Context(intent="which job is done")).removed_lines == 398
+    assert log_lines.cluster(text, Context(intent="which job is done")).removed_lines == 398
 
 
 def test_sniff_names_an_access_log_a_log():
@@ -186,4 +186,4 @@ LOG_PIECES = st.one_of(st.sampled_from([
 @given(lines=st.lists(st.lists(LOG_PIECES, max_size=8).map(" ".join), max_size=40))
 def test_log_templates_in_bulk_are_the_per_line_templates(lines):
     lines = [ln.replace("\n", " ") for ln in lines]     # the lines of a split text
-    assert logs.templates(lines) == [logs.template(ln) for ln in lines]
+    assert log_lines.templates(lines) == [log_lines.template(ln) for ln in lines]

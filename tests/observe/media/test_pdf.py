@@ -10,7 +10,7 @@ from PIL import Image
 from capsule.ground import tokens
 from capsule.observe import media
 from capsule.observe.media import caps, pdf
-from capsule.policy.media import MediaPolicy
+from capsule.policy.media_policy import MediaPolicy
 from tests.observe.media import fixtures as fx
 
 POLICY = MediaPolicy()

@@ -4,7 +4,7 @@ gets a pointer instead of the pixels; else the image is sized as any other."""
 from capsule.ground import tokens
 from capsule.observe import media
 from capsule.observe.media import caps
-from capsule.policy.media import MediaPolicy
+from capsule.policy.media_policy import MediaPolicy
 from tests.observe.media import fixtures as fx
 
 FAM = caps.family("anthropic")

@@ -31,7 +31,7 @@ def register(sub) -> None:
 
 
 def build(args) -> dict:
-    from capsule.cli.usage import load
+    from capsule.cli.usage_cmd import load
     from capsule.measure import report
     from capsule.measure.ledger import Ledger
     from capsule.prompt import budget
@@ -51,16 +51,17 @@ def build(args) -> dict:
 
     out["by_register"] = record.by_register(out["sessions"], record.runs())
     if getattr(args, "whatif", False):
-        from capsule.cli import whatif
+        from capsule.cli import whatif_cmd
 
-        out["whatif"] = whatif.build(args)
+        out["whatif"] = whatif_cmd.build(args)
     return out
 
 
 def _route(calls: list[dict], since) -> dict:
-    """Boundaries, decisions, the INV-9 audit and utilization over time (capsule.measure.route_report)."""
+    """Boundaries, decisions, the INV-9 audit and utilization over time (capsule.route.route_report)."""
     from capsule.ground import paths
-    from capsule.measure import quota, route_log, route_report
+    from capsule.route import quota, route_report
+    from capsule.store import route_rows
 
     state = paths.state_dir()
     samples = []
@@ -70,7 +71,7 @@ def _route(calls: list[dict], since) -> dict:
             samples = store.samples(since)
         finally:
             store.close()
-    return route_report.analyse(calls, route_log.read(state / paths.LEDGER_DB, since), samples)
+    return route_report.analyse(calls, route_rows.read(state / paths.LEDGER_DB, since), samples)
 
 
 def cmd_report(args) -> int:
@@ -87,7 +88,7 @@ def cmd_report(args) -> int:
 
     print(visible(report_text.render(data)))
     if data.get("route"):
-        from capsule.measure import route_report
+        from capsule.route import route_report
 
         print()
         print(visible("\n".join(route_report.render_text(data["route"]))))

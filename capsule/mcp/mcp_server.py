@@ -126,7 +126,7 @@ class ReadDoor:
         sid = os.environ.get(claude.SESSION_ENV)
         if not sid:
             return None, ()
-        from capsule.agents import intent as intents, session  # noqa: PLC0415
+        from capsule.agents import intent_log as intents, session  # noqa: PLC0415
 
         return intents.said(session.intents_dir(self.engine.state_dir), sid)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from capsule.measure.transcripts.common import guarded, iso_ts, result_fields, text, tool_kind
+from capsule.measure.transcripts.transcript_common import guarded, iso_ts, result_fields, text, tool_kind
 from capsule.measure.usage import Batch, Call, Session, ToolEvent
 
 AGENT = "gemini"

@@ -17,7 +17,7 @@ import re
 from collections import defaultdict
 
 from capsule.observe import rarity
-from capsule.observe.types import Context, Removal, TransformResult
+from capsule.observe.transform_types import Context, Removal, TransformResult
 
 TRANSFORM_ID = "logs"
 MIN_REPEAT = 3

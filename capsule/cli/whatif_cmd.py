@@ -47,7 +47,7 @@ def _role(name: str | None):
 
 
 def build(args) -> dict:
-    from capsule.cli.usage import load
+    from capsule.cli.usage_cmd import load
     from capsule.measure import ingest, whatif
     from capsule.measure.transcripts import exchanges
 

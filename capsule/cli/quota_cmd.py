@@ -1,6 +1,6 @@
 """`capsule ctx quota [--json] [--role R]`: rate-limit windows, burn rate, projection, session shares.
 
-Not responsible for computing (capsule.measure.quota) or deciding (capsule.route.governor).
+Not responsible for computing the picture (capsule.route.quota.picture) or deciding (route/governor.py).
 Invariant: the figures are the headers' own (utilization 0-1, reset as epoch seconds); the billing
 regime the figures are for is always named; with an API key and a role budget, spend windows from
 the cost engine are added and marked as such.
@@ -9,9 +9,7 @@ the cost engine are added and marked as such.
 from __future__ import annotations
 
 import json
-import os
 import sys
-import time
 from datetime import datetime, timezone
 
 from capsule.ground.terminal import visible
@@ -25,27 +23,6 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable")
     p.add_argument("--role", help="role whose spend budget applies (default: $JACKIN_CTX_ROLE)")
     p.set_defaults(func=cmd_quota)
-
-
-def collect(role_arg: str | None = None, now: float | None = None) -> dict:
-    from capsule.measure.quota import QuotaStore, model  # noqa: PLC0415
-
-    store = QuotaStore()
-    try:
-        q = model(store.samples(), now=now)
-    finally:
-        store.close()
-    role = role_arg or os.environ.get("JACKIN_CTX_ROLE")
-    if role:
-        from capsule.ground.errors import UserError  # noqa: PLC0415
-        from capsule.policy.manifest import ManifestError  # noqa: PLC0415
-        from capsule.route import governor  # noqa: PLC0415
-
-        try:
-            q["windows"] += governor.budget_windows(role, now or time.time(), regime=q["regime"])
-        except ManifestError as exc:        # a bad role is the user's input: one line, exit 2
-            raise UserError(str(exc)) from None
-    return q
 
 
 def _t(ts) -> str:
@@ -70,7 +47,9 @@ def render(q: dict) -> str:
 
 
 def cmd_quota(args) -> int:
-    q = collect(args.role)
+    from capsule.route.quota import picture  # noqa: PLC0415
+
+    q = picture(args.role)
     if args.json:
         from capsule.ground.numbers import finite_json  # noqa: PLC0415
 

@@ -35,14 +35,14 @@ class Usage:
 
 
 def record(row: Usage, store=None) -> None:
-    """The one writer: a ground-truth row in the measure layer's usage store (source "proxy")."""
-    from capsule.measure.usage import record_usage  # noqa: PLC0415
+    """The one writer: a ground-truth row in the usage store (source "proxy"), through the engine."""
+    from capsule import engine_api  # noqa: PLC0415
 
-    record_usage(row.session, AGENTS.get(row.api, row.api), row.model,
-                 row.response_id or f"proxy:{row.session}:{row.ts!r}",
-                 input_tokens=row.input_tokens, cache_read_input_tokens=row.cache_read_tokens,
-                 cache_creation_5m=row.cache_write_5m, cache_creation_1h=row.cache_write_1h,
-                 output_tokens=row.output_tokens, cost_usd=row.cost_usd, ts=row.ts, source="proxy", store=store)
+    engine_api.record_call(row.session, AGENTS.get(row.api, row.api), row.model,
+                           row.response_id or f"proxy:{row.session}:{row.ts!r}", store=store,
+                           input_tokens=row.input_tokens, cache_read_input_tokens=row.cache_read_tokens,
+                           cache_creation_5m=row.cache_write_5m, cache_creation_1h=row.cache_write_1h,
+                           output_tokens=row.output_tokens, cost_usd=row.cost_usd, ts=row.ts)
 
 
 class Tap:

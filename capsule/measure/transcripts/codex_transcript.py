@@ -12,8 +12,10 @@ import json
 import os
 import re
 
-from capsule.measure.transcripts.common import guarded, iso_ts, result_fields, text, tool_kind
+from capsule.measure.transcripts.transcript_common import guarded, iso_ts, result_fields, text, tool_kind
+from capsule.ground.numbers import bounded
 from capsule.measure.usage import Batch, Call, Session, ToolEvent
+from capsule.store.quota_rows import MAX_UTILIZATION, TIME_MAX, Sample
 
 AGENT = "codex"
 PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.M)
@@ -178,3 +180,29 @@ def _read_item(item, ts, state: dict, batch: Batch) -> None:
 
 def _abs(state: dict, path: str) -> str:
     return path if os.path.isabs(path) or not state.get("cwd") else os.path.join(state["cwd"], path)
+
+
+def from_codex_event(payload: dict, account: str, session: str | None, ts: float) -> list[Sample]:
+    """A Codex rollout `token_count` event's `rate_limits` (primary / secondary windows)."""
+    limits = payload.get("rate_limits") if isinstance(payload, dict) else None
+    out = []
+    if not isinstance(limits, dict):
+        return out
+    for name in ("primary", "secondary"):
+        w = limits.get(name)
+        used = bounded(w.get("used_percent"), 0.0, 100 * MAX_UTILIZATION) if isinstance(w, dict) else None
+        if used is None:
+            continue
+        minutes = bounded(w.get("window_minutes"), 1, 1e6)
+        minutes = int(minutes) if minutes is not None and isinstance(w.get("window_minutes"), int) else None
+        label = f"{minutes // 60}h" if minutes is not None and minutes < 1440 else (
+            f"{minutes // 1440}d" if minutes is not None else name)
+        reset = bounded(w.get("resets_at"), 0.0, TIME_MAX)
+        if reset is None:
+            ahead = bounded(w.get("resets_in_seconds"), 0.0, TIME_MAX)
+            reset = bounded(ts + ahead, 0.0, TIME_MAX) if ahead is not None else None
+        # plan_type names a ChatGPT plan (a subscription login); with an API key Codex leaves it null
+        regime = "subscription" if limits.get("plan_type") else "unknown"
+        out.append(Sample(ts, account, regime, "openai", label, used / 100.0,
+                          None, reset, session, "rollout"))
+    return out

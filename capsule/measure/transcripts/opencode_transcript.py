@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from capsule.measure.transcripts.common import guarded, text
+from capsule.measure.transcripts.transcript_common import guarded, text
 from capsule.measure.usage import Batch, Call, Session
 
 AGENT = "opencode"

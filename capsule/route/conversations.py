@@ -1,10 +1,10 @@
-"""The proxy door's route side: conversations, their first request, quota headers and 429 answers.
+"""The route side of the API door: conversations, their first request, quota headers and 429 answers.
 
 Sees which request opens a conversation (a session, a subagent, a conversation after /clear or a
 compaction), classifies it (main, plan, explore, subagent, background), asks the governor for its
 lane at that boundary and holds the answer for the whole conversation; reads the rate-limit
 headers of every response into the quota store; turns a 429/rejected into one line for the user.
-Not responsible for forwarding (app.py) or deciding (route/governor.py).
+Not responsible for forwarding (proxy/app.py) or deciding (route/governor.py).
 Invariant (INV-9): a model or effort is chosen only on a conversation's first request and every
 later request of it is sent with the same one; what the client itself changes mid-conversation
 (the user's /model) passes and is logged as the user's, never capsule's. Every fault: no change.
@@ -71,7 +71,7 @@ def thread_key(api: str, session: str, body: dict) -> str:
     subagents share their parent's session id, /clear and compaction open with new messages."""
     from blake3 import blake3  # noqa: PLC0415
 
-    from capsule.proxy.rewrite import serialize  # noqa: PLC0415
+    from capsule.ground.wire_json import serialize  # noqa: PLC0415
 
     if api == "anthropic":
         first = _unmarked((body.get("messages") or [None])[0])
@@ -151,14 +151,14 @@ class RouteSide:
     def route_log(self):
         if self._log is None:
             from capsule.ground import paths  # noqa: PLC0415
-            from capsule.measure.route_log import RouteLog  # noqa: PLC0415
+            from capsule.store.route_rows import RouteLog  # noqa: PLC0415
 
             self._log = RouteLog(self.state_dir / paths.LEDGER_DB)
         return self._log
 
     def quota_store(self):
         if self._quota is None:
-            from capsule.measure.quota import QUOTA_DB, QuotaStore  # noqa: PLC0415
+            from capsule.store.quota_rows import QUOTA_DB, QuotaStore  # noqa: PLC0415
 
             self._quota = QuotaStore(self.state_dir / QUOTA_DB)
         return self._quota
@@ -168,7 +168,7 @@ class RouteSide:
         """The fullest window of this account; with an API key and a role budget, the cost
         engine's spend windows (today, this session) count as windows too."""
         try:
-            from capsule.measure.quota import model, peak  # noqa: PLC0415
+            from capsule.route.quota import model, peak  # noqa: PLC0415
 
             q = model(self.quota_store().samples(time.time() - 8 * 86400))
             u, w = peak(q, account)
@@ -204,7 +204,7 @@ class RouteSide:
     # ---- request side ----------------------------------------------------------------------------
     def on_request(self, api: str, body: dict, session: str, headers: dict[str, str]) -> bool:
         """Note the request; apply the conversation's pin. True when `body` was changed."""
-        from capsule.measure.quota import account_of  # noqa: PLC0415
+        from capsule.route.quota import account_of  # noqa: PLC0415
 
         key = thread_key(api, session, body)
         model, effort = body.get("model"), effort_of(api, body)
@@ -293,7 +293,7 @@ class RouteSide:
     def on_response(self, api: str, status: int, resp_headers: dict[str, str], req_headers: dict[str, str],
                     session: str | None) -> bool:
         """Quota samples from the headers; True when the answer is a rate-limit rejection."""
-        from capsule.measure.quota import account_of, from_headers  # noqa: PLC0415
+        from capsule.route.quota import account_of, from_headers  # noqa: PLC0415
 
         account, regime = account_of(api, req_headers)
         try:
@@ -318,14 +318,14 @@ class RouteSide:
         caller's x-should-retry: false is the retry-storm protection, it must not depend on them."""
         from datetime import datetime, timezone  # noqa: PLC0415
 
-        from capsule.measure.quota import _when  # noqa: PLC0415
+        from capsule.route.quota import parse_when  # noqa: PLC0415
 
         full = max(samples, key=lambda s: s.utilization, default=None)
-        reset = (full.resets_at if full else None) or _when(h.get("anthropic-ratelimit-unified-reset")
+        reset = (full.resets_at if full else None) or parse_when(h.get("anthropic-ratelimit-unified-reset")
                                                            or h.get("retry-after"), time.time())
         try:
             when = datetime.fromtimestamp(reset, timezone.utc).strftime("%H:%M UTC") if reset else "an unknown time"
-        except (OverflowError, OSError, ValueError):   # _when bounds it; a Sample built elsewhere might not
+        except (OverflowError, OSError, ValueError):   # parse_when bounds it; a Sample built elsewhere might not
             reset, when = None, "an unknown time"
         window = f"{full.window} window at {100 * full.utilization:.0f}%" if full else "rate limit"
         key = (account, window, round(reset or 0))

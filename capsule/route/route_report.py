@@ -10,7 +10,8 @@ Invariant: same rows, same report; INV-9's figure (`capsule_changes`) counts onl
 
 from __future__ import annotations
 
-from capsule.measure import cost, route_log
+from capsule.measure import cost
+from capsule.store import route_rows
 
 
 def analyse(calls: list[dict], events: list[dict], samples: list) -> dict:
@@ -19,11 +20,11 @@ def analyse(calls: list[dict], events: list[dict], samples: list) -> dict:
     for e in events:
         if e["kind"] == "boundary":
             boundaries[e["reason"]] = boundaries.get(e["reason"], 0) + 1
-    proxy_changes = [e for e in events if e["kind"] == "change" and e.get("source") != route_log.CLIENT_HOOK]
+    proxy_changes = [e for e in events if e["kind"] == "change" and e.get("source") != route_rows.CLIENT_HOOK]
     # a switch the client reported itself (Claude Code's PostModelSwitch hook), with its own estimate
     switches = [{"ts": e["ts"], "session": e["session"], **{k: e["detail"].get(k) for k in (
         "from_model", "to_model", "source", "prompt_cache_warm", "context_tokens", "estimated_cache_write_usd")}}
-        for e in events if e["kind"] == "change" and e.get("source") == route_log.CLIENT_HOOK]
+        for e in events if e["kind"] == "change" and e.get("source") == route_rows.CLIENT_HOOK]
     capsule_changes = sum(e.get("source") == "capsule" for e in proxy_changes)
     rows: dict[tuple, list[dict]] = {}
     for c in calls:

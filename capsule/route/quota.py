@@ -4,7 +4,9 @@ Per account and window: utilization (0-1), status, reset time, burn rate, projec
 and each session's share (the utilization rises its own responses carried). Anthropic unified
 (`anthropic-ratelimit-unified-*`, subscription logins), Anthropic classic (`anthropic-ratelimit-
 {requests,tokens,input-tokens,output-tokens}-*`, API keys), OpenAI (`x-ratelimit-*`), and Codex
-rollout `rate_limits` events. Not responsible for acting on it (route/governor.py).
+rollout `rate_limits` events (read with the rollout: measure/transcripts/codex_transcript.py). Acting on it:
+route/governor.py.
+The samples are stored through capsule/store/quota_rows.py.
 Invariant: only what the headers say is stored (never a credential: the account is a hash of
 it); a header that does not parse is skipped, never guessed; a number from outside is finite and
 in range before it is stored (capsule.ground.numbers: nan, inf, 1e300 or a 400-digit reset are "does
@@ -14,57 +16,21 @@ READ_ROWS samples at most; the retention pass keeps a month); the same samples g
 
 from __future__ import annotations
 
+import os
 import re
 import time
-from dataclasses import asdict, dataclass
 from datetime import datetime
-from pathlib import Path
 
-from capsule.ground import paths
 from capsule.ground.numbers import bounded
-from capsule.store import redact, sqlite
-from capsule.store.sqlite import connect
+from capsule.store.quota_rows import (MAX_UTILIZATION, QUOTA_DB, READ_ROWS, TIME_MAX,  # noqa: F401 - the rows' API
+                                      QuotaStore, Sample)
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS quota_samples(
-  id INTEGER PRIMARY KEY,
-  ts REAL NOT NULL,
-  account TEXT NOT NULL,
-  regime TEXT NOT NULL,
-  api TEXT NOT NULL,
-  window TEXT NOT NULL,
-  utilization REAL NOT NULL,
-  status TEXT,
-  resets_at REAL,
-  session TEXT,
-  source TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS quota_window ON quota_samples(account, window, ts);
-"""
-QUOTA_DB = "quota.db"
 UNIFIED = "anthropic-ratelimit-unified-"
 CLASSIC = re.compile(r"^anthropic-ratelimit-(requests|tokens|input-tokens|output-tokens)-(limit|remaining|reset)$")
 OPENAI = re.compile(r"^x-ratelimit-(limit|remaining|reset)-(requests|tokens)$")
 BURN_SAMPLES = 12          # burn rate: the slope over the window's last N samples
-MAX_UTILIZATION = 2.0      # a window's use past its limit (overage) is still a utilization; more is not
 MAX_COUNT = 1e15           # requests / tokens a limit or a remainder can name
-TIME_MAX = 4_102_444_800.0  # 2100-01-01 UTC: a reset later than that is not a reset
 MAX_STATUS = 40            # a status is a word ("allowed_warning"); a longer header is cut
-READ_ROWS = 20_000         # at most this many (the newest) per read, however many the store holds
-
-
-@dataclass(frozen=True)
-class Sample:
-    ts: float
-    account: str
-    regime: str            # subscription | api_key | unknown
-    api: str
-    window: str            # 5h, 7d, requests, tokens, ...
-    utilization: float
-    status: str | None = None
-    resets_at: float | None = None
-    session: str | None = None
-    source: str = "proxy"
 
 
 def account_of(api: str, headers: dict[str, str]) -> tuple[str, str]:
@@ -90,7 +56,7 @@ def _status(v: str | None) -> str | None:
     return v[:MAX_STATUS] if isinstance(v, str) else None
 
 
-def _when(v: str | None, now: float) -> float | None:
+def parse_when(v: str | None, now: float) -> float | None:
     """Epoch seconds, an RFC 3339 time, or an OpenAI duration (`6m0s`, `1.5s`, `20ms`)."""
     if not isinstance(v, str) or len(v) > 64:
         return None
@@ -123,7 +89,7 @@ def from_headers(api: str, headers: dict[str, str], account: str, regime: str, s
             continue
         out.append(Sample(now, account, "subscription", api, w[:MAX_STATUS], u,
                           _status(h.get(f"{UNIFIED}{w}-status") or overall),
-                          _when(h.get(f"{UNIFIED}{w}-reset"), now), session))
+                          parse_when(h.get(f"{UNIFIED}{w}-reset"), now), session))
     if out:
         return out
     classic: dict[str, dict[str, str]] = {}
@@ -138,72 +104,8 @@ def from_headers(api: str, headers: dict[str, str], account: str, regime: str, s
             continue
         u = min(max(1.0 - remaining / limit, 0.0), 1.0)
         out.append(Sample(now, account, regime if regime != "unknown" else "api_key", api, kind, u,
-                          "rejected" if remaining <= 0 else "allowed", _when(f.get("reset"), now), session))
+                          "rejected" if remaining <= 0 else "allowed", parse_when(f.get("reset"), now), session))
     return out
-
-
-def from_codex_event(payload: dict, account: str, session: str | None, ts: float) -> list[Sample]:
-    """A Codex rollout `token_count` event's `rate_limits` (primary / secondary windows)."""
-    limits = payload.get("rate_limits") if isinstance(payload, dict) else None
-    out = []
-    if not isinstance(limits, dict):
-        return out
-    for name in ("primary", "secondary"):
-        w = limits.get(name)
-        used = bounded(w.get("used_percent"), 0.0, 100 * MAX_UTILIZATION) if isinstance(w, dict) else None
-        if used is None:
-            continue
-        minutes = bounded(w.get("window_minutes"), 1, 1e6)
-        minutes = int(minutes) if minutes is not None and isinstance(w.get("window_minutes"), int) else None
-        label = f"{minutes // 60}h" if minutes is not None and minutes < 1440 else (
-            f"{minutes // 1440}d" if minutes is not None else name)
-        reset = bounded(w.get("resets_at"), 0.0, TIME_MAX)
-        if reset is None:
-            ahead = bounded(w.get("resets_in_seconds"), 0.0, TIME_MAX)
-            reset = bounded(ts + ahead, 0.0, TIME_MAX) if ahead is not None else None
-        # plan_type names a ChatGPT plan (a subscription login); with an API key Codex leaves it null
-        regime = "subscription" if limits.get("plan_type") else "unknown"
-        out.append(Sample(ts, account, regime, "openai", label, used / 100.0,
-                          None, reset, session, "rollout"))
-    return out
-
-
-class QuotaStore:
-    def __init__(self, path: Path | None = None):
-        self.path = Path(path) if path else paths.state_dir() / QUOTA_DB
-        self.conn = connect(self.path)
-        with sqlite.write(self.conn):
-            self.conn.execute(SCHEMA)
-
-    def add(self, samples: list[Sample]) -> None:
-        if not samples:
-            return
-        with sqlite.write(self.conn):
-            for s in samples:
-                d = redact.redacted_value(asdict(s))      # header and account text from outside (issue 31)
-                self.conn.execute("INSERT INTO quota_samples(ts, account, regime, api, window, utilization, status, "
-                                  "resets_at, session, source) VALUES(:ts, :account, :regime, :api, :window, "
-                                  ":utilization, :status, :resets_at, :session, :source)", d)
-
-    def samples(self, since: float | None = None, limit: int = READ_ROWS) -> list[Sample]:
-        """The newest `limit` samples since `since`, oldest first; a row whose numbers are not finite
-        and in range (stored before they were checked) is skipped."""
-        cols = "ts, account, regime, api, window, utilization, status, resets_at, session, source"
-        # Newest by rowid (insertion order): a backward walk that stops at `limit`, no index on ts needed
-        rows = self.conn.execute(f"SELECT {cols}, id FROM quota_samples WHERE ts >= ? ORDER BY id DESC LIMIT ?",
-                                 (since or 0.0, limit)).fetchall()
-        out = []
-        for r in sorted(rows, key=lambda r: (r[0], r[-1])):
-            r = r[:-1]
-            s = Sample(*r)
-            if (bounded(s.ts, 0.0, TIME_MAX) is None or bounded(s.utilization, 0.0, MAX_UTILIZATION) is None
-                    or (s.resets_at is not None and bounded(s.resets_at, 0.0, TIME_MAX) is None)):
-                continue
-            out.append(s)
-        return out
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 def model(samples: list[Sample], now: float | None = None) -> dict:
@@ -253,3 +155,24 @@ def peak(q: dict, account: str | None = None) -> tuple[float, dict | None]:
         if w["utilization"] >= best:
             best, found = w["utilization"], w
     return best, found
+
+
+def picture(role_arg: str | None = None, now: float | None = None) -> dict:
+    """The quota model of every stored sample; with a role (or $JACKIN_CTX_ROLE), its spend budget's
+    windows from the cost engine too (`capsule ctx quota`). A bad role raises UserError (one line)."""
+    store = QuotaStore()
+    try:
+        q = model(store.samples(), now=now)
+    finally:
+        store.close()
+    role = role_arg or os.environ.get("JACKIN_CTX_ROLE")
+    if role:
+        from capsule.ground.errors import UserError  # noqa: PLC0415
+        from capsule.policy.manifest import ManifestError  # noqa: PLC0415
+        from capsule.route import governor  # noqa: PLC0415
+
+        try:
+            q["windows"] += governor.budget_windows(role, now or time.time(), regime=q["regime"])
+        except ManifestError as exc:        # a bad role is the user's input: one line, exit 2
+            raise UserError(str(exc)) from None
+    return q

@@ -4,7 +4,7 @@ A prompt-cache entry exists only once the first response for that prefix has sta
 N same-prefix requests sent together pay N cache writes. The first of a prefix goes at once; the
 others are held until its response has started (its first body bytes reached the proxy), then
 go and read the cache it wrote. The prefix is the part every request of a fan-out shares: model,
-tools and system prompt. Not responsible for forwarding (app.py).
+tools and system prompt. Not responsible for forwarding (proxy/app.py).
 Invariant: never a deadlock — a follower waits at most `max_wait_ms`, a leader that fails or ends
 releases its followers, and with the switch off (JACKIN_CTX_NO_STAGGER or the role's
 stagger.enabled = false) nothing is ever held.
@@ -44,7 +44,7 @@ def prefix_key(api: str, body: dict, min_chars: int) -> str | None:
     """The shared prefix's hash, or None when it is too short to be worth a wait."""
     from blake3 import blake3  # noqa: PLC0415
 
-    from capsule.proxy.rewrite import serialize  # noqa: PLC0415
+    from capsule.ground.wire_json import serialize  # noqa: PLC0415
 
     parts = [body.get("model"), body.get("tools") or [],
              body.get("system") if api == "anthropic" else body.get("instructions")]

@@ -1,10 +1,13 @@
-"""ROUTE LOG: the ledger's record of task boundaries, routing decisions and in-conversation changes.
+"""ROUTE ROWS: ledger.db's `route_events` and `route_inputs`, the one API the route log is written through.
+
+The ledger's record of task boundaries, routing decisions and in-conversation changes.
 
 One row per event in ledger.db's `route_events`: kind = boundary (a new session, conversation,
 subagent, /clear, compaction, user prompt), decision (the lane chosen at a boundary and why),
 change (a model or effort that moved inside a conversation, with who did it and the cache write it
-cost), notice (a 429 / rejected answer shown to the user). Not responsible for deciding anything.
-Invariant: append-only, like the emissions table; detail is JSON without credentials.
+cost), notice (a 429 / rejected answer shown to the user). Not responsible for deciding anything
+(capsule/route). Invariant: append-only, like the emissions table; detail is JSON without
+credentials; the SQL for these tables lives here only.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from capsule.ground import logs
 from capsule.observe.filters.spec import FilterError, FilterSpec, parse_file
 from capsule.observe.filters.stages import run_stages
 from capsule.observe.filters.streaming import StreamFilter, run_stream
-from capsule.observe.types import Context, TransformResult
+from capsule.observe.transform_types import Context, TransformResult
 from capsule.observe.keep import missing
 
 TRANSFORM_ID = "filter"

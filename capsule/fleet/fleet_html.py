@@ -1,13 +1,13 @@
 """The fleet report as one HTML page, drawn by the same renderer as `capsule ctx report --html`
 (capsule.measure.report_html): the fleet's figures, its groups and its families in that shape.
 
-Not responsible for any figure (capsule.fleet.report) or for drawing (the shared template).
+Not responsible for any figure (capsule.fleet.fleet_report) or for drawing (the shared template).
 Invariant: every number on the page is a field of `fleet report --json`'s dict.
 """
 
 from __future__ import annotations
 
-from capsule.fleet.report import GROUPS
+from capsule.fleet.fleet_report import GROUPS
 from capsule.measure import report_html
 
 

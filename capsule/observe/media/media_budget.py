@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 
 from capsule.observe.media import caps
-from capsule.observe.media.errors import MediaError
+from capsule.observe.media.media_errors import MediaError
 
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("capsule_media_deadline", default=None)
 _room = threading.Condition()
