@@ -65,7 +65,8 @@ def query_terms(query: str) -> list[str]:
 
 
 def said_in(text: str) -> list[str]:
-    """The names a prompt or a goal says: identifiers, `quoted` names, calls and dotted members."""
+    """The names a user's prompt says: identifiers, `quoted` names, calls. (The step's goal gives its
+    identifiers only: a docstring-like goal's `f(x)` names a helper, not where to look.)"""
     text = text[:SCAN_CHARS]
     out = IDENT.findall(text)
     for m in _QUOTED.finditer(text):
@@ -90,9 +91,7 @@ def cues(intent: str | None, names: list[str], commands: list[str], lines: list[
     session's failure names, what its recent commands searched for or named, its recent edits'),
     their ranking terms, a read's hot lines, the session's failing frames and the paths it edited.
     `commands` and `edits` newest first."""
-    said: list[str] = []
-    for text in (intent or "", prompt or ""):
-        said += said_in(text)
+    said: list[str] = IDENT.findall((intent or "")[:SCAN_CHARS]) + said_in(prompt or "")
     said += list(names)
     for text in commands:
         text = text[:SCAN_CHARS]
