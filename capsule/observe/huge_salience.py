@@ -22,6 +22,7 @@ CHUNK = 1 << 20
 KEY_BYTES = 160          # bytes of a line its template is made from
 TABLE_CAP = 20_000       # distinct templates counted at most (more: the spool is not repetitive)
 SALIENT_CAP = 120        # salient lines shown at most
+RARE_MIN = 8             # singletons that still count as rare in a small spool (anomalies' share above it)
 FIRSTS_CAP = 24          # first lines of the commonest templates shown (what the folded runs hold)
 
 # A template in bytes, by translations and replacements only (C speed over a whole chunk; a regex
@@ -66,7 +67,7 @@ class Templates:
         frequent = sum(c for k, c in self.counts.items() if c >= 3 and k)
         singles = [k for k, c in self.counts.items() if c == 1 and k]
         if (nonblank >= anomalies.MIN_REPETITIVE_LINES and frequent >= anomalies.REPETITIVE * nonblank
-                and anomalies._rare(len(singles), nonblank)):
+                and len(singles) <= max(RARE_MIN, anomalies.RARE_SHARE * nonblank)):
             keep.update(singles)
         ranks = {k: anomalies._level_rank(k[:120].decode("latin-1")) for k in self.counts}
         per_rank: Counter = Counter()
