@@ -1,10 +1,14 @@
-"""The >16 MiB path: one streaming pass over a spooled payload keeping its first and last lines
-and every error-class match anywhere — inside one huge line too, as a window around the match.
+"""The >16 MiB path: streaming passes over a spooled payload keeping every error-class match
+anywhere (inside one huge line too, as a window around the match), the salient lines the bounded
+template pass finds (huge_salience.py: a template seen once, a level above the dominant one, a
+number far above its column's) with their neighbours, the first line of the commonest templates,
+and a few first and last lines.
 
 Not responsible for archiving, the footer or the ledger (engine.py), nor for payloads that fit in
 memory (the pipeline).
 Invariant: memory is bounded by CHUNK and the caps whatever the line lengths; every line shown
-in part says so, and the marker counts the lines not shown at all, a second note the bytes cut.
+in part says so; each omitted run is one ranged marker (markers.py: kept + markers == total), and
+the notes for the footer line count the bytes cut from shown lines.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from io import BufferedIOBase
 
-HEAD_LINES = 40
-TAIL_LINES = 40
+from capsule.observe import huge_salience, markers
+
+HEAD_LINES = 20
+TAIL_LINES = 20
 HIT_CAP = 200            # error-class windows shown at most (the rest are counted)
 HITS_PER_LINE = 3        # windows shown from one line at most
 LINE_CAP = 4096          # bytes of a head/tail line shown at most; a longer error line gets a window
@@ -24,6 +30,7 @@ EDGE_LINE_MIN = 512      #   get less each, down to this): the error windows sta
 WINDOW_BUDGET = 48 << 10 # bytes of error lines/windows shown at most (further matches are counted)
 WINDOW = 512             # bytes shown each side of an error match in a long line
 CHUNK = 1 << 20
+SALIENT_BUDGET = 16 << 10  # bytes of salient lines (huge_salience.py) and their neighbours shown at most
 OVERLAP = 64             # bytes a match may straddle between chunks (the words are shorter)
 
 VERBATIM_BYTES = re.compile(
@@ -137,8 +144,10 @@ def _read(f: BufferedIOBase, start: int, n: int) -> bytes:
     return f.read(n)
 
 
-def summarise(f: BufferedIOBase) -> tuple[bytes, int, int]:
-    """(body without footer, lines not shown at all, bytes of shown lines not shown)."""
+def summarise(f: BufferedIOBase) -> tuple[bytes, int, int, bytes]:
+    """(body, lines not shown at all, bytes of shown lines not shown, notes for the footer line).
+    The body shows each shown line once (its head/tail part and error windows joined) and one
+    ranged marker per omitted run (markers.py)."""
     s = scan(f)
     total = s.total_lines
     head_n = min(HEAD_LINES, total)
@@ -146,20 +155,21 @@ def summarise(f: BufferedIOBase) -> tuple[bytes, int, int]:
     tail_ks = list(range(tail_from, total))
     shown: dict[int, list[tuple[int, int]]] = {}    # line -> shown byte ranges
     spans: dict[int, tuple[int, int]] = {}
+    parts: dict[int, list[bytes]] = {}              # line -> what is shown of it, in order
 
-    def show_line(k: int, cap: int) -> bytes:
+    def show_line(k: int, cap: int) -> None:
         start, end = s.span(k)
         spans[k] = (start, end)
         n = min(end - start, cap)
         shown.setdefault(k, []).append((start, start + n))
-        data = _read(f, start, n)
-        return data + (b"...[line cut]" if end - start > cap else b"") + b"\n"
+        parts[k] = [_read(f, start, n) + (b"...[line cut]" if end - start > cap else b"")]
 
     head_cap = max(EDGE_LINE_MIN, min(LINE_CAP, EDGE_BUDGET // max(head_n, 1)))
     tail_cap = max(EDGE_LINE_MIN, min(LINE_CAP, EDGE_BUDGET // max(len(tail_ks), 1)))
-    head = [(k, 0, show_line(k, head_cap)) for k in range(head_n)]
-    tail = [(k, 0, show_line(k, tail_cap)) for k in tail_ks]
-    windows: list[tuple[int, int, bytes]] = []
+    for k in range(head_n):
+        show_line(k, head_cap)
+    for k in tail_ks:
+        show_line(k, tail_cap)
     budget, shown_hits = WINDOW_BUDGET, 0
     for h in s.hits:
         if any(a <= h.start and h.end <= b for a, b in shown.get(h.line, [])):
@@ -180,28 +190,56 @@ def summarise(f: BufferedIOBase) -> tuple[bytes, int, int]:
         budget -= len(data)
         shown_hits += 1
         if (a, b) == (h.line_start, line_end):
-            windows.append((h.line, 1, data + b"\n"))
+            parts.setdefault(h.line, []).append(data)
         else:
-            windows.append((h.line, 1, (b"..." if a > h.line_start else b"") + data
-                            + (b"..." if b < line_end else b"")
-                            + f" [line {h.line + 1}, bytes {a - h.line_start}-{b - h.line_start}"
-                              f" of {line_end - h.line_start}]\n".encode()))
-    removed_lines = total - len(shown)
+            parts.setdefault(h.line, []).append(
+                (b"..." if a > h.line_start else b"") + data + (b"..." if b < line_end else b"")
+                + f" [line {h.line + 1}, bytes {a - h.line_start}-{b - h.line_start} of {line_end - h.line_start}]".encode())
+    _salient_lines(f, total, parts, shown, spans)
+    removed_lines = total - len(parts)
     cut_bytes = sum(max(0, (spans[k][1] - spans[k][0]) - sum(b - a for a, b in _merge(r)))
                     for k, r in shown.items())
-    # each window follows its line's head or tail part, in file order
-    before = sorted(head + [w for w in windows if w[0] < tail_from], key=lambda p: p[:2])
-    after = sorted(tail + [w for w in windows if w[0] >= tail_from], key=lambda p: p[:2])
+    out: list[bytes] = []
+    prev = -1
+    for k in sorted(parts) + [total]:
+        if k > prev + 1:
+            out.append(markers.marker(k - prev - 1, prev + 2, k).encode())
+        if k < total:
+            out.append(b" ".join(parts[k]))
+        prev = k
     notes = []
-    if removed_lines > 0:
-        notes.append(f"[{removed_lines} more line{'s' if removed_lines != 1 else ''}]\n")
     if cut_bytes:
         partial = sum(1 for k, r in shown.items() if sum(b - a for a, b in _merge(r)) < spans[k][1] - spans[k][0])
-        notes.append(f"[{cut_bytes} bytes not shown from {partial} long line{'s' if partial != 1 else ''}]\n")
+        notes.append(f"[{cut_bytes} bytes not shown from {partial} long line{'s' if partial != 1 else ''}]")
     if s.more_hits:
-        notes.append(f"[{s.more_hits} more error/warning matches beyond those shown: capsule ctx expand HASH --grep]\n")
-    body = b"".join(p[2] for p in before) + "".join(notes).encode() + b"".join(p[2] for p in after)
-    return body, removed_lines, cut_bytes
+        notes.append(f"[{s.more_hits} more error/warning matches beyond those shown: capsule ctx expand HASH --grep]")
+    return b"\n".join(out) + b"\n", removed_lines, cut_bytes, " ".join(notes).encode()
+
+
+def _salient_lines(f: BufferedIOBase, total: int, parts: dict, shown: dict, spans: dict) -> None:
+    """Add the spool's salient lines (huge_salience.py) with a neighbour each side, then the first
+    line of its commonest templates, while SALIENT_BUDGET lasts."""
+    table = huge_salience.count(f)
+    keys, firsts = table.salient()
+    if any(table.counts[k] > 1 for k in keys):
+        rare = huge_salience.find(f, keys)
+    else:
+        rare = sorted(table.first[k] for k in keys)[:huge_salience.SALIENT_CAP]
+    order = list(rare)
+    for i in rare:
+        order += [j for j in (i - 1, i + 1) if 0 <= j < total]
+    order += firsts
+    order = [k for k in dict.fromkeys(order) if k not in parts]
+    got = huge_salience.fetch(f, order, LINE_CAP)
+    budget = SALIENT_BUDGET
+    for k in order:
+        if k not in got or budget <= 0:
+            continue
+        data, n = got[k]
+        budget -= len(data)
+        parts[k] = [data + (b"...[line cut]" if n > len(data) else b"")]
+        spans[k] = (0, n)
+        shown[k] = [(0, len(data))]
 
 
 def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -1,5 +1,5 @@
 """The observation pipeline for one Observation: CLASSIFY → POLICY → TRANSFORM → GUARD → ARCHIVE → FIT,
-or, for a spooled payload too large to hold, the HUGE stage (head, tail, error windows).
+or, for a spooled payload too large to hold, the HUGE stage (salient lines, error windows, edges).
 
 Not responsible for I/O beyond the archive it is handed, nor for the ledger row (the
 engine writes it from the Emission). Pure apart from the archive put. Classifies once.
@@ -216,7 +216,8 @@ def _fit(em: Emission, raw: bytes, command: str | None, limit: Limit, budget: in
 
 def _huge(obs: Observation, archive, mode: str, measure_only: bool) -> Emission:
     """HUGE: a payload never loaded whole (over the engine's size, or with a line too long to
-    tokenise) shows its head, tail and error windows; its tokens are estimated, and labelled so."""
+    tokenise) shows its salient lines, error windows and edges (huge.py), one ranged marker per
+    omitted run; its tokens are estimated, and labelled so."""
     from capsule.observe import huge  # noqa: PLC0415 - only a payload too large to hold comes here (~2 ms)
 
     f = obs.spool
@@ -224,7 +225,7 @@ def _huge(obs: Observation, archive, mode: str, measure_only: bool) -> Emission:
     head = f.read(1024)
     f.seek(0)
     cls = classify(obs.command, head)
-    body, removed, cut_bytes = huge.summarise(f)
+    body, removed, cut_bytes, notes = huge.summarise(f)
     raw_tokens = tokens.estimate_bytes(obs.size)
     manifest = [{"reason": "beyond line budget (large payload)", "count": removed}] + (
         [{"reason": "bytes of long lines not shown (large payload)", "count": 0, "bytes": cut_bytes}] if cut_bytes else [])
@@ -233,10 +234,12 @@ def _huge(obs: Observation, archive, mode: str, measure_only: bool) -> Emission:
         data, handle, emitted = b"", None, None          # b"": the door streams its spool
     else:
         handle = archive.put_file(f, obs.size, obs.digest, obs.command)
-        text = body.decode("utf-8", "surrogateescape")
-        data = guard.with_footer(text, handle).encode("utf-8", "surrogateescape")
+        text = guard.with_footer(body.decode("utf-8", "surrogateescape"), handle)
+        if notes:       # what the markers cannot say (bytes cut from shown lines) rides on the footer's line
+            text = text[:-1] + " " + notes.decode() + "\n"
+        data = text.encode("utf-8", "surrogateescape")
         would = emitted = tokens.count_bytes(data)
-    em = Emission(data, raw_tokens, emitted, cls.family, "large_head_tail", handle=handle, applied=not measure_only,
+    em = Emission(data, raw_tokens, emitted, cls.family, "large_salient", handle=handle, applied=not measure_only,
                   known_would_emit=would, raw_bytes=obs.size, token_label=tokens.LABEL_APPROX,
                   ledger_manifest=manifest, ledger_reports=[{"name": "large", "would_emit_tokens": would}],
                   intent=shorten(obs.intent)[0] if obs.intent else None)

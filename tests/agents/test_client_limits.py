@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from capsule.agents import codex, limits
 from capsule.engine import Engine
-from capsule.observe import fit, guard
+from capsule.observe import fit, guard, markers
 from capsule.shims import door
 
 CLAUDE = {"CLAUDECODE": "1"}
@@ -42,9 +42,8 @@ def test_fit_keeps_errors_first_then_edges_and_counts_every_removed_line():
     lines = out.splitlines()
     assert LOG[2500] in lines and LOG[2499] in lines and LOG[2501] in lines      # the error and its context
     assert lines[0] == LOG[0] and LOG[-1] in lines
-    kept = [ln for ln in lines if ln in set(LOG)]
-    assert f"[{len(LOG) - len(kept)} more lines]" in lines                       # one marker counts them all
-    assert lines[-1] == guard.footer("0" * 24) and "…" in lines
+    assert markers.check(len(LOG), lines[:-1]) is None                           # one marker per omitted run, adding up
+    assert lines[-1] == guard.footer("0" * 24) and "[2493 more lines L6-2498]" in lines
     assert fit.fit("short\n", 3000, len, "0" * 24) == "short\n"
 
 

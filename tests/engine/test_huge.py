@@ -9,7 +9,7 @@ import re
 import tempfile
 
 from capsule.engine import LARGE_BYTES, Engine
-from capsule.observe import huge
+from capsule.observe import guard, huge, markers
 from capsule.ground.types import Observation
 
 ERR = b"ERROR: replica 7 lost quorum (term 41)"
@@ -50,8 +50,8 @@ def test_json_log_error_past_4096_bytes_of_its_line_keeps_its_text(state_dir):
     out = _observe(state_dir, data)
     assert b"upstream refused connection: pool exhausted" in out
     assert b"[line 2501, bytes " in out
-    m = re.search(rb"\[(\d+) more lines\]", out)
-    assert m and int(m.group(1)) == 4000 - huge.HEAD_LINES - huge.TAIL_LINES - 1
+    body = [ln for ln in out.decode().split("\n")[:-1] if not guard.FOOTER_RE.search(ln)]
+    assert markers.check(4000, body) is None, markers.check(4000, body)     # ranged markers add up
     assert len(out) < 64 * 1024     # long head/tail lines share a budget: the error is not pushed out
 
 
@@ -59,7 +59,7 @@ def test_an_error_in_a_long_head_line_past_its_shown_part_gets_a_window():
     head = [b"h" * 6000 for _ in range(40)]
     head[2] = b"h" * 1000 + b" FATAL: head trouble " + b"h" * 5000
     body = b"\n".join(head) + b"\n" + b"filler line ok\n" * ((17 << 20) // 15)
-    text, removed, cut = huge.summarise(io.BytesIO(body))
+    text, removed, cut, notes = huge.summarise(io.BytesIO(body))
     assert b"FATAL: head trouble" in text and b"[line 3, bytes " in text
 
 
@@ -67,9 +67,11 @@ def test_marker_counts_exactly_the_lines_not_shown():
     body = b"".join(b"worker ok %07d\n" % i for i in range(1_200_000))   # ~19 MB, short lines
     mid = body.index(b"worker ok 0600000\n")
     data = body[:mid] + b"FATAL: checksum mismatch in shard 12\n" + body[mid:]
-    text, removed, cut = huge.summarise(io.BytesIO(data))
+    text, removed, cut, notes = huge.summarise(io.BytesIO(data))
     total = data.count(b"\n")
     assert b"FATAL: checksum mismatch in shard 12\n" in text
-    assert removed == total - huge.HEAD_LINES - huge.TAIL_LINES - 1 and cut == 0
-    assert f"[{removed} more lines]".encode() in text
+    lines = text.decode().split("\n")[:-1]
+    assert markers.check(total, lines) is None, markers.check(total, lines)
+    assert removed == total - len([ln for ln in lines if markers.parse(ln) is None]) and cut == 0 and not notes
+    assert "[599979 more lines L21-599999]" in lines       # the run up to the FATAL line's neighbour: one marker
     assert text.startswith(b"worker ok 0000000\n") and text.endswith(b"worker ok 1199999\n")

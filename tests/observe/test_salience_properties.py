@@ -3,12 +3,13 @@ repeats and a number far outside its column, through the engine as each door han
 command with its exit status, a pipe with neither, a proxied tool result in a session): every
 planted outlier is kept whole, the markers add up to the original's length and stand where their
 lines were (observe/markers.py), no marker beside an outlier claims it repeats, and the emission
-is never bigger than the raw output. 2,100 generated outputs, derandomized (CI is deterministic)."""
+is never bigger than the raw output; the same through the huge stage (a spool over its threshold)
+and fit (a small client limit). 2,340 generated outputs, derandomized (CI is deterministic)."""
 
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from capsule.engine import Engine
 from capsule.ground import tokens
@@ -103,3 +104,63 @@ def test_proxy_door(engine, made, command):
     text, planted = made
     check(engine, text, planted, Observation(text.encode(), command=command, exit_code=None, scope="sess-1",
                                              stream="stdout"))
+
+
+# ---- the stages that were head/tail (issue 29 items 1-3): the huge stage and fit ----
+
+STAGE_SETTINGS = settings(max_examples=120, deadline=None, derandomize=True, database=None,
+                          phases=[Phase.explicit, Phase.generate],    # a failure is reported as found, unshrunk
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def _contract(text: str, out: str, planted: list[str], whole: bool = True) -> None:
+    """The same assertions as check(), on an emission made by a stage called directly."""
+    assert tokens.count(out) <= tokens.count(text), "worse than raw"
+    lines = out.split("\n")[:-1]
+    body = [ln for ln in lines if not guard.FOOTER_RE.search(ln)]
+    if body == lines:
+        assert out == text
+        return
+    total = text.count("\n")
+    assert markers.check(total, body) is None, (markers.check(total, body), out)
+    assert not any(ln.startswith("[") and " more line" in ln and " L" not in ln for ln in body), out
+    for odd in planted:
+        assert (odd in body) if whole else any(odd in ln for ln in body), (odd, out)
+        k = next(i for i, ln in enumerate(body) if odd in ln)
+        for near in body[max(0, k - 1):k + 2]:
+            assert "repeat" not in near and "lines above" not in near and " like the above" not in near, out
+
+
+@STAGE_SETTINGS
+@given(outputs())
+def test_huge_stage(engine, made):
+    """A spool over the huge stage's threshold (lowered, so 2,000 outputs stay fast): the bounded
+    streaming passes keep every planted outlier, one ranged marker per omitted run."""
+    import tempfile
+
+    from capsule.observe import pipeline
+
+    text, planted = made
+    data = text.encode()
+    with tempfile.TemporaryFile() as f:
+        f.write(data)
+        em = pipeline.run(Observation(spool=f, size=len(data), digest="0" * 24, stream="stdout"), engine.archive,
+                          mode="standard", languages=(), measure_only=False, large_bytes=256, long_line_bytes=1 << 20)
+    assert em.transform_id == "large_salient"
+    _contract(text, em.data.decode(), planted)
+
+
+@STAGE_SETTINGS
+@given(outputs(), st.integers(500, 1200))
+def test_fit_to_a_small_client_limit(engine, made, cap):
+    """An emission still over a small client limit is fitted: the planted outliers come before
+    context, every omitted run is one ranged marker, and the limit holds."""
+    from capsule.ground.types import Limit
+
+    text, planted = made
+    limit = Limit("claude", None, "chars", cap, 1.0)
+    with_odd = [p for p in planted]
+    em = engine.observe(Observation(text.encode(), command="sh job.sh", exit_code=0, limit=limit, budget=cap))
+    out = em.data.decode()
+    assert len(out) <= cap, (len(out), em.transform_id)
+    _contract(text, out, with_odd)
