@@ -91,10 +91,11 @@ def may_hold_secret(text: str) -> bool:
         return True
     if _cheap is None:
         words = tomlcache.loads(DATA.read_bytes())["lines"]["words"]
-        fast = (_re2(_TOKEN_RUN, 0), _re2(words, 0))
-        _cheap = (fast, (re.compile(_TOKEN_RUN), re.compile(words)))
-    (runs, words), subject = _cheap[0], None
-    if runs is not None and words is not None:
+        _cheap = [None, (re.compile(_TOKEN_RUN), re.compile(words))]
+    if _cheap[0] is None and len(text) > 4096:      # RE2 only where its import and compiles pay off
+        _cheap[0] = (_re2(_TOKEN_RUN, 0), _re2(_cheap[1][1].pattern, 0))
+    (runs, words), subject = _cheap[0] or (None, None), None
+    if runs is not None and words is not None and len(text) > 4096:
         try:
             subject = text.encode("utf-8")
         except UnicodeEncodeError:      # lone surrogates (non-UTF-8 bytes): RE2 reads UTF-8 only
