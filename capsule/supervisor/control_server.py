@@ -165,12 +165,12 @@ class EngineServer:
         most (the drain stops there; that request's handler drains the rest after its own reply)."""
         if self.engine is None:
             return
-        if self.engine.pending():
-            stop = (lambda: self._wanted > 0) if yielding else None
-            async with self.lock:
+        stop = (lambda: self._wanted > 0) if yielding else None
+        async with self.lock:       # first: a drain in progress has taken its rows off pending()
+            if self.engine.pending():
                 await anyio.to_thread.run_sync(partial(self.engine.drain, stop=stop))
-        if not self.engine.pending():
-            self._release()
+            if not self.engine.pending():
+                self._release()
 
     def _hold(self) -> None:
         """While rows are owed, ledger readers of this state dir wait for them (store/finisher.py)."""
