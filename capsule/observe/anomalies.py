@@ -160,7 +160,7 @@ def field_outliers(idx: list[int], columns: list) -> set[int]:
     return _field_outliers(idx, columns)
 
 
-def _rare(count: int, total: int) -> bool:
+def is_rare(count: int, total: int) -> bool:
     return count <= max(RARE_MIN, RARE_SHARE * total)
 
 
@@ -188,7 +188,7 @@ def _field_outliers(idx: list[int], columns: list) -> set[int]:
         if _ordered(nums if numeric else column):
             continue     # a clock or a counter: values that only grow are not anomalies
         if dominated:
-            rare = {v for v, c in values.items() if _rare(c, total)}
+            rare = {v for v, c in values.items() if is_rare(c, total)}
             keep |= {i for i, v in zip(idx, column) if v in rare}
         else:
             # statistics (with fractions, decimal, random: ~4 ms) is loaded only when a numeric,
@@ -199,7 +199,7 @@ def _field_outliers(idx: list[int], columns: list) -> set[int]:
             spread = median([abs(x - med) for x in nums])
             bar = max(OUTLIER_FACTOR * abs(med), med + OUTLIER_FACTOR * spread, 1.0)
             high = [i for i, x in zip(idx, nums) if x > bar]
-            if _rare(len(high), total):
+            if is_rare(len(high), total):
                 keep |= set(high)
     return keep
 
@@ -232,7 +232,7 @@ def _levels(lines: list[str], masked: list[str] | None = None) -> set[int]:
     if masked is None:        # a line holds a newline
         masked = lines
     seen = Counter(masked)
-    rank = {m: _level_rank(m[:120]) for m in seen}
+    rank = {m: level_rank(m[:120]) for m in seen}
     per_rank: Counter = Counter()     # ranks in the order lines first show them: most_common's tie-break
     for m, n in seen.items():
         if rank[m] is not None:
@@ -242,12 +242,12 @@ def _levels(lines: list[str], masked: list[str] | None = None) -> set[int]:
         return set()
     dominant = per_rank.most_common(1)[0][0]
     above = {m for m, r in rank.items() if r is not None and r > dominant}
-    if not _rare(sum(seen[m] for m in above), ranked):
+    if not is_rare(sum(seen[m] for m in above), ranked):
         return set()
     return set(compress(range(len(masked)), map(above.__contains__, masked)))
 
 
-def _level_rank(head: str) -> int | None:
+def level_rank(head: str) -> int | None:
     m = _LEVEL_GLOG.match(head)     # only at the start, where no level word can also match (`E1` is no word)
     if m is None:
         m = _LEVEL_WORD.search(head)
@@ -273,7 +273,7 @@ def _variants(groups: dict[tuple, list[int]], lines: list[str]) -> set[int]:
         if total < MIN_VARIANT_GROUP or top < DOMINANT * (total - 1):
             continue
         for c, k in counts:
-            if k != top_key and _rare(c, total) and c < top:
+            if k != top_key and is_rare(c, total) and c < top:
                 keep |= set(groups[k])
     # values of one token that differ inside a single template (`exit status 1` among 0s)
     for key, idx in groups.items():
@@ -290,4 +290,4 @@ def _rare_templates(groups: dict[tuple, list[int]], nonblank: int) -> set[int]:
     if frequent < REPETITIVE * nonblank:
         return set()
     singles = [idx[0] for idx in groups.values() if len(idx) == 1]
-    return set(singles) if _rare(len(singles), nonblank) else set()
+    return set(singles) if is_rare(len(singles), nonblank) else set()

@@ -69,7 +69,7 @@ class Templates:
         if (nonblank >= anomalies.MIN_REPETITIVE_LINES and frequent >= anomalies.REPETITIVE * nonblank
                 and len(singles) <= max(RARE_MIN, anomalies.RARE_SHARE * nonblank)):
             keep.update(singles)
-        ranks = {k: anomalies._level_rank(k[:120].decode("latin-1")) for k in self.counts}
+        ranks = {k: anomalies.level_rank(k[:120].decode("latin-1")) for k in self.counts}
         per_rank: Counter = Counter()
         for k, r in ranks.items():
             if r is not None:
@@ -77,7 +77,7 @@ class Templates:
         if sum(per_rank.values()) >= anomalies.MIN_GROUP:
             dominant = per_rank.most_common(1)[0][0]
             above = [k for k, r in ranks.items() if r is not None and r > dominant]
-            if anomalies._rare(sum(self.counts[k] for k in above), sum(per_rank.values())):
+            if anomalies.is_rare(sum(self.counts[k] for k in above), sum(per_rank.values())):
                 keep.update(above)
         firsts = [self.first[k] for k, c in self.counts.most_common(FIRSTS_CAP) if c >= 3 and k]
         return keep, sorted(firsts)

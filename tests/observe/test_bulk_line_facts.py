@@ -147,14 +147,14 @@ def _outliers_reference(idx, tokens, width):
             continue
         top = max(column.count(v) for v in values)
         if len(values) <= anomalies.CATEGORICAL and top >= anomalies.DOMINANT * total:
-            rare = {v for v in values if anomalies._rare(column.count(v), total)}
+            rare = {v for v in values if anomalies.is_rare(column.count(v), total)}
             out |= {i for i in idx if tokens[i][pos] in rare}
         elif numeric:
             med = statistics.median(seq)
             spread = statistics.median(abs(x - med) for x in seq)
             bar = max(anomalies.OUTLIER_FACTOR * abs(med), med + anomalies.OUTLIER_FACTOR * spread, 1.0)
             high = [i for i, x in zip(idx, seq) if x > bar]
-            if anomalies._rare(len(high), total):
+            if anomalies.is_rare(len(high), total):
                 out |= set(high)
     return out
 
@@ -218,7 +218,7 @@ def _levels_reference(lines):
         return set()
     dominant = Counter(ranks.values()).most_common(1)[0][0]
     above = {i for i, r in ranks.items() if r > dominant}
-    return above if anomalies._rare(len(above), len(ranks)) else set()
+    return above if anomalies.is_rare(len(above), len(ranks)) else set()
 
 
 @SETTINGS
@@ -227,12 +227,12 @@ def _levels_reference(lines):
        copies=st.integers(0, 120))
 def test_levels_are_the_level_rule_line_by_line(lines, pad, common, copies):
     """anomalies._levels (a two-part search once per distinct digit-masked line, lines counted by
-    those) keeps the lines the rule line by line keeps; and _level_rank is _LEVEL's level."""
+    those) keeps the lines the rule line by line keeps; and level_rank is _LEVEL's level."""
     lines = [" " * (pad if i % 3 == 0 else 0) + ln for i, ln in enumerate(lines)]
     lines = lines + [common.replace("12", str(k)) for k in range(copies)] if common else lines
     for ln in lines:
         m = anomalies._LEVEL.search(ln[:120])
-        assert anomalies._level_rank(ln[:120]) == (anomalies._RANK[m.group(1) or m.group(2)] if m else None)
+        assert anomalies.level_rank(ln[:120]) == (anomalies._RANK[m.group(1) or m.group(2)] if m else None)
     for order in (lines, lines[::-1]):
         assert anomalies._levels(order) == _levels_reference(order)
 
