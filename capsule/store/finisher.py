@@ -22,19 +22,14 @@ WAIT_S = 60.0        # a reader waits at most this long for one finisher (a load
 def detach(state_dir, job) -> bool:
     """Run job in a detached child (own session, stdio on /dev/null); False when that cannot be
     arranged, and the caller runs job itself."""
-    try:
-        d = os.path.join(state_dir, DIR)
-        paths.private_dir(d)
-        path = os.path.join(d, f"{os.getpid()}-{time.time_ns()}")
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    except OSError:
+    held = hold(state_dir, "")             # taken before the fork: a reader after our exit waits on it
+    if held is None:
         return False
+    fd, path = held
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)     # taken before the fork: a reader after our exit waits on it
         pid = os.fork()
     except OSError:
-        os.close(fd)
-        _unlink(path)
+        release(held)
         return False
     if pid:
         os.close(fd)                       # the child's copy holds the lock
@@ -53,12 +48,13 @@ def detach(state_dir, job) -> bool:
 
 
 def hold(state_dir, name: str) -> tuple[int, str] | None:
-    """A long-lived writer's pending lock (the engine daemon, the supervisor: rows owed after a reply):
-    readers wait for it like for a finisher until release(); None when it cannot be taken."""
+    """A pending lock (a finisher's, or a long-lived writer's: the engine daemon, the supervisor, rows
+    owed after a reply): readers wait for it until release(); None when it cannot be taken."""
     try:
         d = os.path.join(state_dir, DIR)
         paths.private_dir(d)
-        path = os.path.join(d, f"{name}-{os.getpid()}-{time.time_ns()}")
+        prefix = f"{name}-" if name else ""
+        path = os.path.join(d, f"{prefix}{os.getpid()}-{time.time_ns()}")
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     except OSError:
         return None
