@@ -96,8 +96,8 @@ class Capsule:
         self.py(f"from capsule.supervisor.control_server import wait_ready; wait_ready({SOCKET!r}, {timeout})")
 
     def status(self) -> dict:
-        return json.loads(self.py(f"import json; from capsule.supervisor import server; "
-                                  f"print(json.dumps(server.status({SOCKET!r})))"))
+        return json.loads(self.py(f"import json; from capsule.supervisor import control_server; "
+                                  f"print(json.dumps(control_server.status({SOCKET!r})))"))
 
     def has_socket(self) -> bool:
         return self.exec(["test", "-S", SOCKET])[0] == 0
