@@ -22,6 +22,7 @@ import pytest
 
 from tests.container.clients import HANDLE, LOG, PY, text, workspace
 from tests.e2e import harness as h
+from tests.fakes.anthropic import deferred
 
 CLI = [sys.executable, "-m", "capsule"]
 MODEL = "claude-haiku-4-5"          # the role's model: the fake sees it only when routing is on
@@ -61,6 +62,9 @@ print(json.dumps({'applied': [r[0] for r in rows], 'rows': rows, 'proxy': 'proxy
 """
 
 
+MCP_TOOLS = ("mcp__capsule__ctx_expand",)    # the read door's tool this test looks for
+
+
 class OneCall(h.FakeClaudeModel):
     def __init__(self, host: str):
         self.host = host
@@ -86,7 +90,10 @@ def _session(switch: str | None, net: tuple[str, str], ws: Path, tmp: Path, imag
                                 "-v", f"{volume}:/state/context", "--entrypoint", PY, image, "-c", PROBE],
                                capture_output=True, text=True, timeout=120)
         assert probe.returncode == 0, probe.stderr
+        # the tools offered: definitions, and (Claude Code 2.1.332 defers MCP tools behind ToolSearch)
+        # the names in a request's deferred-tools list
         tools = {t.get("name") for b in fake.requests for t in b.get("tools") or []}
+        tools |= {n for n in MCP_TOOLS if any(deferred(b, n) for b in fake.requests)}
         models = {b.get("model") for b in fake.requests if any(t.get("name") == "Bash" for t in b.get("tools") or [])}
         return {"proc": proc, "results": fake.tool_results(), "tools": tools, "models": models,
                 **json.loads(probe.stdout)}
