@@ -212,10 +212,10 @@ SERVER_UNDER_EMFILE = textwrap.dedent("""
     import anyio
     from capsule.supervisor import control_server
 
-    server.MAX_WAITING = 100_000            # no shedding by count: the server must meet EMFILE itself
+    control_server.MAX_WAITING = 100_000            # no shedding by count: the server must meet EMFILE itself
     resource.setrlimit(resource.RLIMIT_NOFILE, (60, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
     path = sys.argv[1]
-    srv = server.EngineServer(path, None)
+    srv = control_server.EngineServer(path, None)
     report = {}
 
     def client():
@@ -238,7 +238,7 @@ SERVER_UNDER_EMFILE = textwrap.dedent("""
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and not report.get("pong"):
             try:
-                report["pong"] = server.ping(path, 1.0)
+                report["pong"] = control_server.ping(path, 1.0)
             except OSError:
                 pass
             time.sleep(0.05)

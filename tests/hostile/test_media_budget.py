@@ -224,7 +224,7 @@ door.read("small.txt")
 base = status("VmHWM")
 got = door.read("big.webp")
 data = [base64.b64decode(b.data) for b in got if getattr(b, "type", "") == "image"]
-print(status("VmHWM") - base, budget.capacity(), len(data[0]) if data else -1, flush=True)
+print(status("VmHWM") - base, media_budget.capacity(), len(data[0]) if data else -1, flush=True)
 """
 
 
