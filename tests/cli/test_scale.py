@@ -44,7 +44,9 @@ def test_one_gigabyte_stdout_bounded_memory_and_byte_exact(state_dir, tmp_path):
         "sys.exit(p.returncode)\n"
     )
     r = subprocess.run([sys.executable, str(measure), sys.executable, "-m", "capsule", "ctx", "run", "--",
-                        sys.executable, str(producer)], capture_output=True, env=_env(state_dir), timeout=900)
+                        sys.executable, str(producer)], capture_output=True,
+                       env=_env(state_dir, JACKIN_CTX_STREAM_AFTER="0"),   # held to the end: memory, not liveness
+                       timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
     peak_kib = int(r.stderr.decode().strip().splitlines()[-1])
     assert peak_kib <= 200 * 1024, f"peak RSS {peak_kib} KiB"

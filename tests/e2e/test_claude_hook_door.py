@@ -57,7 +57,8 @@ def test_native_read_and_grep_are_shrunk_by_the_hook_with_the_proxy_off(tmp_path
     rows = _rows(cap.home)
     commands = [r[0] for r in rows]
     assert commands.count(f"cat {ws / 'data' / 'orders.jsonl'}") == 1, rows
-    assert sum(c.startswith("rg TODO") for c in commands) == 1, rows
+    # the Grep as a command, its flags included (agents/claude.grep_command: `rg -n … TODO …`)
+    assert sum(c.startswith("rg ") and " TODO" in c for c in commands) == 1, rows
     # the original is one `ctx expand` away, byte for byte
     handle = next(r[1] for r in rows if r[0].startswith("cat "))
     env = {**h.base_env(cap.home)}
