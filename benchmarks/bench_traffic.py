@@ -40,6 +40,7 @@ DATA = HERE / "data" / "traffic" / "observations.jsonl"
 LARGE = 1000            # tokens: the "large outputs" row
 HEAD = TAIL = 40        # the blind cut compared against
 GENERIC = "unknown"     # the family of output no rule names: the salience model's own ground
+CONDITIONS = ("no intent", "intent", "intent+prompt")   # what the door hands in beside the output
 
 
 def load(path: Path) -> list[dict]:
@@ -59,13 +60,16 @@ def measure(rows: list[dict]) -> dict:
     from capsule.ground.types import Observation  # noqa: PLC0415
 
     out = {}
-    for label, with_intent in (("no intent", False), ("intent", True)):
+    conditions = [("no intent", ()), ("intent", ("intent",))]
+    if "prompt" in Observation._fields:     # the hook door also hands in the user's last prompt (not in 42e5b6e)
+        conditions.append(("intent+prompt", ("intent", "prompt")))
+    for label, given in conditions:
         with tempfile.TemporaryDirectory() as state:
             engine = Engine(Path(state), mode="standard", scope="bench-traffic")
             for r in rows:
+                task = {k: r.get("intent") for k in given}
                 em = engine.observe(Observation(r["output"].encode("utf-8", "surrogateescape"), command=r["command"],
-                                                exit_code=r.get("exit_code"), scope=r["source"],
-                                                intent=r.get("intent") if with_intent else None))
+                                                exit_code=r.get("exit_code"), scope=r["source"], **task))
                 emitted = em.data.decode("utf-8", "surrogateescape")
                 rec = out.setdefault(r["id"], {"id": r["id"], "raw_tokens": tokens.count(r["output"])})
                 rec[label] = {"family": em.family, "transform": em.transform_id, "tokens": tokens.count(emitted),
@@ -104,8 +108,9 @@ def table(runs: dict[str, dict]) -> list[list]:
             continue
         rows.append(row(name, [after[i] for i in chosen], "head/tail") + ["blind 40+40"])
         for run, recs in runs.items():
-            for cond in ("no intent", "intent"):
-                rows.append(row(name, [recs[i] for i in chosen], cond) + [run])
+            for cond in CONDITIONS:
+                if cond in recs[chosen[0]]:
+                    rows.append(row(name, [recs[i] for i in chosen], cond) + [run])
     return rows
 
 
@@ -150,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.misses:
         for run, recs in runs.items():
             for i, rec in recs.items():
-                for cond in ("no intent", "intent"):
+                for cond in (c for c in CONDITIONS if c in rec):
                     for line, ok in zip(rec["used"], rec[cond]["kept"]):
                         if not ok:
                             print(f"[{run}, {cond}] {i} ({rec[cond]['family']}, {rec[cond]['transform']}): {line.strip()[:150]}")
