@@ -211,3 +211,27 @@ def test_bench_corpus_counts_the_bounce_of_a_lost_line(tmp_path):
     (row,) = [r for r in json.loads(done.stdout)["by_source"] if r["name"] == "bounce"]
     assert row["must_keep_kept"] == 0
     assert row["net_tokens"] > row["emitted_tokens"] + 20 and row["net_reduction_pct"] < row["reduction_pct"]
+
+
+def test_bench_traffic_runs_on_the_shipped_data():
+    """The shipped observations run end to end: every row, every later-used line counted once."""
+    done = run("bench_traffic.py", "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    figures = json.loads(done.stdout)
+    shipped = [json.loads(line) for line in (BENCH / "data" / "traffic" / "observations.jsonl").read_text().splitlines()]
+    assert set(figures) == {r["id"] for r in shipped}
+    for rec in figures.values():
+        for cond in ("no intent", "intent", "head/tail"):
+            assert len(rec[cond]["kept"]) == len(rec["used"])
+    assert sum(len(rec["used"]) for rec in figures.values()) > 0
+    table = run("bench_traffic.py")
+    assert table.returncode == 0 and "all steps" in table.stdout and ">= 1000 tokens" in table.stdout
+
+
+def test_bench_traffic_rejects_a_missing_or_broken_data_file(tmp_path):
+    missing = run("bench_traffic.py", "--data", str(tmp_path / "absent.jsonl"))
+    assert missing.returncode == 2 and "no data file" in missing.stderr
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(json.dumps({"id": "x", "source": "s", "command": "ls"}) + "\n")
+    done = run("bench_traffic.py", "--data", str(broken))
+    assert done.returncode == 2 and "lacks" in done.stderr
