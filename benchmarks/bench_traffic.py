@@ -15,21 +15,27 @@ per condition. Rows: all steps; outputs of at least 1,000 tokens; each family (`
 generic fallback, shown apart). Columns: observations, raw and emitted tokens (cl100k), saved %,
 later-used lines, those kept whole, kept %.
 
-Figures (2026-12-07; 18 observations from 3 Claude Code sessions, benchmarks/data/traffic/MANIFEST.md;
-too few to rank families, enough to show a miss), saved % / later-used lines kept:
+Figures (2026-12-07; 37 observations from 5 sessions, benchmarks/data/traffic/MANIFEST.md: 4 Claude Code
+sessions of entireio/cli and a Codex subagent of entireio/marvin; too few to rank families), saved % /
+later-used lines kept:
 
     .venv/bin/python benchmarks/bench_traffic.py --before WORKTREE_OF_42e5b6e/.venv/bin/python --misses
     rows (obs, raw tok)        blind 40+40      42e5b6e no intent / intent     main no intent / intent / +prompt
-    all steps (18, 18,980)     65.1% 32/44      52.8% 32/44 / 51.8% 32/44      52.8% 32/44 / 51.8% 32/44 / 51.8% 32/44
-    >= 1,000 tok (4, 14,189)   81.0%  0/12      67.9%  0/12 / 66.5%  0/12      67.9%  0/12 / 66.5%  0/12 / 66.5%  0/12
-    read (8, 14,916)           77.8% 31/43      63.2% 31/43 (all conditions, both capsules)
-    rg (4 Grep results)         0.0%  1/1       26.6%  1/1 (all conditions)
+    all steps (37, 68,920)     62.7% 33/45      24.9% 33/45 / 24.6% 33/45      24.9% 33/45 / 24.6% 33/45 / 24.6% 33/45
+    >= 1,000 tok (17, 61,836)  68.4%  0/12      27.1%  0/12 / 26.8%  0/12      27.1%  0/12 / 26.8%  0/12 / 26.8%  0/12
+    read (17, 38,254)          70.4% 31/43      24.6% 31/43 (all conditions, both capsules)
+    git (7, 21,999)            70.4%  0/0       31.2% no intent, 31.2% with intent (both capsules)
+    rg (8 Grep/rg results)      0.0%  2/2       12.3%  2/2 (all conditions)
     gh (gh pr diff, 1)         45.2%  0/0       12.0% no intent, 0.0% with intent (both capsules)
-    git (2), unknown/generic (3: `mise run test && mise run lint`)   pass whole everywhere
+    unknown/generic (4)        pass whole everywhere
 Misses (every condition, both capsules): a whole-file Read of setup.go (672 lines, hook door `cat PATH`)
 becomes a 25-line outline; the line `fmt.Fprintln(w, "✓ Settings saved")` (lines 209 and 312), which the
 user's prompt names and the agent's answer quotes next, is not shown; with the prompt as intent and as
 prompt too. The re-read of the same file (577 lines) loses the 11 lines the agent's two Edits quote next.
+The 19 observations added second (Codex `sed -n`/`cat`/`rg`/`git diff` outputs, a review's `git diff`s) add
+one later-used line: their next steps are commands, which rarely quote a line, and a diff line's `+`
+keeps an Edit or heredoc that quotes it from matching verbatim. `sed -n` ranges and `| head`/`| tail`
+pipelines pass whole (family read), so these outputs lose nothing and save little.
 """
 
 from __future__ import annotations
