@@ -38,6 +38,7 @@ INLINE_BYTES = 64 << 10     # outputs up to this are shaped on the loop itself (
 MAX_WAITING = 64            # connections still sending their request; past this the oldest is shed
 ACCEPT_BACKOFF_S = (0.01, 0.5)
 SWITCH_INTERVAL_S = 0.001
+ROW_RETRY_S = 1.0           # rows a busy ledger sent back are tried again this often, request or not
 _EXHAUSTED = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 
 
@@ -60,6 +61,7 @@ class EngineServer:
         self._waiting: dict[int, anyio.CancelScope] = {}   # in arrival order: oldest first
         self._wanted = 0                  # requests waiting for the engine: a drain yields to them
         self._held: tuple[int, str] | None = None   # store/finisher's pending lock, while rows are owed
+        self._retrying = False            # a task retries rows a busy ledger sent back (_retry_owed)
 
     def set_engine(self, engine: Any | None) -> None:
         """The warm engine (None: it failed to start, every request is answered RAW)."""
@@ -158,6 +160,22 @@ class EngineServer:
             except Exception:  # noqa: BLE001 - the shim gave up (timeout); nothing to do
                 pass
         await self._drain(yielding=True)
+        await self._retry_owed()
+
+    async def _retry_owed(self) -> None:
+        """Rows a busy ledger sent back (Engine.drain) are owed, and readers wait for them (the
+        pending lock): they are tried again every ROW_RETRY_S until written, without waiting for
+        the next request, which may never come. One task does it; a request's own drain goes first."""
+        if self._retrying:
+            return
+        self._retrying = True
+        try:
+            while self.engine is not None and self.engine.pending():
+                await anyio.sleep(ROW_RETRY_S)
+                if self._wanted == 0:
+                    await self._drain(yielding=True)
+        finally:
+            self._retrying = False
 
     async def _drain(self, yielding: bool) -> None:
         """Token counts and ledger rows of what was answered, written in a worker thread after the

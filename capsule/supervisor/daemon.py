@@ -31,7 +31,7 @@ TICK_S = 1.0        # how often the idle clock and the socket file are looked at
 
 def warm_engine():
     """The engine every run would build in-process (same mode and settings: they picked this daemon),
-    its stores open and the tokenizer and classifier loaded."""
+    its stores open and the whole tokenizer and the classifier loaded."""
     from capsule.engine import Engine
     from capsule.ground import tokens
     from capsule.observe.classify import classify
@@ -39,7 +39,7 @@ def warm_engine():
     engine = Engine()
     engine.defer = True     # rows after the reply (server.py)
     engine.archive, engine.ledger
-    tokens.count("warm up the tokenizer")
+    tokens.load()           # the whole encoder: no run's large output pays its load
     classify("git status", b"")
     return engine
 

@@ -27,8 +27,10 @@ PRUNE_INTERVAL_S = 600.0  # the stores' retention passes (capsule.store.retentio
 
 
 def warm_engine(state_dir: Path, mode: str, role: Role):
-    """An Engine with its stores open, the tokenizer and classifier loaded, the role's filters set:
-    the shims' first command pays none of it. Raises what the engine raises (core.py fails open)."""
+    """An Engine with its stores open, the whole tokenizer and the classifier loaded, the role's
+    filters set: the shims' first command pays none of it (nor the first large one the tokenizer's
+    load: a long-lived engine counts with the whole encoder, tokens.load). Raises what the engine
+    raises (core.py fails open)."""
     from capsule.engine import Engine  # noqa: PLC0415 - heavy import, only when the engine is on
     from capsule.ground import tokens  # noqa: PLC0415
     from capsule.observe.classify import classify  # noqa: PLC0415
@@ -40,7 +42,7 @@ def warm_engine(state_dir: Path, mode: str, role: Role):
     filter_engine.set_role_filters([{**e, "path": str(role.path.parent / e["path"])}
                                     for e in role.context.filters_extra])
     engine.archive, engine.ledger  # open the stores now, not on the first command
-    tokens.count("warm up the tokenizer")
+    tokens.load()
     classify("git status", b"")
     return engine
 
