@@ -17,7 +17,9 @@ close) waits as long as any writer (sqlite.BUSY_TIMEOUT_MS).
 from __future__ import annotations
 
 import os
+import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 from capsule.ground import logs, paths, switches, tokens
@@ -199,6 +201,33 @@ class Engine:
                 and r["family"] != "read"]
         return cmds[:RECENT_COMMANDS]
 
+    def warm(self) -> None:
+        """Run once by a long-lived door (the supervisor, the engine daemon) before it serves, so no
+        request pays a first-time cost: the whole tokenizer, then the sample outputs of
+        observe/data/warmup.toml through observe() and drain() against scratch stores in a temporary
+        directory (every module the pipeline, the archive and the ledger import on first use is loaded;
+        nothing of the samples reaches this state dir), then this state dir's stores opened. Not
+        thread-safe: before the engine serves. A failure is logged; the first requests then pay it."""
+        tokens.load()
+        real = (self.state_dir, self._archive, self._ledger, self._pending, self._busy_ms)
+        try:
+            with tempfile.TemporaryDirectory(prefix="capsule-warm-") as tmp:
+                self.state_dir, self._archive, self._ledger, self._pending = Path(tmp), None, None, []
+                try:
+                    for obs in warm_up_samples():
+                        self.observe(obs)
+                    self.drain()
+                    self.session_cues(["warm-up"], intent="warm up", rel="service.py")
+                finally:
+                    for store in (self._archive, self._ledger):
+                        if store is not None:
+                            store.close()
+        except Exception as exc:  # noqa: BLE001 - a cold first request is slower, never wrong
+            log.warning("engine warm-up failed: %r", exc)
+        finally:
+            self.state_dir, self._archive, self._ledger, self._pending, self._busy_ms = real
+        self.archive, self.ledger   # noqa: B018 - this state dir's stores, open before the first request
+
     def pending(self) -> bool:
         """Is there deferred work (records, full-text rows) waiting for drain()?"""
         return bool(self._pending) or bool(self._archive is not None and self._archive.has_unindexed())
@@ -280,6 +309,18 @@ class Engine:
         for store in (self._archive, self._ledger):
             if store is not None:
                 store.close()
+
+
+def warm_up_samples() -> list[Observation]:
+    """The sample outputs of observe/data/warmup.toml (its header says how a sample is written)."""
+    data = tomllib.loads((Path(__file__).parent / "observe" / "data" / "warmup.toml").read_text())
+    out = []
+    for s in data["sample"]:
+        body = s.get("join", "").join(s["body"].replace("{i}", str(i)) for i in range(s.get("repeat", 1)))
+        text = s.get("head", "") + body + s.get("tail", "")
+        out.append(Observation(text.encode(), command=s["command"], stream=s.get("stream", "stdout"),
+                               exit_code=s.get("exit", 0), scope="warm-up", duration_ms=1.0))
+    return out
 
 
 def _head(f, n: int) -> bytes:

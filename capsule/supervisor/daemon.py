@@ -31,16 +31,12 @@ TICK_S = 1.0        # how often the idle clock and the socket file are looked at
 
 def warm_engine():
     """The engine every run would build in-process (same mode and settings: they picked this daemon),
-    its stores open and the whole tokenizer and the classifier loaded."""
+    warmed (Engine.warm: the whole tokenizer, the pipeline's modules, its stores open)."""
     from capsule.engine import Engine
-    from capsule.ground import tokens
-    from capsule.observe.classify import classify
 
     engine = Engine()
-    engine.defer = True     # rows after the reply (server.py)
-    engine.archive, engine.ledger
-    tokens.load()           # the whole encoder: no run's large output pays its load
-    classify("git status", b"")
+    engine.defer = True     # rows after the reply (control_server.py)
+    engine.warm()
     return engine
 
 
