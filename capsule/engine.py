@@ -17,7 +17,6 @@ close) waits as long as any writer (sqlite.BUSY_TIMEOUT_MS).
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 import tomllib
 from pathlib import Path
@@ -202,31 +201,42 @@ class Engine:
         return cmds[:RECENT_COMMANDS]
 
     def warm(self) -> None:
-        """Run once by a long-lived door (the supervisor, the engine daemon) before it serves, so no
-        request pays a first-time cost: the whole tokenizer, then the sample outputs of
-        observe/data/warmup.toml through observe() and drain() against scratch stores in a temporary
-        directory (every module the pipeline, the archive and the ledger import on first use is loaded;
-        nothing of the samples reaches this state dir), then this state dir's stores opened. Not
-        thread-safe: before the engine serves. A failure is logged; the first requests then pay it."""
+        """Before a long-lived door (the supervisor, the engine daemon) serves: the whole tokenizer
+        (a request never pays its load) and this state dir's stores open. What the pipeline imports
+        on first use is loaded after, by rehearsals (rehearse) while the door already serves."""
         tokens.load()
-        real = (self.state_dir, self._archive, self._ledger, self._pending, self._busy_ms)
+        self.archive, self.ledger   # noqa: B018 - open before the first request
+
+    def understudy(self, state_dir: Path) -> Engine:
+        """An engine like this one (mode, languages, deferred rows) over the stores of another state
+        dir, for rehearse(): the modules it loads are this process's, so loaded for this engine too;
+        nothing it stores reaches this engine's state dir."""
+        twin = Engine(mode=self.mode, scope="warm-up", languages=self.languages)
+        twin.state_dir = Path(state_dir)
+        twin.defer = True
+        return twin
+
+    @staticmethod
+    def warm_up_samples() -> list[Observation]:
+        """The sample outputs of observe/data/warmup.toml, for rehearse() (its header says how a
+        sample is written)."""
+        data = tomllib.loads((Path(__file__).parent / "observe" / "data" / "warmup.toml").read_text())
+        out = []
+        for s in data["sample"]:
+            body = s.get("join", "").join(s["body"].replace("{i}", str(i)) for i in range(s.get("repeat", 1)))
+            text = s.get("head", "") + body + s.get("tail", "")
+            out.append(Observation(text.encode(), command=s["command"], stream=s.get("stream", "stdout"),
+                                   exit_code=s.get("exit", 0), scope="warm-up", duration_ms=1.0))
+        return out
+
+    def rehearse(self, obs: Observation) -> None:
+        """One sample output (warm_up_samples) through observe() and drain(), as a request's would go,
+        on an understudy; never raises (a first request of that kind then pays what it would have)."""
         try:
-            with tempfile.TemporaryDirectory(prefix="capsule-warm-") as tmp:
-                self.state_dir, self._archive, self._ledger, self._pending = Path(tmp), None, None, []
-                try:
-                    for obs in warm_up_samples():
-                        self.observe(obs)
-                    self.drain()
-                    self.session_cues(["warm-up"], intent="warm up", rel="service.py")
-                finally:
-                    for store in (self._archive, self._ledger):
-                        if store is not None:
-                            store.close()
-        except Exception as exc:  # noqa: BLE001 - a cold first request is slower, never wrong
-            log.warning("engine warm-up failed: %r", exc)
-        finally:
-            self.state_dir, self._archive, self._ledger, self._pending, self._busy_ms = real
-        self.archive, self.ledger   # noqa: B018 - this state dir's stores, open before the first request
+            self.observe(obs)
+            self.drain()
+        except Exception as exc:  # noqa: BLE001
+            log.warning("engine rehearsal of %r failed: %r", obs.command, exc)
 
     def pending(self) -> bool:
         """Is there deferred work (records, full-text rows) waiting for drain()?"""
@@ -309,18 +319,6 @@ class Engine:
         for store in (self._archive, self._ledger):
             if store is not None:
                 store.close()
-
-
-def warm_up_samples() -> list[Observation]:
-    """The sample outputs of observe/data/warmup.toml (its header says how a sample is written)."""
-    data = tomllib.loads((Path(__file__).parent / "observe" / "data" / "warmup.toml").read_text())
-    out = []
-    for s in data["sample"]:
-        body = s.get("join", "").join(s["body"].replace("{i}", str(i)) for i in range(s.get("repeat", 1)))
-        text = s.get("head", "") + body + s.get("tail", "")
-        out.append(Observation(text.encode(), command=s["command"], stream=s.get("stream", "stdout"),
-                               exit_code=s.get("exit", 0), scope="warm-up", duration_ms=1.0))
-    return out
 
 
 def _head(f, n: int) -> bytes:

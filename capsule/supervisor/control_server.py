@@ -18,6 +18,7 @@ import logging
 import os
 import socket
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -69,6 +70,25 @@ class EngineServer:
         self._warming = False
         if self._warm is not None:
             self._warm.set()
+
+    async def rehearse(self) -> None:
+        """Once the engine serves: the sample outputs (Engine.warm_up_samples) through an understudy
+        over scratch stores, one at a time under the engine's lock, so every module the pipeline
+        loads on first use is loaded before the agent's first call of that kind, and a request that
+        arrives meanwhile waits for one sample at most (the lock serves its waiters in order)."""
+        if self.engine is None:
+            return
+        try:
+            with tempfile.TemporaryDirectory(prefix="capsule-warm-") as scratch:
+                twin = self.engine.understudy(Path(scratch))
+                try:
+                    for obs in twin.warm_up_samples():
+                        async with self.lock:
+                            await anyio.to_thread.run_sync(twin.rehearse, obs)
+                finally:
+                    twin.close()
+        except Exception as exc:  # noqa: BLE001 - unrehearsed, a kind's first request pays its imports
+            log.warning("engine rehearsal failed: %r", exc)
 
     async def _engine(self) -> Any | None:
         if self._warming and self._warm is not None:
@@ -187,7 +207,9 @@ class EngineServer:
         async with self.lock:       # first: a drain in progress has taken its rows off pending()
             if self.engine.pending():
                 await anyio.to_thread.run_sync(partial(self.engine.drain, stop=stop))
-            if not self.engine.pending():
+            # A request waiting for the lock (_wanted) took the pending lock before its row exists:
+            # it is not released under it; that request's own drain releases it after its reply.
+            if not self.engine.pending() and self._wanted == 0:
                 self._release()
 
     def _hold(self) -> None:
@@ -266,8 +288,15 @@ class EngineServer:
         if await self._engine() is None:
             return b"RAW\n"
         self._hold()
-        async with self.lock:
+        self._wanted += 1               # as for OBS1: a drain yields to it and keeps the pending lock
+        try:
+            await self.lock.acquire()
+        finally:
+            self._wanted -= 1
+        try:
             value = await anyio.to_thread.run_sync(hook_door.answer, self.engine, event)
+        finally:
+            self.lock.release()
         self.served += 1
         out = hook_door.hook_output(value)
         return b"OK %d\n" % len(out) + out

@@ -171,6 +171,7 @@ class Supervisor:
             engine = None
         self.engine = engine
         self.server.set_engine(engine)
+        await self.server.rehearse()     # serving already: the pipeline's first-use imports, off every request
 
     def _start_proxy(self) -> None:
         """The proxy door, then the agent pointed at it (fail open: subsystems.start_proxy)."""

@@ -27,9 +27,9 @@ PRUNE_INTERVAL_S = 600.0  # the stores' retention passes (capsule.store.retentio
 
 
 def warm_engine(state_dir: Path, mode: str, role: Role):
-    """An Engine with the role's filters set, warmed (Engine.warm: the whole tokenizer, every module
-    the pipeline loads on first use, its stores open): the shims' first command of any kind pays none
-    of it. Raises what the engine raises (core.py fails open)."""
+    """An Engine with the role's filters set, warmed (Engine.warm: the whole tokenizer, its stores
+    open): the shims' first command pays none of it (what the pipeline loads on first use comes
+    after, EngineServer.rehearse). Raises what the engine raises (core.py fails open)."""
     from capsule.engine import Engine  # noqa: PLC0415 - heavy import, only when the engine is on
     from capsule.observe.filters import filter_engine as filter_engine  # noqa: PLC0415
 

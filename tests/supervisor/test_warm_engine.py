@@ -1,5 +1,7 @@
-"""The supervisor's warm engine (subsystems.warm_engine) leaves nothing for a request to set up: the
-whole tokenizer is loaded at warm-up, so a large output's count loads and imports nothing."""
+"""The supervisor's warm engine (subsystems.warm_engine, then EngineServer.rehearse once it serves)
+leaves nothing for a request to set up: the whole tokenizer is loaded at warm-up, so a large
+output's count loads and imports nothing, and the rehearsals load what the pipeline imports on
+first use, so an agent's first call of any kind imports nothing either; nothing rehearsed is kept."""
 
 from __future__ import annotations
 
@@ -49,11 +51,16 @@ def test_a_warm_engines_first_large_count_loads_and_imports_nothing(tmp_path):
 CALLS = """
 import json, subprocess, sys
 from pathlib import Path
+import anyio
+from capsule.supervisor.control_server import EngineServer
 from capsule.policy.manifest import load_role
 from capsule.shims import door
 from capsule.supervisor import subsystems
 
 engine = subsystems.warm_engine(Path(sys.argv[1]), "standard", load_role("python-dev"))
+server = EngineServer(Path(sys.argv[1]) / "engine.sock", engine)
+anyio.run(server.rehearse)          # as the supervisor and the engine daemon do once serving
+assert engine.ledger.count() == 0 and engine.archive.stats()["entries"] == 0   # nothing rehearsed was kept
 work = Path(sys.argv[2])
 def run(*argv, cwd=work):
     done = subprocess.run(list(argv), capture_output=True, cwd=cwd)
