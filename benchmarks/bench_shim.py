@@ -1,9 +1,13 @@
 """Shim overhead and supervisor start-to-ready, measured in one run.
 
-For each command: the real binary, the shim as a passthrough (not an agent call: exec only), and
-the shim on an agent call (fork, capture, round trip to the warm engine, emit). Runs are
-interleaved so machine noise hits all three alike; medians over N runs.
-Budget (DESIGN, issue 32): <= 3 ms median added over the raw command plus the engine's own work.
+For each command: the real binary, the shim as a passthrough (not an agent call: exec only), the
+shim on an agent call (fork, capture, round trip to the warm engine, emit), and the engine's own
+work on that output before the reply (an in-process twin of the supervisor's engine). Runs are
+interleaved so machine noise hits all four alike; medians over N runs.
+Budget (DESIGN, issue 32): <= 3 ms median added over the raw command plus the engine's own work
+(door column, wall). A loaded machine makes wall noisy: the CPU table gives the same door in CPU
+(the supervisor's threads' run time per call over its engine's, plus the shim's over the raw command).
+Supervisor start: until its socket answers PING, until its agent runs, until its engine serves (STATUS).
 
     python benchmarks/bench_shim.py [-n 40]
 """
@@ -19,12 +23,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 from capsule import shims
+from capsule.agents import limits
 from capsule.ground import switches
-from capsule.supervisor import control_server
+from capsule.policy import plan as planning
+from capsule.policy.manifest import load_role
+from capsule.supervisor import control_server, subsystems
 from capsule.shims import door
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,14 +47,23 @@ COMMANDS = [
 ]
 
 
-def start_supervisor(state: Path) -> tuple[subprocess.Popen, float, float]:
-    """(process, seconds to ready: the socket answers PING, seconds until its engine serves: STATUS)."""
+def start_supervisor(state: Path) -> tuple[subprocess.Popen, dict[str, tuple[float, float]]]:
+    """(process, {milestone: (seconds since start, the supervisor's CPU ms by then)}) for its
+    milestones: ready (the socket answers PING), agent (the agent's first act, a marker file, exists),
+    warm (its engine serves: STATUS answered). CPU is the steadier figure on a loaded machine."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("JACKIN_CTX_")}
     env["JACKIN_CTX_STATE_DIR"] = str(state)
     sock = state / "engine.sock"
-    t0 = time.monotonic()
+    mark = state.parent / f"{state.name}.agent"
+    t0, t0_wall = time.monotonic(), time.time()
     proc = subprocess.Popen([sys.executable, "-m", "capsule", "supervise", "--role", "python-dev", "--",
-                             "sleep", "600"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             "sh", "-c", f': > "{mark}"; exec sleep 600'],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stamps: dict[str, tuple[float, float]] = {}
+
+    def stamp(name: str, secs: float | None = None) -> None:
+        stamps[name] = (time.monotonic() - t0 if secs is None else secs, process_cpu_ms(proc.pid))
+
     while not sock.exists():
         if time.monotonic() - t0 > 60:
             raise TimeoutError("supervisor did not create its socket")
@@ -55,9 +72,16 @@ def start_supervisor(state: Path) -> tuple[subprocess.Popen, float, float]:
         control_server.wait_ready(sock, 60, warm=False)
     except TypeError:       # an older tree: its socket answered only once its engine was warm
         control_server.wait_ready(sock, 60)
-    ready = time.monotonic() - t0
-    control_server.status(sock, 60)
-    return proc, ready, time.monotonic() - t0
+    stamp("ready")
+    warm = threading.Thread(target=lambda: (control_server.status(sock, 60), stamp("warm")))
+    warm.start()
+    while not mark.exists():
+        if time.monotonic() - t0 > 60:
+            raise TimeoutError("the supervisor did not start its agent")
+        time.sleep(0.002)
+    stamp("agent", mark.stat().st_mtime - t0_wall)
+    warm.join()
+    return proc, stamps
 
 
 SERVER_CPU: dict[str, float] = {}  # the supervisor's CPU ms per agent call (its socket, engine and row)
@@ -76,30 +100,37 @@ def timed(argv: list[str], env: dict[str, str], key: str = "") -> float:
     return wall
 
 
-ENGINE_CPU: dict[str, float] = {}   # CPU ms per call of the in-process twin: the emission and its ledger row
+ENGINE_CPU: dict[str, list[float]] = {}   # CPU ms per call of the in-process twin: the emission and its ledger row
 
 
-def engine_ms(engine, argv: list[str], real: str, env: dict[str, str], n: int) -> float:
-    """Median time the engine itself spends on this command's output (same work as behind the socket)."""
-    done = subprocess.run([real, *argv[1:]], env=env, capture_output=True, cwd=ROOT)
-    times, cpu = [], []
-    for _ in range(max(5, n // 3)):
-        t0 = time.perf_counter()
-        c0 = time.process_time()
-        door.observe_command(engine, " ".join(argv), done.stdout, done.stderr, done.returncode, 1.0)
-        times.append((time.perf_counter() - t0) * 1000.0)
-        if engine.pending():
-            engine.drain()
-        cpu.append((time.process_time() - c0) * 1000.0)
-    ENGINE_CPU[" ".join(argv)] = statistics.median(cpu)
-    return statistics.median(times)
+def twin_call(engine, argv: list[str], out: bytes, err: bytes, code: int, meta: dict[str, str]) -> float:
+    """Wall ms the engine spends before the reply on this output, one call: the same engine as the
+    supervisor's (role, mode, deferred rows), the same client facts (meta) as the shim sends.
+    ENGINE_CPU gets its CPU with the deferred row (drain): the supervisor's whole work per call.
+    Called between the runs (interleaved), so the machine's load hits it as it hits them."""
+    t0 = time.perf_counter()
+    c0 = time.process_time()
+    door.observe_command(engine, " ".join(argv), out, err, code, 1.0, cwd=str(ROOT), meta=meta)
+    wall = (time.perf_counter() - t0) * 1000.0
+    if engine.pending():
+        engine.drain()
+    ENGINE_CPU.setdefault(" ".join(argv), []).append((time.process_time() - c0) * 1000.0)
+    return wall
 
 
 def process_cpu_ms(pid: int) -> float:
-    """utime + stime of a running process (clock ticks of 10 ms: sum many calls before dividing)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * 1000.0 / os.sysconf("SC_CLK_TCK")
+    """CPU ms a running process has used: its threads' run time (schedstat, ns), else utime + stime
+    (clock ticks of 10 ms: sum many calls before dividing)."""
+    try:
+        total = 0
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[0])
+        return total / 1e6
+    except (OSError, ValueError, IndexError):
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 1000.0 / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> int:
@@ -110,17 +141,18 @@ def main() -> int:
 
     tmp = Path(tempfile.mkdtemp(prefix="capsule-bench-"))
     try:
-        ready, warm = [], []
+        starts: dict[str, list[tuple[float, float]]] = {"ready": [], "agent": [], "warm": []}
         for i in range(args.starts):
-            proc, secs, warm_s = start_supervisor(tmp / f"s{i}")
-            ready.append(secs * 1000)
-            warm.append(warm_s * 1000)
+            proc, stamps = start_supervisor(tmp / f"s{i}")
+            for name, (secs, cpu) in stamps.items():
+                starts[name].append((secs * 1000, cpu))
             proc.send_signal(signal.SIGTERM)
             proc.wait(30)
         state = tmp / "state"
-        proc, _, _ = start_supervisor(state)
-        from capsule.engine import Engine  # noqa: PLC0415 - in-process twin of the warm engine
-        engine = Engine(tmp / "engine-twin", mode="standard")
+        proc, _ = start_supervisor(state)
+        role = load_role("python-dev")      # the in-process twin of the supervisor's warm engine
+        engine = subsystems.warm_engine(tmp / "engine-twin", planning.effective_mode(role, switches.Switches.read()),
+                                        role)
         shim_dir = tmp / "shims"
         shims.install(shim_dir, socket=str(state / "engine.sock"))
         kind = ("compiled: capsule-shim, capsule-capture" if (shim_dir / getattr(shims, "CAPTURE", "-")).is_file()
@@ -137,24 +169,28 @@ def main() -> int:
         out_var = getattr(switches, "AGENT_OUT", "JACKIN_CTX_AGENT_OUT")  # (older trees: ignored)
         # the client capsule launched (its marker) and its tool mark: an agent call
         agent_env = dict(pass_env, CLAUDECODE="1", JACKIN_CTX_AGENT="claude", **{out_var: f"bench {view} {view}"})
+        meta = {k: agent_env[k] for k in limits.env_names() if k in agent_env}    # what the shim forwards
         rows = []
         served_before = control_server.status(state / "engine.sock")["served"]
         for argv in COMMANDS:
             real = shutil.which(argv[0], path=path)
-            samples: dict[str, list[float]] = {"raw": [], "pass": [], "agent": []}
-            for _ in range(3):  # warm the page cache
+            samples: dict[str, list[float]] = {"raw": [], "pass": [], "agent": [], "engine": []}
+            done = subprocess.run([real, *argv[1:]], env=raw_env, capture_output=True, cwd=ROOT)
+            for _ in range(3):  # warm the page cache, and both engines on this output
                 timed([real, *argv[1:]], raw_env)
                 timed(argv, agent_env)
+                twin_call(engine, argv, done.stdout, done.stderr, done.returncode, meta)
             name = " ".join(argv)
+            ENGINE_CPU.pop(name, None)
             sup0 = process_cpu_ms(proc.pid)
             for _ in range(args.n):
                 samples["raw"].append(timed([real, *argv[1:]], raw_env, f"{name}|raw"))
                 samples["pass"].append(timed(argv, pass_env, f"{name}|pass"))
                 samples["agent"].append(timed(argv, agent_env, f"{name}|agent"))
+                samples["engine"].append(twin_call(engine, argv, done.stdout, done.stderr, done.returncode, meta))
             SERVER_CPU[name] = (process_cpu_ms(proc.pid) - sup0) / args.n
             med = {k: statistics.median(v) for k, v in samples.items()}
-            rows.append((name, med["raw"], med["pass"], med["agent"],
-                         engine_ms(engine, argv, real, raw_env, args.n)))
+            rows.append((name, med["raw"], med["pass"], med["agent"], med["engine"]))
         env_file = shim_dir / getattr(shims, "ENV_FILE", "capsule-env.sh")
         env_cost = None
         if env_file.is_file():  # absent before the identity decision existed (comparing old trees)
@@ -171,7 +207,8 @@ def main() -> int:
         shutil.rmtree(tmp, ignore_errors=True)
 
     print(f"shim overhead, median of {args.n} interleaved runs (ms); shims {kind}")
-    print("added = agent - raw; engine = the engine's own work on that output (in-process, same run);")
+    print("added = agent - raw; engine = the engine's own work on that output before the reply (in-process twin,")
+    print("the supervisor's engine and client facts, called between the runs);")
     print("door = added - engine: what the shim and socket cost, the part the 3 ms budget governs")
     print(f"{'command':<24} {'raw':>7} {'passthru':>8} {'agent':>8} {'added':>8} {'engine':>7} {'door':>7}")
     worst = 0.0
@@ -187,21 +224,28 @@ def main() -> int:
         c = {v: statistics.median(CPU[f"{name}|{v}"]) for v in ("raw", "pass", "agent")}
         print(f"{name:<24} {c['raw']:7.2f} {c['pass']:8.2f} {c['agent']:8.2f} {c['pass'] - c['raw']:+9.2f} "
               f"{c['agent'] - c['raw']:+9.2f}")
-    print("\nsupervisor CPU ms per agent call (socket handling + engine + ledger row; 10 ms ticks over the runs)"
-          " against the in-process twin's engine CPU (emission + row): server = the difference")
-    print(f"{'command':<24} {'supervisor':>10} {'engine':>8} {'server':>8}")
+    print("\nsupervisor CPU ms per agent call (socket handling + engine + ledger row; its threads' run time"
+          " over the runs)\nagainst the in-process twin's engine CPU (emission + row): server = the difference;"
+          " door cpu = server + the shim's CPU over raw (agent-raw above): the door's cost in CPU, which a"
+          " loaded machine inflates less than wall")
+    print(f"{'command':<24} {'supervisor':>10} {'engine':>8} {'server':>8} {'door cpu':>9}")
     for name, *_ in rows:
-        sup, eng = SERVER_CPU[name], ENGINE_CPU[name]
-        print(f"{name:<24} {sup:10.2f} {eng:8.2f} {sup - eng:+8.2f}")
+        sup, eng = SERVER_CPU[name], statistics.median(ENGINE_CPU[name])
+        shim = statistics.median(CPU[f"{name}|agent"]) - statistics.median(CPU[f"{name}|raw"])
+        print(f"{name:<24} {sup:10.2f} {eng:8.2f} {sup - eng:+8.2f} {sup - eng + shim:+9.2f}")
     if env_cost:
         print(f"agent env file (capsule-env.sh, once per tool call): bash -c true {env_cost[0]:.2f} ms, "
               f"sourcing it first {env_cost[1]:.2f} ms ({env_cost[1] - env_cost[0]:+.2f} ms)")
     agent_runs = len(COMMANDS) * (args.n + 3)
     print(f"engine round trips served: {served} of {agent_runs} agent calls (fewer: some fell open, raw)")
-    print(f"supervisor start-to-ready (socket answers PING): median {statistics.median(ready):.0f} ms "
-          f"over {args.starts} starts (min {min(ready):.0f}, max {max(ready):.0f})")
-    print(f"supervisor start-to-warm engine (STATUS answered): median {statistics.median(warm):.0f} ms "
-          f"(min {min(warm):.0f}, max {max(warm):.0f})")
+    what = {"ready": "ready (socket answers PING)", "agent": "agent (its first act)",
+            "warm": "warm engine (STATUS answered)"}
+    print(f"supervisor start-to-milestone over {args.starts} starts: wall ms median (min-max); the supervisor's"
+          f" CPU ms by then, median (min-max)")
+    for name, label in what.items():
+        wall, cpu = [w for w, _ in starts[name]], [c for _, c in starts[name]]
+        print(f"  {label:<31} {statistics.median(wall):6.0f} ({min(wall):.0f}-{max(wall):.0f})   "
+              f"cpu {statistics.median(cpu):5.0f} ({min(cpu):.0f}-{max(cpu):.0f})")
     return 0 if worst <= BUDGET_MS else 1
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import time
+import tomllib
 from pathlib import Path
 
 from capsule.ground import logs, paths, switches, tokens
@@ -198,6 +199,44 @@ class Engine:
         cmds = [r["command"] for r in reversed(rows) if r["scope"] in scopes and r["command"]
                 and r["family"] != "read"]
         return cmds[:RECENT_COMMANDS]
+
+    def warm(self) -> None:
+        """Before a long-lived door (the supervisor, the engine daemon) serves: the whole tokenizer
+        (a request never pays its load) and this state dir's stores open. What the pipeline imports
+        on first use is loaded after, by rehearsals (rehearse) while the door already serves."""
+        tokens.load()
+        self.archive, self.ledger   # noqa: B018 - open before the first request
+
+    def understudy(self, state_dir: Path) -> Engine:
+        """An engine like this one (mode, languages, deferred rows) over the stores of another state
+        dir, for rehearse(): the modules it loads are this process's, so loaded for this engine too;
+        nothing it stores reaches this engine's state dir."""
+        twin = Engine(mode=self.mode, scope="warm-up", languages=self.languages)
+        twin.state_dir = Path(state_dir)
+        twin.defer = True
+        return twin
+
+    @staticmethod
+    def warm_up_samples() -> list[Observation]:
+        """The sample outputs of observe/data/warmup.toml, for rehearse() (its header says how a
+        sample is written)."""
+        data = tomllib.loads((Path(__file__).parent / "observe" / "data" / "warmup.toml").read_text())
+        out = []
+        for s in data["sample"]:
+            body = s.get("join", "").join(s["body"].replace("{i}", str(i)) for i in range(s.get("repeat", 1)))
+            text = s.get("head", "") + body + s.get("tail", "")
+            out.append(Observation(text.encode(), command=s["command"], stream=s.get("stream", "stdout"),
+                                   exit_code=s.get("exit", 0), scope="warm-up", duration_ms=1.0))
+        return out
+
+    def rehearse(self, obs: Observation) -> None:
+        """One sample output (warm_up_samples) through observe() and drain(), as a request's would go,
+        on an understudy; never raises (a first request of that kind then pays what it would have)."""
+        try:
+            self.observe(obs)
+            self.drain()
+        except Exception as exc:  # noqa: BLE001
+            log.warning("engine rehearsal of %r failed: %r", obs.command, exc)
 
     def pending(self) -> bool:
         """Is there deferred work (records, full-text rows) waiting for drain()?"""

@@ -37,6 +37,13 @@ def _load():
     return _encoder
 
 
+def load() -> bool:
+    """Load the whole encoder now: a long-lived process (the supervisor's engine, the engine daemon)
+    counts every text with it from the start, and no request pays its load (the rank subset is for
+    short-lived processes that count a few small texts). False: only estimates (APPROX) are possible."""
+    return _load() is not None
+
+
 def _from_library():
     import tiktoken
 

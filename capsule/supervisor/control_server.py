@@ -18,6 +18,7 @@ import logging
 import os
 import socket
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -38,6 +39,7 @@ INLINE_BYTES = 64 << 10     # outputs up to this are shaped on the loop itself (
 MAX_WAITING = 64            # connections still sending their request; past this the oldest is shed
 ACCEPT_BACKOFF_S = (0.01, 0.5)
 SWITCH_INTERVAL_S = 0.001
+ROW_RETRY_S = 1.0           # rows a busy ledger sent back are tried again this often, request or not
 _EXHAUSTED = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 
 
@@ -60,6 +62,7 @@ class EngineServer:
         self._waiting: dict[int, anyio.CancelScope] = {}   # in arrival order: oldest first
         self._wanted = 0                  # requests waiting for the engine: a drain yields to them
         self._held: tuple[int, str] | None = None   # store/finisher's pending lock, while rows are owed
+        self._retrying = False            # a task retries rows a busy ledger sent back (_retry_owed)
 
     def set_engine(self, engine: Any | None) -> None:
         """The warm engine (None: it failed to start, every request is answered RAW)."""
@@ -67,6 +70,25 @@ class EngineServer:
         self._warming = False
         if self._warm is not None:
             self._warm.set()
+
+    async def rehearse(self) -> None:
+        """Once the engine serves: the sample outputs (Engine.warm_up_samples) through an understudy
+        over scratch stores, one at a time under the engine's lock, so every module the pipeline
+        loads on first use is loaded before the agent's first call of that kind, and a request that
+        arrives meanwhile waits for one sample at most (the lock serves its waiters in order)."""
+        if self.engine is None:
+            return
+        try:
+            with tempfile.TemporaryDirectory(prefix="capsule-warm-") as scratch:
+                twin = self.engine.understudy(Path(scratch))
+                try:
+                    for obs in twin.warm_up_samples():
+                        async with self.lock:
+                            await anyio.to_thread.run_sync(twin.rehearse, obs)
+                finally:
+                    twin.close()
+        except Exception as exc:  # noqa: BLE001 - unrehearsed, a kind's first request pays its imports
+            log.warning("engine rehearsal failed: %r", exc)
 
     async def _engine(self) -> Any | None:
         if self._warming and self._warm is not None:
@@ -158,6 +180,22 @@ class EngineServer:
             except Exception:  # noqa: BLE001 - the shim gave up (timeout); nothing to do
                 pass
         await self._drain(yielding=True)
+        await self._retry_owed()
+
+    async def _retry_owed(self) -> None:
+        """Rows a busy ledger sent back (Engine.drain) are owed, and readers wait for them (the
+        pending lock): they are tried again every ROW_RETRY_S until written, without waiting for
+        the next request, which may never come. One task does it; a request's own drain goes first."""
+        if self._retrying:
+            return
+        self._retrying = True
+        try:
+            while self.engine is not None and self.engine.pending():
+                await anyio.sleep(ROW_RETRY_S)
+                if self._wanted == 0:
+                    await self._drain(yielding=True)
+        finally:
+            self._retrying = False
 
     async def _drain(self, yielding: bool) -> None:
         """Token counts and ledger rows of what was answered, written in a worker thread after the
@@ -169,7 +207,9 @@ class EngineServer:
         async with self.lock:       # first: a drain in progress has taken its rows off pending()
             if self.engine.pending():
                 await anyio.to_thread.run_sync(partial(self.engine.drain, stop=stop))
-            if not self.engine.pending():
+            # A request waiting for the lock (_wanted) took the pending lock before its row exists:
+            # it is not released under it; that request's own drain releases it after its reply.
+            if not self.engine.pending() and self._wanted == 0:
                 self._release()
 
     def _hold(self) -> None:
@@ -248,8 +288,15 @@ class EngineServer:
         if await self._engine() is None:
             return b"RAW\n"
         self._hold()
-        async with self.lock:
+        self._wanted += 1               # as for OBS1: a drain yields to it and keeps the pending lock
+        try:
+            await self.lock.acquire()
+        finally:
+            self._wanted -= 1
+        try:
             value = await anyio.to_thread.run_sync(hook_door.answer, self.engine, event)
+        finally:
+            self.lock.release()
         self.served += 1
         out = hook_door.hook_output(value)
         return b"OK %d\n" % len(out) + out

@@ -112,13 +112,15 @@ class Supervisor:
             with anyio.open_signal_receiver(*FORWARDED, signal.SIGCHLD) as signals:
                 self._register_agents()  # before the socket answers: "ready" means configured
                 if self.plan["engine"].on:
-                    # The socket answers PING at once (ready: doctor, `up` see the supervisor) while the
-                    # engine warms (~1 s of imports, stores, tokenizer); a request meanwhile waits for it
-                    # (server.py). The agent starts once it is warm: its first command is served.
+                    # The socket answers PING at once (ready: doctor, `up` see the supervisor) and the
+                    # agent starts without waiting for the engine, which warms behind the socket
+                    # (imports, stores, tokenizer: a few hundred ms, while the agent itself starts); a
+                    # request meanwhile waits for it (control_server.py), so the first command is
+                    # still served (raw only if the shim's deadline passes first).
                     self.server = EngineServer(self.socket_path, None, self.status, warming=True)
                     await self.server.listen()
                     tg.start_soon(subsystems.serve_forever, self.server)
-                    await self._start_engine()
+                    tg.start_soon(self._start_engine)
                 if self.plan["proxy"].on:
                     await anyio.to_thread.run_sync(self._start_proxy)
                 self.ready_s = time.monotonic() - self.started
@@ -169,6 +171,7 @@ class Supervisor:
             engine = None
         self.engine = engine
         self.server.set_engine(engine)
+        await self.server.rehearse()     # serving already: the pipeline's first-use imports, off every request
 
     def _start_proxy(self) -> None:
         """The proxy door, then the agent pointed at it (fail open: subsystems.start_proxy)."""

@@ -31,16 +31,12 @@ TICK_S = 1.0        # how often the idle clock and the socket file are looked at
 
 def warm_engine():
     """The engine every run would build in-process (same mode and settings: they picked this daemon),
-    its stores open and the tokenizer and classifier loaded."""
+    warmed (Engine.warm: the whole tokenizer, its stores open; rehearsed once serving, _serve)."""
     from capsule.engine import Engine
-    from capsule.ground import tokens
-    from capsule.observe.classify import classify
 
     engine = Engine()
-    engine.defer = True     # rows after the reply (server.py)
-    engine.archive, engine.ledger
-    tokens.count("warm up the tokenizer")
-    classify("git status", b"")
+    engine.defer = True     # rows after the reply (control_server.py)
+    engine.warm()
     return engine
 
 
@@ -57,6 +53,7 @@ async def _serve(srv: EngineServer, idle_s: float) -> None:
     started = time.monotonic()
     async with anyio.create_task_group() as tg:
         tg.start_soon(srv.serve)
+        tg.start_soon(srv.rehearse)     # the pipeline's first-use imports, off every run's request
         while True:
             await anyio.sleep(TICK_S)
             if srv.last > started and not srv.busy():      # between runs; its own connections (never raises)

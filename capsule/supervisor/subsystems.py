@@ -27,21 +27,18 @@ PRUNE_INTERVAL_S = 600.0  # the stores' retention passes (capsule.store.retentio
 
 
 def warm_engine(state_dir: Path, mode: str, role: Role):
-    """An Engine with its stores open, the tokenizer and classifier loaded, the role's filters set:
-    the shims' first command pays none of it. Raises what the engine raises (core.py fails open)."""
+    """An Engine with the role's filters set, warmed (Engine.warm: the whole tokenizer, its stores
+    open): the shims' first command pays none of it (what the pipeline loads on first use comes
+    after, EngineServer.rehearse). Raises what the engine raises (core.py fails open)."""
     from capsule.engine import Engine  # noqa: PLC0415 - heavy import, only when the engine is on
-    from capsule.ground import tokens  # noqa: PLC0415
-    from capsule.observe.classify import classify  # noqa: PLC0415
     from capsule.observe.filters import filter_engine as filter_engine  # noqa: PLC0415
 
     engine = Engine(state_dir, mode=mode, languages=role.context.languages)
-    engine.defer = True     # the server records after its reply is written (server.py)
     # Role filter files are named relative to the manifest; their pins come from it.
     filter_engine.set_role_filters([{**e, "path": str(role.path.parent / e["path"])}
                                     for e in role.context.filters_extra])
-    engine.archive, engine.ledger  # open the stores now, not on the first command
-    tokens.count("warm up the tokenizer")
-    classify("git status", b"")
+    engine.defer = True     # the server records after its reply is written (control_server.py)
+    engine.warm()
     return engine
 
 
