@@ -1,23 +1,29 @@
 """The search packer: ranked files -> `file:line:snippet` lines within a token budget.
 
-Not responsible for ranking (index.py) or reading whole files for the agent (reader.py).
-Invariant: the packed answer never exceeds its token budget; when hits are left out, one
-final line says how many.
+Not responsible for ranking by the query (index.py) nor by the task's cues (observe/cues.py:
+point(), the one ranking the shell search's cut uses too), nor for reading whole files (reader.py).
+Invariant: the packed answer never exceeds its token budget; when hits are left out, one line
+says how many and how to get them.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from capsule.ground.tokens import count
 from capsule.retrieve import workspace
+from capsule.observe.cues import DEFINES_BEFORE, Cues, empty, names_in, point, same_file
 from capsule.retrieve.index import Hit, query_terms
 
 SNIPPET_CHARS = 160
 SCAN_BYTES = 512 << 10
 LINES_PER_FILE = 2
 CANDIDATES = 24          # occurrences per term looked at when choosing lines
+RANK_CHARS = 64 << 10    # of each candidate file the task's cues are ranked over
+POINTED_LINES = 4        # lines of a file the task points at shown whole (beside the query's best)
+WHOLE_CHARS = 2000       # a pointed line longer than this is a blob, not a line to read whole
 
 
 def best_lines(text: str, terms: list[str], per_file: int = LINES_PER_FILE) -> list[tuple[int, str]]:
@@ -60,18 +66,29 @@ def _cost(text: str) -> int:
     return len(text) // 3 + 2
 
 
-def pack(root: Path, hits: list[Hit], query: str, budget: int = 800) -> str:
-    """`path:line:snippet` lines for the hits, best first, that fit in `budget` tokens."""
+def _load(root: Path, hit: Hit) -> str | None:
+    try:
+        real = workspace.resolve(root, hit.path)      # never follow a link out of the workspace
+        with os.fdopen(workspace.open_inside(root, real, hit.path), "rb") as fh:
+            return fh.read(SCAN_BYTES).decode("utf-8", "replace")
+    except (OSError, workspace.WorkspaceError):
+        return None
+
+
+def pack(root: Path, hits: list[Hit], query: str, budget: int = 800, cue: Cues | None = None,
+         k: int | None = None) -> str:
+    """`path:line:snippet` lines for the hits, best first, that fit in `budget` tokens. With the task's
+    cues (observe/cues.py) the `k` shown are chosen from all `hits`: those the cues point at first,
+    their pointed lines whole (within the budget), then the rest in the index's order."""
+    if cue is not None and not empty(cue):
+        return _pack_by_task(root, hits, query, budget, cue, len(hits) if k is None else k)
     terms = query_terms(query)
     groups: list[list[str]] = []
     used = 0
     left = 0
     for i, hit in enumerate(hits):
-        try:
-            real = workspace.resolve(root, hit.path)      # never follow a link out of the workspace
-            with os.fdopen(workspace.open_inside(root, real, hit.path), "rb") as fh:
-                text = fh.read(SCAN_BYTES).decode("utf-8", "replace")
-        except (OSError, workspace.WorkspaceError):
+        text = _load(root, hit)
+        if text is None:
             continue
         rows = [f"{hit.path}:{n}:{snippet(line)}" for n, line in best_lines(text, terms)]
         rows = rows or [f"{hit.path}:1:(path match)"]
@@ -81,12 +98,68 @@ def pack(root: Path, hits: list[Hit], query: str, budget: int = 800) -> str:
             break
         groups.append(rows)
         used += cost
-    while groups and count("\n".join(r for g in groups for r in g)) > budget - 12:
+    return _render(groups, left, hits, query, budget, "narrow the query or raise k")
+
+
+def _render(groups: list[list[str]], left: int, hits: list[Hit], query: str, budget: int, how: str,
+            first: str = "") -> str:
+    while groups and count("\n".join(r for g in groups for r in g)) > budget - 12 - count(first):
         groups.pop()                     # the estimate was low: drop the weakest file
         left += 1
     if not groups:
         return f"no matches for {query!r}" if not hits else f"[{len(hits)} files matched; raise the budget to see them]"
-    out = [r for g in groups for r in g]
+    out = [r for g in groups for r in g] + ([first] if first else [])
     if left:
-        out.append(f"[{left} more files matched; narrow the query or raise k]")
+        out.append(f"[{left} more files matched; {how}]")
     return "\n".join(out)
+
+
+def _pack_by_task(root: Path, hits: list[Hit], query: str, budget: int, cue: Cues, k: int) -> str:
+    """The cut by the task: cues.point() over the candidates' texts orders them; each pointed file
+    shows its pointed lines (a failing frame's line, the line defining or first holding a name the
+    cues say) beside the query's best lines, all whole while they take under half the budget."""
+    terms = query_terms(query)
+    found = [(h, t) for h in hits if (t := _load(root, h)) is not None]
+    texts = [t[:RANK_CHARS] for _, t in found]
+    pointed = point(texts, cue, [(h.path, 1, t.count("\n") + 1) for h, t in found])
+    order = [i for i, _ in pointed] + [i for i in range(len(found)) if i not in {j for j, _ in pointed}]
+    why = dict(pointed)
+    groups: list[list[str]] = []
+    said: list[str] = []
+    used = 0
+    for i in order[:k]:
+        hit, text = found[i]
+        best = dict(best_lines(text, terms))
+        whole = dict(_pointed_lines(text, hit.path, cue)) if i in why else {}
+        shown = sorted({**best, **whole}.items())
+        rows = [f"{hit.path}:{n}:{line[:WHOLE_CHARS].strip()}" for n, line in shown]
+        if i not in why or used + _cost("\n".join(rows)) > budget // 2:     # a pointed file's lines whole while they fit
+            rows = [f"{hit.path}:{n}:{snippet(line)}" for n, line in shown]
+        rows = rows or [f"{hit.path}:1:(path match)"]
+        cost = _cost("\n".join(rows))
+        if used + cost > budget - 40:
+            break
+        groups.append(rows)
+        if i in why:
+            said.append(f"{hit.path} ({why[i]})")
+        used += cost
+    first = f"[first by the task: {'; '.join(said)}]" if said else ""
+    return _render(groups, len(found) - len(groups), hits, query, budget,
+                   "ctx_search with a larger k shows them", first)
+
+
+def _pointed_lines(text: str, path: str, cue: Cues) -> list[tuple[int, str]]:
+    """The lines of one file the cues point at: its failing frames' lines, then for each name the cues
+    say that it holds, the line defining it (else its first line holding it); at most POINTED_LINES."""
+    lines = text.split("\n")
+    out: dict[int, str] = {}
+    for p, no in cue.frames:
+        if same_file(p, path) and 1 <= no <= len(lines):
+            out.setdefault(no, lines[no - 1])
+    for name in names_in(text, cue):
+        held = [n for n, line in enumerate(lines, 1) if re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", line)]
+        defs = [n for n in held if re.search(DEFINES_BEFORE + re.escape(name) + r"\b", lines[n - 1])]
+        if held:
+            n = (defs or held)[0]
+            out.setdefault(n, lines[n - 1])
+    return list(out.items())[:POINTED_LINES]
