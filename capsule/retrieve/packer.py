@@ -22,7 +22,11 @@ SCAN_BYTES = 512 << 10
 LINES_PER_FILE = 2
 CANDIDATES = 24          # occurrences per term looked at when choosing lines
 RANK_CHARS = 64 << 10    # of each candidate file the task's cues are ranked over
-POINTED_LINES = 4        # lines of a file the task points at shown whole (beside the query's best)
+POINTED_LINES = 10       # lines of a file the task points at shown whole (beside the query's best)
+MAX_BLOCK = 400          # a definition longer than this is most of a file: a window is shown instead
+WINDOW = 12              # lines either side of an anchor outside any definition
+_HEADER = re.compile(r"\s*(?:(?:async|export|pub|public|private|protected|static|abstract|default)\s+)*"
+                     + DEFINES_BEFORE + r"\w")      # a line that starts a definition
 WHOLE_CHARS = 2000       # a pointed line longer than this is a blob, not a line to read whole
 
 
@@ -130,7 +134,7 @@ def _pack_by_task(root: Path, hits: list[Hit], query: str, budget: int, cue: Cue
     for i in order[:k]:
         hit, text = found[i]
         best = dict(best_lines(text, terms))
-        whole = dict(_pointed_lines(text, hit.path, cue)) if i in why else {}
+        whole = dict(_pointed_lines(text, hit.path, cue, terms)) if i in why else {}
         shown = sorted({**best, **whole}.items())
         rows = [f"{hit.path}:{n}:{line[:WHOLE_CHARS].strip()}" for n, line in shown]
         if i not in why or used + _cost("\n".join(rows)) > budget // 2:     # a pointed file's lines whole while they fit
@@ -148,18 +152,48 @@ def _pack_by_task(root: Path, hits: list[Hit], query: str, budget: int, cue: Cue
                    "ctx_search with a larger k shows them", first)
 
 
-def _pointed_lines(text: str, path: str, cue: Cues) -> list[tuple[int, str]]:
-    """The lines of one file the cues point at: its failing frames' lines, then for each name the cues
-    say that it holds, the line defining it (else its first line holding it); at most POINTED_LINES."""
+def _pointed_lines(text: str, path: str, cue: Cues, terms: list[str]) -> list[tuple[int, str]]:
+    """The lines of one file the cues point at, at most POINTED_LINES: its anchors (its failing frames'
+    lines; for each name the cues say that it holds, the line defining it, else its first line holding
+    it; with neither, its line holding the most of the cue's terms), then the query's lines inside each
+    anchor's block (the definition it starts or sits in, else WINDOW lines either side)."""
     lines = text.split("\n")
-    out: dict[int, str] = {}
-    for p, no in cue.frames:
-        if same_file(p, path) and 1 <= no <= len(lines):
-            out.setdefault(no, lines[no - 1])
+    anchors = [no for p, no in cue.frames if same_file(p, path) and 1 <= no <= len(lines)]
     for name in names_in(text, cue):
         held = [n for n, line in enumerate(lines, 1) if re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", line)]
         defs = [n for n in held if re.search(DEFINES_BEFORE + re.escape(name) + r"\b", lines[n - 1])]
         if held:
-            n = (defs or held)[0]
-            out.setdefault(n, lines[n - 1])
-    return list(out.items())[:POINTED_LINES]
+            anchors.append((defs or held)[0])
+    if not anchors:
+        anchors = [n for n, _ in best_lines(text, list(cue.terms), 1)]
+    anchors = list(dict.fromkeys(anchors))
+    out = {n: lines[n - 1] for n in anchors[:POINTED_LINES]}
+    low_terms = [t for t in terms if len(t) > 1] or terms
+    for n in anchors:
+        first, last = _block(lines, n)
+        for m in range(first, last + 1):
+            if len(out) >= POINTED_LINES:
+                return sorted(out.items())
+            if any(t in lines[m - 1].lower() for t in low_terms):
+                out.setdefault(m, lines[m - 1])
+    return sorted(out.items())
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _block(lines: list[str], n: int) -> tuple[int, int]:
+    """The definition line `n` starts or sits in (by indentation: up to the next line indented no
+    deeper than its header), else WINDOW lines either side; at most MAX_BLOCK lines."""
+    inner = _indent(lines[n - 1])
+    for head in range(n, max(0, n - MAX_BLOCK), -1):
+        line = lines[head - 1]
+        if _HEADER.match(line) and (head == n or _indent(line) < inner):
+            base, end = _indent(line), head
+            while end < len(lines) and end - head < MAX_BLOCK and (not lines[end].strip() or _indent(lines[end]) > base):
+                end += 1
+            if end >= n:
+                return head, end
+            break
+    return max(1, n - WINDOW), min(len(lines), n + WINDOW)

@@ -98,7 +98,10 @@ def test_a_failing_test_pulls_the_file_of_its_frame_first_with_the_line_whole(en
 def test_a_name_in_the_users_prompt_pulls_its_definition_first(engine, ws):
     rows = search(engine, ws, k=3, scope="p1", prompt="the total after `apply_discount` is wrong for 15%")
     assert files(rows)[0] == "shop/pricing.py"
-    assert any(r.startswith("shop/pricing.py:8:def apply_discount(total, rate):") for r in rows)
+    assert "shop/pricing.py:8:def apply_discount(total, rate):" in rows
+    # the query's lines inside the definition the prompt names, not only the file's best two
+    assert 'shop/pricing.py:10:return total - total * rate["percent"] / 100' in rows
+    assert not any(r.startswith("shop/pricing.py:13:") for r in rows)       # tax(): another definition
     assert len([f for f in files(rows)]) == 3      # k is still the number of files
 
 
