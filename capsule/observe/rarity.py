@@ -59,7 +59,10 @@ _HOLE = "\x00"
 # A table's header: three or more words of capitals (`%CPU`, `CONTAINER ID`, `RESTARTS`).
 _HEADER = re.compile(r"\s*[A-Z%][A-Z0-9%_/()-]*(?:\s+[A-Z%][A-Z0-9%_/()-]*){2,}\s*$")
 _INK = re.compile(r"\S")
+_INK_BYTES = bytes(48 if c in (9, 13, 32) else 49 for c in range(256))    # blank -> "0", ink -> "1"
+_LETTER = re.compile(r"[A-Za-z]")
 MAX_TABLE_WIDTH = 512   # columns past this are a row's free text (a command line), not fields
+HEAD_ROWS = 64          # a table's first rows, which say what each column can be
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]i?B?|B)?$")
 _UNIT = {"": 1, "B": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _NUMBER = re.compile(r"\d+")
@@ -169,19 +172,30 @@ def _table_outliers(lines: list[str]) -> set[int]:
             continue
         used = 0
         for i in range(h, end):              # the positions any line prints a character at, as bits
-            used |= int(_INK.sub("1", lines[i][:MAX_TABLE_WIDTH]).replace(" ", "0")[::-1] or "0", 2)
+            line = lines[i][:MAX_TABLE_WIDTH]
+            ink = line.encode().translate(_INK_BYTES) if line.isascii() else \
+                _INK.sub("1", line).replace(" ", "0").encode()
+            used |= int(ink[::-1] or b"0", 2)
         spans = [(m.start(), m.end()) for m in re.finditer("1+", bin(used)[2:][::-1])]
         if len(spans) < 3:
             continue
         idx = list(range(h + 1, end))
         columns = []
         for a, b in spans:
+            # Its first rows say what a column can be (sizes, a few values, a few first words): a
+            # column that is none of these (names, ids, free text) is not cut out of every row.
+            head = [lines[i][a:b].strip() for i in idx[:HEAD_ROWS]]
+            sized = None not in map(_size, head)
+            few = len(set(head)) <= anomalies.CATEGORICAL
+            firsts = [v.split(" ", 1)[0] for v in head]
+            few_firsts = firsts != head and len(set(firsts)) <= anomalies.CATEGORICAL
+            if not (sized or few or few_firsts):
+                continue
             col = [lines[i][a:b].strip() for i in idx]
-            sized = [_size(v) for v in col]
-            columns.append(col if None in sized else sized)
-            first = [v.split(" ", 1)[0] for v in col]
-            if first != col and None in sized:
-                columns.append(first)
+            values = [_size(v) for v in col] if sized and _LETTER.search("".join(col)) else col
+            columns.append(col if None in values else values)      # (plain numbers need no reading)
+            if few_firsts:
+                columns.append([v.split(" ", 1)[0] for v in col])
         keep |= anomalies.field_outliers(idx, columns)
     return keep
 

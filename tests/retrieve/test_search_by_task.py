@@ -119,3 +119,15 @@ def test_the_cues_never_push_the_answer_over_its_budget_and_one_row_is_written(e
 def test_same_search_same_cues_same_bytes(engine, ws):
     kw = {"k": 4, "scope": "p2", "prompt": "look at `apply_discount`"}
     assert search(engine, ws, **kw) == search(engine, ws, **kw)
+
+
+def test_a_failing_task_cut_serves_the_plain_search(engine, ws, monkeypatch):
+    from capsule.retrieve import packer
+
+    plain = search(engine, ws, k=3)
+
+    def broken(*a, **kw):
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(packer, "_pack_by_task", broken)
+    assert search(engine, ws, k=3, scope="p3", prompt="look at `apply_discount`") == plain
