@@ -139,12 +139,13 @@ def rank(texts: list[str], cue: Cues, titles: list[str] | None = None) -> list[i
     return [i for s, i in sorted(hits, key=lambda h: (-h[0], h[1])) if s >= MIN_SHARE * best]
 
 
-def point(texts: list[str], cue: Cues, where: list[tuple[str, int, int]] | None = None) -> list[tuple[int, str]]:
+def point(texts: list[str], cue: Cues, where: list[tuple[str, int, int]] | None = None,
+          ranked: list[str] | None = None) -> list[tuple[int, str]]:
     """(index, why) of the `texts` the cue points at, best first, each once: those holding a failing
     frame's line (`where[i]`: the text's file and its first and last line numbers), then those holding
     an exact name that singles texts out (telling()), a definition of it first; else what the terms
-    point at (rank()). The one ranking of both cuts of a search (a shell search's match groups, the
-    files of ctx_search) and of nothing else's order."""
+    point at (rank(), over `ranked[i]` in place of a text when given: a file's parts near the query).
+    The one ranking of both cuts of a search (a shell search's match groups, the files of ctx_search)."""
     picked: list[tuple[int, str]] = []
     for path, no in cue.frames:
         for i, (file, lo, hi) in enumerate(where or ()):
@@ -156,14 +157,14 @@ def point(texts: list[str], cue: Cues, where: list[tuple[str, int, int]] | None 
         order = {n: i for i, n in enumerate(names)}
         scored = []
         for k, text in enumerate(texts):
-            held = set(said.findall(text))
+            held = set(said.findall(text)) if any(n in text for n in names) else ()
             if held:
                 first = min(held, key=order.__getitem__)
                 defines = re.search(DEFINES_BEFORE + re.escape(first) + r"\b", text) is not None
                 scored.append(((order[first], not defines, k), k, f"names {first}"))
         picked += [(k, why) for _, k, why in sorted(scored)]
     if not picked:
-        picked = [(i, "matches the task's words") for i in rank(texts, cue)]
+        picked = [(i, "matches the task's words") for i in rank(texts if ranked is None else ranked, cue)]
     seen: set[int] = set()
     return [(i, why) for i, why in picked if not (i in seen or seen.add(i))]
 
@@ -178,7 +179,8 @@ def telling(texts: list[str], cue: Cues) -> list[str]:
     for n in cue.names:
         if n not in joined:
             continue
-        held = sum(1 for t in texts if re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", t))
+        whole = re.compile(rf"(?<![\w]){re.escape(n)}(?![\w])")
+        held = sum(1 for t in texts if n in t and whole.search(t))
         if 0 < held <= max(1, len(texts) // 2):
             out.append(n)
     return out

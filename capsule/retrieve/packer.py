@@ -21,7 +21,8 @@ SNIPPET_CHARS = 160
 SCAN_BYTES = 512 << 10
 LINES_PER_FILE = 2
 CANDIDATES = 24          # occurrences per term looked at when choosing lines
-RANK_CHARS = 64 << 10    # of each candidate file the task's cues are ranked over
+RANK_CHARS = 8 << 10     # of each candidate file the task's words are ranked over (near the query's lines)
+NEAR = 3                 # lines either side of a query's candidate line ranked with it
 POINTED_LINES = 10       # lines of a file the task points at shown whole (beside the query's best)
 MAX_BLOCK = 400          # a definition longer than this is most of a file: a window is shown instead
 WINDOW = 12              # lines either side of an anchor outside any definition
@@ -34,18 +35,7 @@ def best_lines(text: str, terms: list[str], per_file: int = LINES_PER_FILE) -> l
     """The lines matching the most distinct query terms (ties: earliest), as (line number, text)."""
     low_terms = [t for t in terms if len(t) > 1] or terms
     low = text.lower()
-    starts: set[int] = set()
-    for t in low_terms:       # candidate lines: the first CANDIDATES occurrences of each term (C-speed find)
-        pos = low.find(t)
-        for _ in range(CANDIDATES):
-            if pos < 0:
-                break
-            start = low.rfind("\n", 0, pos) + 1
-            starts.add(start)
-            nxt = low.find("\n", pos)
-            if nxt < 0:
-                break
-            pos = low.find(t, nxt)
+    starts = _starts(low, low_terms)
     scored: list[tuple[int, int, str]] = []
     line_no, last = 1, 0
     for start in sorted(starts):
@@ -58,6 +48,47 @@ def best_lines(text: str, terms: list[str], per_file: int = LINES_PER_FILE) -> l
     scored.sort()
     picked = sorted(scored[:per_file], key=lambda s: s[1])
     return [(n, line) for _s, n, line in picked]
+
+
+def _starts(low: str, low_terms: list[str]) -> set[int]:
+    """Where the candidate lines start: the first CANDIDATES occurrences of each term (C-speed find)."""
+    starts: set[int] = set()
+    for t in low_terms:
+        pos = low.find(t)
+        for _ in range(CANDIDATES):
+            if pos < 0:
+                break
+            start = low.rfind("\n", 0, pos) + 1
+            starts.add(start)
+            nxt = low.find("\n", pos)
+            if nxt < 0:
+                break
+            pos = low.find(t, nxt)
+    return starts
+
+
+def near(text: str, terms: list[str]) -> str:
+    """The parts of a file around the query's candidate lines (NEAR lines either side), at most
+    RANK_CHARS: what the task's words are ranked over (the hits the query found, not the file's head)."""
+    low_terms = [t for t in terms if len(t) > 1] or terms
+    out: list[str] = []
+    size, last = 0, -1
+    for start in sorted(_starts(text.lower(), low_terms)):
+        a = start
+        for _ in range(NEAR):
+            a = text.rfind("\n", 0, max(0, a - 1)) + 1
+        b = start
+        for _ in range(NEAR + 1):
+            nxt = text.find("\n", b)
+            b = len(text) if nxt < 0 else nxt + 1
+        a = max(a, last)
+        if a < b:
+            out.append(text[a:b])
+            size += b - a
+            last = b
+        if size >= RANK_CHARS:
+            break
+    return "".join(out)[:RANK_CHARS]
 
 
 def snippet(line: str) -> str:
@@ -124,8 +155,9 @@ def _pack_by_task(root: Path, hits: list[Hit], query: str, budget: int, cue: Cue
     cues say) beside the query's best lines, all whole while they take under half the budget."""
     terms = query_terms(query)
     found = [(h, t) for h in hits if (t := _load(root, h)) is not None]
-    texts = [t[:RANK_CHARS] for _, t in found]
-    pointed = point(texts, cue, [(h.path, 1, t.count("\n") + 1) for h, t in found])
+    texts = [t for _, t in found]
+    pointed = point(texts, cue, [(h.path, 1, t.count("\n") + 1) for h, t in found],
+                    ranked=[near(t, terms) for t in texts])
     order = [i for i, _ in pointed] + [i for i in range(len(found)) if i not in {j for j, _ in pointed}]
     why = dict(pointed)
     groups: list[list[str]] = []
@@ -160,8 +192,10 @@ def _pointed_lines(text: str, path: str, cue: Cues, terms: list[str]) -> list[tu
     lines = text.split("\n")
     anchors = [no for p, no in cue.frames if same_file(p, path) and 1 <= no <= len(lines)]
     for name in names_in(text, cue):
-        held = [n for n, line in enumerate(lines, 1) if re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", line)]
-        defs = [n for n in held if re.search(DEFINES_BEFORE + re.escape(name) + r"\b", lines[n - 1])]
+        whole = re.compile(rf"(?<![\w]){re.escape(name)}(?![\w])")
+        held = [n for n, line in enumerate(lines, 1) if name in line and whole.search(line)]
+        defines = re.compile(DEFINES_BEFORE + re.escape(name) + r"\b")
+        defs = [n for n in held if defines.search(lines[n - 1])]
         if held:
             anchors.append((defs or held)[0])
     if not anchors:
