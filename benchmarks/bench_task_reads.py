@@ -26,6 +26,11 @@ run for real, past the bounded view's 1,000 lines). The lines used next: the out
 goal function's file within its body. Conditions: full (the tool's output), head/tail (a blind cut:
 first and last 40 lines), before (no cue: the search filter's plain cut), after/intent,
 after/prompt (the name in the user's last prompt), after/intent+name.
+ctx_search steps (the read door's search, issue 29.3): the same identifier, asked of ctx_search (k 10,
+its 800-token budget). The lines used next: the goal function's lines holding it, each a `path:line`
+row. Conditions: full (`rg -n -w`, every hit), before (the search by the query alone: the packer as
+main runs it, whose no-cue path this change leaves as it was), after/intent, after/prompt,
+after/intent+name. A bounce costs the missing lines' tokens (a `ctx_read lines:A-B`).
 Timings are not measured (token and line figures only); same input -> same figures.
 """
 
@@ -132,7 +137,7 @@ class Tally:
     def row(self, name: str) -> str:
         saved = 1 - self.sent / self.full if self.full else 0.0
         with_bounce = 1 - (self.sent + self.bounce_tokens) / self.full if self.full else 0.0
-        return (f"| {name:<24} | {self.steps:>5} | {self.sent:>8} | {saved:>6.1%} | {self.kept / max(1, self.used):>7.1%} "
+        return (f"| {name:<28} | {self.steps:>5} | {self.sent:>8} | {saved:>6.1%} | {self.kept / max(1, self.used):>7.1%} "
                 f"| {self.bounces:>7} | {with_bounce:>12.1%} |")
 
 
@@ -146,12 +151,9 @@ def search_steps(eng, ws: Path, goals: list, count) -> dict:
     tallies = {k: SearchTally() for k in keys}
     texts = {rel: source for rel, _, _, _, _, source in goals}
     for j, (rel, name, first, last, goal, source) in enumerate(goals):
-        body = "\n".join(source.split("\n")[first - 1:last])
-        common = [w for w in dict.fromkeys(re.findall(r"\b[A-Za-z_]\w{3,}\b", body))
-                  if w != name and sum(t.count(w) for t in texts.values()) >= 150 and w not in ("self", "return")]
-        if not common:
+        word = _common_word(source, first, last, name, texts)
+        if word is None:
             continue
-        word = common[0]
         args = ["rg", "-n", "-C", "4", "--sort", "path", "-w", word, "."]
         raw = subprocess.run(args, cwd=ws, capture_output=True, text=True).stdout
         if raw.count("\n") <= 1000:
@@ -173,6 +175,51 @@ def search_steps(eng, ws: Path, goals: list, count) -> dict:
     return tallies
 
 
+def ctx_search_steps(eng, ws: Path, goals: list, count) -> dict:
+    """The read door's ctx_search over the copied modules, one per goal function (see the module doc)."""
+    from capsule.ground.types import Observation, Request
+    from capsule.retrieve import packer
+
+    keys = ("ctx_search:full (rg -n)", "ctx_search:before", "ctx_search:after/intent", "ctx_search:after/prompt",
+            "ctx_search:after/intent+name")
+    tallies = {k: RowTally() for k in keys}
+    texts = {rel: source for rel, _, _, _, _, source in goals}
+    index = eng.reads.index(ws)
+    for j, (rel, name, first, last, goal, source) in enumerate(goals):
+        word = _common_word(source, first, last, name, texts)
+        if word is None:
+            continue
+        lines = source.split("\n")
+        used = {f"{rel}:{n}" for n in range(first, last + 1) if re.search(rf"\b{word}\b", lines[n - 1])}
+        if not used:
+            continue
+        raw = subprocess.run(["rg", "-n", "--sort", "path", "-w", word, "."], cwd=ws, capture_output=True,
+                             text=True).stdout.replace("./", "")
+        tallies["ctx_search:full (rg -n)"].add(raw, raw, used, count, lines)
+        plain = packer.pack(ws, index.search(word, 10), word, budget=800)     # main's ctx_search, unchanged
+        tallies["ctx_search:before"].add(plain, raw, used, count, lines)
+        for key, intent, prompt in (("ctx_search:after/intent", goal, None),
+                                    ("ctx_search:after/prompt", "", f"something is off in `{name}`, can you look?"),
+                                    ("ctx_search:after/intent+name", f"{goal} ({name})", None)):
+            view = eng.request(Observation(request=Request("search", ws, word, scope=f"q{j}-{key}", intent=intent,
+                                                           prompt=prompt))).data.decode()
+            tallies[key].add(view, raw, used, count, lines)
+    return tallies
+
+
+def _common_word(source: str, first: int, last: int, name: str, texts: dict) -> str | None:
+    """The identifier a goal's body uses first that is common across the copied modules."""
+    body = "\n".join(source.split("\n")[first - 1:last])
+    common = [w for w in dict.fromkeys(re.findall(r"\b[A-Za-z_]\w{3,}\b", body))
+              if w != name and sum(t.count(w) for t in texts.values()) >= 150 and w not in ("self", "return")]
+    return common[0] if common else None
+
+
+def _rows_shown(text: str) -> set:
+    """`path:line` of each `path:line:…` row an answer shows."""
+    return {f"{m.group(1)}:{m.group(2)}" for m in re.finditer(r"^([^:\n]+):(\d+):", text, re.M)}
+
+
 def _in_body(line: str, rel: str, first: int, last: int) -> bool:
     m = re.match(r"^\./(.+?)[-:](\d+)[-:]", line)
     return bool(m) and m.group(1) == rel and first <= int(m.group(2)) <= last
@@ -190,6 +237,23 @@ class SearchTally(Tally):
         if missing:
             self.bounces += 1
             self.bounce_tokens += count("\n".join(missing))
+
+
+class RowTally(Tally):
+    """ctx_search answers: a used line is kept when its `path:line` row is shown; a bounce reads the
+    missing lines (first to last) of the goal's file."""
+
+    def add(self, view: str, raw: str, used: set, count, lines: list[str]) -> None:
+        shown = _rows_shown(view)
+        self.steps += 1
+        self.sent += count(view)
+        self.full += count(raw)
+        self.used += len(used)
+        self.kept += len(used & shown)
+        missing = sorted(int(u.rsplit(":", 1)[1]) for u in used - shown)
+        if missing:
+            self.bounces += 1
+            self.bounce_tokens += count("\n".join(lines[missing[0] - 1:missing[-1]]))
 
 
 def main() -> int:
@@ -258,9 +322,10 @@ def main() -> int:
             tallies[key].add(view, source, used, count)
         goals.append((rel, name, first, last, goal, source))
     tallies.update(search_steps(eng, ws, goals, count))
+    tallies.update(ctx_search_steps(eng, ws, goals, count))
     eng.close()
-    print("| condition                | steps | tokens   | saved  | used kept | bounces | saved w/ bounce |")
-    print("|--------------------------|-------|----------|--------|-----------|---------|-----------------|")
+    print("| condition                    | steps | tokens   | saved  | used kept | bounces | saved w/ bounce |")
+    print("|------------------------------|-------|----------|--------|-----------|---------|-----------------|")
     for name, t in tallies.items():
         print(t.row(name))
     print(json.dumps({k: vars(v) for k, v in tallies.items()}))

@@ -1,5 +1,5 @@
 """The engine's read entry (Engine.request): the read door's tool calls — read a file in a mode,
-search the workspace, list or read a document, expand an archived original — shaped here and
+search the workspace (cut by the task's cues as a read is), list or read a document, expand an archived original — shaped here and
 recorded as one ledger row each, so the MCP door only translates arguments and answers.
 
 Responsible for choosing and running the read transforms (full, outline/signatures, lines, section,
@@ -36,6 +36,7 @@ log = logs.get("capsule.engine.read")
 REFRESH_EVERY_S = 30.0
 MAX_MEDIA_BYTES = 32 << 20     # the model APIs' own request cap
 DEFAULT_BUDGET = 800
+MAX_K = 50                     # the most files a search shows, and the candidates a task cut chooses from
 DOC_SUFFIXES = ("md", "markdown", "mdx", "rst", "txt")
 
 
@@ -198,9 +199,28 @@ class Reads:
         started = time.perf_counter()
         if not req.target.strip():
             raise RequestError("empty query; give words or identifiers to look for")
-        k = max(1, min(int(req.k), 50))
-        text = packer.pack(req.root, self.index(req.root).search(req.target, k), req.target, budget=DEFAULT_BUDGET)
+        k = max(1, min(int(req.k), MAX_K))
+        index = self.index(req.root)
+        text = None
+        try:
+            cue = self._search_cues(req)
+            if cue is not None:     # the k shown are chosen from every candidate the cues may point at
+                text = packer.pack(req.root, index.search(req.target, MAX_K), req.target, budget=DEFAULT_BUDGET,
+                                   cue=cue, k=k)
+        except Exception as exc:  # noqa: BLE001 - a task cut that fails serves the plain search (fail open)
+            log.warning("task-cut search for %r failed: %r; the plain search is served", req.target, exc)
+        if text is None:
+            text = packer.pack(req.root, index.search(req.target, k), req.target, budget=DEFAULT_BUDGET)
         return self._row(req, text, text, "search", f"ctx_search {req.target}", started)
+
+    def _search_cues(self, req: Request):
+        """The session's cues for a search (as a read gets them), or None when there are none."""
+        from capsule.observe.cues import empty  # noqa: PLC0415
+
+        eng = self.engine
+        scopes = list(dict.fromkeys(s for s in (req.scope, eng.scope) if s))
+        cue = eng.session_cues(scopes, req.intent, req.prompt, req.edits)
+        return None if empty(cue) else cue
 
     def _doc(self, req: Request) -> Emission:
         started = time.perf_counter()

@@ -164,8 +164,10 @@ class ReadDoor:
                     pass
         return self._media
 
-    def search(self, query: str, k: int = 10) -> str:
-        return self._ask("search", query, k=k)
+    def search(self, query: str, k: int = 10, meta: dict | None = None) -> str:
+        """Ranked hits; those the task's cues point at first, as a read's regions (the same cues)."""
+        prompt, edits = self._said()
+        return self._ask("search", query, k=k, scope=self.call_scope("", meta), prompt=prompt, edits=edits)
 
     def doc(self, target: str, section: str = "", meta: dict | None = None) -> str:
         return self._ask("doc", target, section=section, scope=self.call_scope("", meta))
@@ -198,7 +200,7 @@ def _calls(door: ReadDoor) -> dict:
     return {
         "ctx_read": lambda a, meta: door.read(a["path"], a.get("mode", "auto"), a.get("fresh", False),
                                               a.get("task", ""), meta=meta, intent=a.get("intent", "")),
-        "ctx_search": lambda a, meta: door.search(a["query"], a.get("k", 10)),
+        "ctx_search": lambda a, meta: door.search(a["query"], a.get("k", 10), meta=meta),
         "ctx_doc": lambda a, meta: door.doc(a["target"], a.get("section", ""), meta=meta),
         "ctx_expand": lambda a, meta: door.expand(a["handle"], a.get("lines", ""), a.get("grep", "")),
     }

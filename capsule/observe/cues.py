@@ -4,8 +4,9 @@ the session said and did, and which of a text's parts those words point at.
 Responsible for the cues (exact names and ranking terms from the intent, the user's last prompt,
 the session's failure names and failing frames, what its recent commands searched for or touched,
 the paths and identifiers of its recent edits) and for ranking parts of one text against them
-(tantivy BM25 over the parts, in memory). Both doors of the cut use it: a read over the size gate
-(retrieve/focus.py) and a search with context over its view size (filters/search_stream.py).
+(tantivy BM25 over the parts, in memory). Every cut by the task uses it: a read over the size gate
+(retrieve/focus.py), a search with context over its view size (filters/search_focus.py) and the
+read door's ctx_search (retrieve/packer.py), the last two through point().
 Not responsible for where the cues are stored (observe/salience.py, retrieve/focus.py, the ledger,
 the doors' prompt and edit records) nor for what a caller keeps of the parts it ranked.
 Invariant: deterministic: the same inputs give the same cues in the same order and the same ranking
@@ -136,6 +137,53 @@ def rank(texts: list[str], cue: Cues, titles: list[str] | None = None) -> list[i
         return []
     best = max(s for s, _ in hits)
     return [i for s, i in sorted(hits, key=lambda h: (-h[0], h[1])) if s >= MIN_SHARE * best]
+
+
+def point(texts: list[str], cue: Cues, where: list[tuple[str, int, int]] | None = None,
+          ranked: list[str] | None = None) -> list[tuple[int, str]]:
+    """(index, why) of the `texts` the cue points at, best first, each once: those holding a failing
+    frame's line (`where[i]`: the text's file and its first and last line numbers), then those holding
+    an exact name that singles texts out (telling()), a definition of it first; else what the terms
+    point at (rank(), over `ranked[i]` in place of a text when given: a file's parts near the query).
+    The one ranking of both cuts of a search (a shell search's match groups, the files of ctx_search)."""
+    picked: list[tuple[int, str]] = []
+    for path, no in cue.frames:
+        for i, (file, lo, hi) in enumerate(where or ()):
+            if file and lo <= no <= hi and same_file(path, file):
+                picked.append((i, f"a failure's frame {path}:{no}"))
+    names = telling(texts, cue)
+    if names:
+        said = re.compile(r"(?<![\w])(" + "|".join(map(re.escape, names)) + r")(?![\w])")
+        order = {n: i for i, n in enumerate(names)}
+        scored = []
+        for k, text in enumerate(texts):
+            held = set(said.findall(text)) if any(n in text for n in names) else ()
+            if held:
+                first = min(held, key=order.__getitem__)
+                defines = re.search(DEFINES_BEFORE + re.escape(first) + r"\b", text) is not None
+                scored.append(((order[first], not defines, k), k, f"names {first}"))
+        picked += [(k, why) for _, k, why in sorted(scored)]
+    if not picked:
+        picked = [(i, "matches the task's words") for i in rank(texts if ranked is None else ranked, cue)]
+    seen: set[int] = set()
+    return [(i, why) for i, why in picked if not (i in seen or seen.add(i))]
+
+
+def telling(texts: list[str], cue: Cues) -> list[str]:
+    """The cue's names that single out texts: found in at most half of them (a name in more tells
+    nothing: it is what was searched for)."""
+    if not cue.names or not texts:
+        return []
+    joined = "\n".join(texts)
+    out = []
+    for n in cue.names:
+        if n not in joined:
+            continue
+        whole = re.compile(rf"(?<![\w]){re.escape(n)}(?![\w])")
+        held = sum(1 for t in texts if n in t and whole.search(t))
+        if 0 < held <= max(1, len(texts) // 2):
+            out.append(n)
+    return out
 
 
 def same_file(a: str, b: str) -> bool:

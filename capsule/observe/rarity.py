@@ -6,7 +6,8 @@ A line's template is the line with its numbers, ids, hashes, paths, urls and tim
 rare in this output: its template seen once among a repetitive rest, a one-token variant of a
 frequent template, a level above the dominant one, a categorical value seen once in a column of
 records (a status), or a number far outside its column (anomalies.py scores records of four
-fields and more; narrow tables such as `du`'s size/path are scored here). Salient lines are kept
+fields and more; narrow tables such as `du`'s size/path, and tables under a header of capitals
+read by their columns' gutters, are scored here). Salient lines are kept
 whole with a neighbour either side. The rest is cut by shape(): a template's first line stays and
 the run of its repeats becomes one marker naming the template and the range of what varied
 (markers.py, the one marker contract); lines of no repeated template fill what remains of the
@@ -55,6 +56,13 @@ _NEEDED = ("://", "/", "-", None, ":", "-", ".", None, None, None)
 # of request, so a 404 or a POST never shares a template with the 200 GETs around it.
 REQUEST = re.compile(r'"([A-Z]{3,7}) (\S+) (HTTP/[\d.]+)" (\d{3})\b')
 _HOLE = "\x00"
+# A table's header: three or more words of capitals (`%CPU`, `CONTAINER ID`, `RESTARTS`).
+_HEADER = re.compile(r"\s*[A-Z%][A-Z0-9%_/()-]*(?:\s+[A-Z%][A-Z0-9%_/()-]*){2,}\s*$")
+_INK = re.compile(r"\S")
+_INK_BYTES = bytes(48 if c in (9, 13, 32) else 49 for c in range(256))    # blank -> "0", ink -> "1"
+_LETTER = re.compile(r"[A-Za-z]")
+MAX_TABLE_WIDTH = 512   # columns past this are a row's free text (a command line), not fields
+HEAD_ROWS = 64          # a table's first rows, which say what each column can be
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]i?B?|B)?$")
 _UNIT = {"": 1, "B": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _NUMBER = re.compile(r"\d+")
@@ -112,7 +120,8 @@ def _salient(text: str) -> frozenset[int]:
     lines, masked = keep.lines_of(text, 0)
     lines = list(lines)
     masked = list(masked) if masked is not None else None
-    return frozenset(set(keep.extra(text, 0)) | anomalies.rare_lines(lines, masked) | _narrow_outliers(lines, masked))
+    return frozenset(set(keep.extra(text, 0)) | anomalies.rare_lines(lines, masked) | _narrow_outliers(lines, masked)
+                     | _table_outliers(lines))
 
 
 def with_neighbours(found: set[int], total: int, n: int = NEIGHBOURS) -> set[int]:
@@ -139,6 +148,54 @@ def _narrow_outliers(lines: list[str], masked: list[str] | None = None) -> set[i
             col = [r[k].strip() if k < len(r) else "" for r in split]
             sized = [_size(v) for v in col]
             columns.append(col if None in sized else sized)
+        keep |= anomalies.field_outliers(idx, columns)
+    return keep
+
+
+def _table_outliers(lines: list[str]) -> set[int]:
+    """A table under a header of capitals (`kubectl get`, `docker ps`, `ps aux`, `systemctl
+    list-units`), judged by its columns: the gutters are the positions blank in the header and every
+    row, whatever a row's words (`1 (3d ago)` beside `0` splits no record), so each column is one
+    field; a value seen once in a column one value dominates, a number (or size) far outside its
+    column. A status is also judged by its first word (`Exited (137) 4 minutes ago` among `Up 2
+    days`, `Up 5 hours`: one `Exited` among `Up`s). A header is the first line or one after a blank
+    line; its table runs to the next blank line."""
+    keep: set[int] = set()
+    starts = [0] + [i + 1 for i, ln in enumerate(lines) if not ln.strip()]
+    for h in starts:
+        if h >= len(lines) or not _HEADER.match(lines[h]):
+            continue
+        end = h + 1
+        while end < len(lines) and lines[end].strip():
+            end += 1
+        if end - h - 1 < MIN_ROWS or any("\t" in lines[i] for i in range(h, end)):
+            continue
+        used = 0
+        for i in range(h, end):              # the positions any line prints a character at, as bits
+            line = lines[i][:MAX_TABLE_WIDTH]
+            ink = line.encode().translate(_INK_BYTES) if line.isascii() else \
+                _INK.sub("1", line).replace(" ", "0").encode()
+            used |= int(ink[::-1] or b"0", 2)
+        spans = [(m.start(), m.end()) for m in re.finditer("1+", bin(used)[2:][::-1])]
+        if len(spans) < 3:
+            continue
+        idx = list(range(h + 1, end))
+        columns = []
+        for a, b in spans:
+            # Its first rows say what a column can be (sizes, a few values, a few first words): a
+            # column that is none of these (names, ids, free text) is not cut out of every row.
+            head = [lines[i][a:b].strip() for i in idx[:HEAD_ROWS]]
+            sized = None not in map(_size, head)
+            few = len(set(head)) <= anomalies.CATEGORICAL
+            firsts = [v.split(" ", 1)[0] for v in head]
+            few_firsts = firsts != head and len(set(firsts)) <= anomalies.CATEGORICAL
+            if not (sized or few or few_firsts):
+                continue
+            col = [lines[i][a:b].strip() for i in idx]
+            values = [_size(v) for v in col] if sized and _LETTER.search("".join(col)) else col
+            columns.append(col if None in values else values)      # (plain numbers need no reading)
+            if few_firsts:
+                columns.append([v.split(" ", 1)[0] for v in col])
         keep |= anomalies.field_outliers(idx, columns)
     return keep
 

@@ -16,7 +16,6 @@ no group the cues point at -> None (the caller's own cut stands).
 
 from __future__ import annotations
 
-import re
 from collections import namedtuple
 
 from capsule.ground import tokens
@@ -56,56 +55,20 @@ def groups(entries) -> list[Group]:
 
 
 def pick(lines: list[str], found: list[Group], cue: task.Cues) -> list[tuple[Group, str]]:
-    """The groups the cues point at, in priority order, within the regions' budget (the first always):
-    those holding a failing frame's line, then those holding an exact name (a name found in more than
-    half of the groups tells nothing: it is what was searched for), a definition of it first; else
-    what the terms point at (observe/cues.rank)."""
+    """The groups the cues point at, in priority order (observe/cues.point: a failing frame's line,
+    an exact name that singles groups out, else the terms), within the regions' budget (the first
+    always)."""
     found = [g for g in found if g.last - g.first < MAX_GROUP_LINES]
     texts = ["\n".join(lines[g.first:g.last + 1]) for g in found]
-    picked: list[tuple[Group, str]] = []
-    for path, no in cue.frames:
-        for g in found:
-            if g.path and g.lo <= no <= g.hi and task.same_file(path, g.path):
-                picked.append((g, f"a failure's frame {path}:{no}"))
-    names = _telling(texts, cue)
-    if names:
-        said = re.compile(r"(?<![\w])(" + "|".join(map(re.escape, names)) + r")(?![\w])")
-        order = {n: i for i, n in enumerate(names)}
-        scored = []
-        for k, text in enumerate(texts):
-            held = set(said.findall(text))
-            if held:
-                first = min(held, key=order.__getitem__)
-                defines = re.search(task.DEFINES_BEFORE + re.escape(first) + r"\b", text) is not None
-                scored.append(((order[first], not defines, k), found[k], f"names {first}"))
-        picked += [(g, why) for _, g, why in sorted(scored, key=lambda s: s[0])]
-    if not picked:
-        picked = [(found[i], "matches the task's words") for i in task.rank(texts, cue)]
     out: list[tuple[Group, str]] = []
     used = 0
-    for g, why in picked:
-        if any(o.first == g.first for o, _ in out):
-            continue
-        cost = tokens.count("\n".join(lines[g.first:g.last + 1]))
+    for i, why in task.point(texts, cue, [(g.path, g.lo, g.hi) for g in found]):
+        g = found[i]
+        cost = tokens.count(texts[i])
         if out and used + cost > task.REGION_BUDGET_TOKENS:
             continue
         out.append((g, why))
         used += cost
-    return out
-
-
-def _telling(texts: list[str], cue: task.Cues) -> list[str]:
-    """The cue's names that single out groups: found in at most half of them."""
-    if not cue.names or not texts:
-        return []
-    joined = "\n".join(texts)
-    out = []
-    for n in cue.names:
-        if n not in joined:
-            continue
-        held = sum(1 for t in texts if re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", t))
-        if 0 < held <= max(1, len(texts) // 2):
-            out.append(n)
     return out
 
 
