@@ -146,3 +146,16 @@ def test_unparseable_line_passes_through():
 
 def test_classify_keeps_content_sniffing_for_unclaimed_commands():
     assert classify("jq . x.json", b'{"a": 1}').family == "json"
+
+
+def test_a_log_whose_lines_start_with_a_keyword_and_a_number_is_not_source():
+    """`def 12 gather 3` is a script's progress line, not a Python or Ruby definition: sniffing it as
+    code outlined a failing run and numbered its one telling line (found by the property test)."""
+    from capsule.observe.content.sniff import language_of, sniff
+
+    log = "".join(f"def {i} gather shard {i % 7}\n" for i in range(60))
+    assert language_of(log) is None
+    assert sniff(log.encode())[1] != "outline"
+    ruby = "require 'json'\n\ndef total(items)\nend\n\ndef self.each_line\nend\n"
+    python = "import os\n\ndef main(argv):\n    pass\n\ndef _helper(x):\n    pass\n"
+    assert language_of(ruby) == "ruby" and language_of(python) == "python"

@@ -29,14 +29,15 @@ _MD = re.compile(r"^(?:#{1,6} \S|```|~~~|\s*[-*] \[[ x]\] |\s*[-*+] \S.*\]\(|\|.
 _YAML = re.compile(r"^(?:---\s*$|%YAML|\s*[\w.\"'/-]+:(?:\s|$)|\s*- \S)")
 _TOML = re.compile(r"^(?:\[\[?[\w.\"-]+\]\]?\s*$|[\w.\"-]+\s*=\s*\S)")
 _CODE = [
-    ("python", re.compile(r"^(?:def |class \w+[(:]|import \w|from [\w.]+ import |async def |@\w)")),
+    # a definition names something (`def 12 gather` is a script's progress line, not a def)
+    ("python", re.compile(r"^(?:(?:async )?def [A-Za-z_]\w*\s*\(|class \w+[(:]|import \w|from [\w.]+ import |@\w)")),
     ("rust", re.compile(r"^(?:pub )?(?:fn |struct |enum |impl|use \w+::|mod \w+|trait )")),
     ("go", re.compile(r"^(?:package \w+$|func |import \(|type \w+ (?:struct|interface))")),
     ("java", re.compile(r"^(?:package [\w.]+;|import [\w.]+;|public (?:final )?(?:class|interface|enum) )")),
     ("c", re.compile(r"^(?:#include [<\"]|#define |static \w|int main\()")),
     ("javascript", re.compile(r"^(?:import .* from ['\"]|export (?:default |const |function |class )|"
                               r"const \w+ = require\(|module\.exports|function \w+\()")),
-    ("ruby", re.compile(r"^(?:require ['\"]|module [A-Z]|class [A-Z]\w*(?: < \w+)?$|def \w+)")),
+    ("ruby", re.compile(r"^(?:require ['\"]|module [A-Z]|class [A-Z]\w*(?: < \w+)?$|def (?:self\.)?[A-Za-z_]\w*[?!=]?(?:\s*\(|\s*$))")),
 ]
 
 
