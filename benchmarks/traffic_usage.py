@@ -5,7 +5,8 @@ Not responsible for reading trajectories or running the engine. The measure, sai
   - the agent's next steps are its reasoning, text and tool-call inputs after the output, up to and
     including its next two tool calls or the end of its turn (the data file's `next`);
   - a line of the output is *used* when the next steps quote it (its whitespace-collapsed text, at
-    least MIN_CHARS long, appears in theirs: an Edit's old_string, a pasted error), or name at least
+    least MIN_CHARS long, appears in theirs: an Edit's old_string, a pasted error; a diff line without
+    its `+`/`-`), or name at least
     TOKENS_FOR_USE of its distinctive tokens: identifier-like words (a digit, `_`, `.`, `/`, `:` or
     `-` inside, or camelCase; at least 4 characters) found on at most RARE_LINES lines of this output
     and not in the task statement (a word the task already gave is no sign the agent read this line);
@@ -57,10 +58,21 @@ def used_lines(output: str, later: list[str], intent: str | None = None) -> list
         if len(flat) < MIN_CHARS or flat in done:
             continue
         rare = {t for t in toks if seen_on[t] <= RARE_LINES and t not in told}
-        if flat in later_text or len(rare & later_tokens) >= TOKENS_FOR_USE:
+        if _quoted(flat, later_text) or len(rare & later_tokens) >= TOKENS_FOR_USE:
             used.append(line)
             done.add(flat)
     return used
+
+
+def _quoted(flat: str, later_text: str) -> bool:
+    """The line, or a diff line's text without its `+`/`-` (an agent pastes the code, not the
+    diff's marker), appears in the later steps."""
+    if flat in later_text:
+        return True
+    if flat[:1] in "+-" and not flat.startswith(("+++", "---")):
+        body = norm(flat[1:])
+        return len(body) >= MIN_CHARS and body in later_text
+    return False
 
 
 def emitted_lines(emitted: str) -> set[str]:

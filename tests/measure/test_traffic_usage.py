@@ -62,3 +62,9 @@ def test_head_tail_keeps_the_ends_and_counts_the_rest():
     assert cut[-40:] == [f"line {i}" for i in range(161, 201)]
     assert cut[40] == "[120 more lines]"
     assert usage.head_tail("a\nb", 40, 40) == "a\nb"
+
+
+def test_a_diff_line_is_used_when_the_agent_pastes_its_code_without_the_marker():
+    diff = 'diff --git a/x.go b/x.go\n+++ b/x.go\n+\treviewtypes "github.com/entireio/cli/review/types"\n-\told "github.com/entireio/cli/old"\n'
+    later = ['import (\n\treviewtypes "github.com/entireio/cli/review/types"\n)']
+    assert usage.used_lines(diff, later) == ['+\treviewtypes "github.com/entireio/cli/review/types"']
