@@ -18,7 +18,11 @@ The contract (check() enforces it; render() makes only output that keeps it):
 - a marker's range is the run between the kept line above it and the kept line below it, so no
   marker refers to lines it is not adjacent to, and none says "the lines above";
 - kept lines are the original's lines, in order (a transform may have stripped ANSI or resolved
-  a redraw; it may not rewrite them).
+  a redraw; it may not rewrite them);
+- a short run that costs no more tokens shown than its marker is shown (cheaper_shown).
+A family whose kept lines are not the original's one for one (git's commit header carrying its
+fields, a test run's `N passed` tally) marks its own cut in the same form; check_ranged() checks
+what its markers claim (ranged, in order, inside the original).
 
 Not responsible for choosing which lines to keep (observe/rarity.py and the families do), nor for
 the recovery footer (guard.py) that follows every lossy emission.
