@@ -18,7 +18,11 @@ The contract (check() enforces it; render() makes only output that keeps it):
 - a marker's range is the run between the kept line above it and the kept line below it, so no
   marker refers to lines it is not adjacent to, and none says "the lines above";
 - kept lines are the original's lines, in order (a transform may have stripped ANSI or resolved
-  a redraw; it may not rewrite them).
+  a redraw; it may not rewrite them);
+- a short run that costs no more tokens shown than its marker is shown (cheaper_shown).
+A family whose kept lines are not the original's one for one (git's commit header carrying its
+fields, a test run's `N passed` tally) marks its own cut in the same form; check_ranged() checks
+what its markers claim (ranged, in order, inside the original).
 
 Not responsible for choosing which lines to keep (observe/rarity.py and the families do), nor for
 the recovery footer (guard.py) that follows every lossy emission.
@@ -30,11 +34,16 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 
+from capsule.ground import tokens
+
 # ANSI escapes, which a transform may strip from a line it keeps (transforms/basic.py strips with this one).
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 MARKER_RE = re.compile(r"^\[(\d+) more lines?(?: L(\d+)(?:-(\d+))?(?: like .*)?)?\]$")
 SHOW_UP_TO = 3          # a run this short is shown rather than marked when its lines are shorter
 LIKE_MAX = 160          # characters of a template a marker quotes
+# A transform's note saying its cut is already marked in this form by the family itself (a
+# streaming filter that rewrites lines: filters/streaming.py): check_ranged() judges it
+RANGED_NOTE = "markers ranged"
 
 
 def marker(n: int, start: int | None = None, end: int | None = None, like: str | None = None) -> str:
@@ -72,14 +81,24 @@ def render(lines: list[str], shown: dict[int, str], like=None) -> list[str]:
         if i > prev + 1:
             a, b = prev + 1, i           # the omitted run [a, b)
             said = marker(b - a, a + 1, b, like(a, b) if like and b - a > 1 else None)
-            if b - a <= SHOW_UP_TO and sum(len(shown_form(ln)) + 1 for ln in lines[a:b]) <= len(said):
-                out += [shown_form(ln) for ln in lines[a:b]]     # no marker longer than its lines
+            if cheaper_shown(lines[a:b], said):
+                out += [shown_form(ln) for ln in lines[a:b]]     # no marker costlier than its lines
             else:
                 out.append(said)
         if i < len(lines):
             out.append(shown[i])
         prev = i
     return out
+
+
+def cheaper_shown(run: list[str], said: str) -> bool:
+    """Whether a short omitted run costs no more tokens shown than its marker `said` does."""
+    if len(run) > SHOW_UP_TO:
+        return False
+    shown = "\n".join(shown_form(ln) for ln in run)
+    if len(shown) <= len(said):
+        return True             # (no tokenizer asked: a text no longer than the marker is no dearer)
+    return len(shown) <= 4 * len(said) and tokens.count(shown) <= tokens.count(said)
 
 
 def check(total: int, emitted: list[str], original_markers: int = 0) -> str | None:
@@ -102,6 +121,31 @@ def check(total: int, emitted: list[str], original_markers: int = 0) -> str | No
         pos += n
     if pos - 1 != total:
         return f"kept lines and markers make {pos - 1} lines, the original has {total}"
+    return None
+
+
+def check_ranged(total: int, emitted: list[str], original_markers: int = 0) -> str | None:
+    """None when every marker an emission added (the first `original_markers` marker-shaped
+    lines are the original's) is ranged, its range holds its N lines inside an original of
+    `total` lines, and the ranges come in order without overlapping, else why not. For a family
+    whose kept lines are not the original's one for one (a commit header carrying its fields, a
+    count line): check() cannot count those, this checks what the markers claim."""
+    seen, after = 0, 0
+    for line in emitted:
+        m = parse(line)
+        if m is None:
+            continue
+        if seen < original_markers:
+            seen += 1
+            continue
+        n, start, end = m
+        if start is None:
+            return f"marker {line!r} has no range"
+        if end - start + 1 != n:
+            return f"marker {line!r}: its range does not hold {n} lines"
+        if start <= after or end > total:
+            return f"marker {line!r} overlaps the one before it or passes the original's {total} lines"
+        after = end
     return None
 
 

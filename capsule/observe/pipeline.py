@@ -5,8 +5,9 @@ Not responsible for I/O beyond the archive it is handed, nor for the ledger row 
 engine writes it from the Emission). Pure apart from the archive put. Classifies once.
 Invariants: any transform failure emits raw (INV-4); never worse (INV-3) and worth it; verbatim-class
 lines survive or raw is emitted (INV-7); a lossy emission has one footer and markers that add up
-(INV-5: one per omitted run in the form of markers.py where the salience model ran under the cut
-(rarity.py), else the single `[N more lines]`).
+(INV-5: one per omitted run in the form of markers.py, written by the salience model under the cut
+(rarity.py) or by a streaming family that marks its own (filters/streaming.py), else the single
+`[N more lines]`).
 """
 
 from __future__ import annotations
@@ -32,11 +33,6 @@ log = logs.get("capsule.pipeline")
 # salience model runs under them and their omissions are re-marked in the one form.
 REMARKED = frozenset({"default", "filter", "logs", "line_budget", "run_collapse"})
 MODELLED = frozenset({"default", "line_budget"})     # the salience model's own cut (rarity.shape)
-# Streaming filters whose output is a structure of its own (a diff's hunks, a search's groups, a
-# test run's report): the model leaves their cut as it is.
-OWN_STRUCTURE = ("git_stream:", "search_stream:", "pytest_stream:", "go_stream:")
-
-
 def _in_contract(text: str, out_text: str, original_markers: int) -> bool:
     """A transform's own cut already in the one marker contract (ranged markers that add up, as
     markers.render writes them): it stands as it is."""
@@ -44,19 +40,6 @@ def _in_contract(text: str, out_text: str, original_markers: int) -> bool:
         return False
     return markers.check(len(keep_split(text)), keep_split(out_text), original_markers) is None
 
-
-def _remarked_filter(filter_id: str | None) -> bool:
-    if filter_id is None:
-        return True
-    from capsule.observe.filters.filter_engine import get_filter
-
-    spec = get_filter(filter_id)
-    return spec is not None and not any(s in (spec.streaming or "") for s in OWN_STRUCTURE)
-
-
-def _filter_ran(notes: list[str], chosen: str | None) -> str | None:
-    """The filter that ran (the one chosen, or the one it delegated to: filters/engine.py's note)."""
-    return next((n[len("filter "):] for n in notes if n.startswith("filter ") and " " not in n[len("filter "):]), chosen)
 
 PENDING = -1     # a stage report's token figure not yet counted (Emission.settle fills it in)
 
@@ -340,11 +323,14 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
     remarked = None
     if tid in MODELLED and any(r.start is not None and r.reason.startswith("salience") for r in result.removals):
         remarked = out_text     # the model's own cut: already in the contract's form
-    elif tid in REMARKED and not result.lossless and _remarked_filter(_filter_ran(result.notes, ctx.filter_id) if tid == "filter" else None):
+    elif markers.RANGED_NOTE in result.notes:
+        remarked = out_text     # a family that marked its own cut, rare lines kept (filters/streaming.py)
+    elif tid in REMARKED and not result.lossless:
         remarked = rarity.under(text, out_text)
     if remarked is not None:
         out_text = remarked
-        broken = markers.check(len(keep_split(text)), keep_split(out_text), original_markers)
+        check = markers.check_ranged if markers.RANGED_NOTE in result.notes else markers.check
+        broken = check(len(keep_split(text)), keep_split(out_text), original_markers)
         if broken:
             return passthrough(f"marker contract broken ({broken}): raw", result.transform_id,
                                warn=f"{result.transform_id}: {broken}; raw output passed through")

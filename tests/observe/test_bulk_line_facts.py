@@ -97,7 +97,7 @@ def test_collapse_periodic_keeps_its_output_with_the_skip():
     run = Run()
     out = collapse_periodic(lines, 6, run, keys=[re.sub(r"\d+", "#", t) for t in texts], min_reps=4, keep_last=True)
     assert [ln.text for ln in out] == ["start", "GET /a 0", "GET /b 0", "done 0",
-                                       "[the 3 lines above repeat 3 more times with different numbers]",
+                                       "[9 more lines L5-13 like 'GET /a <n> ⏎ GET /b <n> ⏎ done <n>']",
                                        "GET /a 4", "GET /b 4", "done 4", "end", "end"]
     assert sum(r.count for r in run.removals) == 9
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 
 from capsule.engine import Engine
 from capsule.ground import tokens
-from capsule.observe import guard
+from capsule.observe import guard, markers
 from capsule.ground.types import Observation
 
 SMALL_FILES = ["alpha.py", "beta.py", "gamma.py"]
@@ -73,6 +73,16 @@ def _observe(tmp_path, raw: bytes, command: str, exit_code: int = 0, intent: str
     return out.data.decode()
 
 
+def _ranged_markers(raw: bytes, out: str) -> list[tuple[int, int, int]]:
+    """The markers of a view, each ranged, in order, inside the original (markers.check_ranged)."""
+    lines = out.split("\n")
+    total = len(raw.decode().rstrip("\n").split("\n"))
+    assert markers.check_ranged(total, lines) is None
+    found = [m for m in map(markers.parse, lines) if m]
+    assert all(start is not None for _, start, _ in found)
+    return found
+
+
 def _files(raw: str) -> list[str]:
     return [ln for ln in raw.split("\n") if ln.startswith("diff --git ")]
 
@@ -108,9 +118,8 @@ def test_large_diff_keeps_every_file_with_counts_and_a_fair_share(repo, tmp_path
     assert any("@@ class ParseError(Exception):" in ln for ln in text.split("\n"))
     shown = [ln for ln in lines if ln.startswith("+    value_")]
     assert shown and shown == sorted(shown, key=lambda s: int(s.split("_")[1].split(" ")[0]))
-    # one marker, last before the runnable footer
-    assert guard.count_markers(out) == 1
-    assert guard.MARKER_RE.match(lines[-3]) and guard.FOOTER_RE.search(lines[-2])
+    # each omitted run one ranged marker (the one contract), the runnable footer last
+    assert _ranged_markers(raw, out) and guard.FOOTER_RE.search(lines[-2])
 
 
 def test_the_intent_picks_the_hunks_of_a_large_diff(repo, tmp_path):
@@ -235,7 +244,10 @@ def test_an_unbounded_log_shows_its_newest_commits(long_history, tmp_path, args)
     assert "value 120 for the nightly report" in lines[0]      # newest first, as git prints it
     assert any("value 71 for" in ln for ln in lines)           # the newest 50 ...
     assert not any("value 70 for" in ln for ln in lines)       # ... and not the older ones
-    assert guard.count_markers(out) == 1 and guard.FOOTER_RE.search(lines[-2])
+    # the older commits are the last omitted run: one marker up to the log's end (a reflog's
+    # `commit (initial)` line, the one that differs, stays: the salience model)
+    assert _ranged_markers(raw, out)[-1][2] >= len(raw.decode().rstrip("\n").split("\n")) - 1
+    assert guard.FOOTER_RE.search(lines[-2])
 
 
 @pytest.mark.parametrize("bound", [["-n", "100"], ["-100"], ["--max-count=100"], ["HEAD~100..HEAD"]])
@@ -282,8 +294,13 @@ def test_any_diff_view_accounts_for_every_line(files, budget):
         body = [b for h in hunks for b in h]
         counts = f"[+{sum(b[0] == '+' for b in body)} -{sum(b[0] == '-' for b in body)} lines in "
         at = lines.index(f"diff --git a/f{n}.sql b/f{n}.sql")
-        follows = lines[at + 1] if at + 1 < len(lines) else ""
+        after = [ln for ln in lines[at + 1:at + 3] if not markers.parse(ln)]   # (the index line's marker)
+        follows = after[0] if after else ""
         assert follows.startswith(counts) or follows == f"--- a/f{n}.sql"
     for marker in ("+<<<<<<< ours", "+=======", "+>>>>>>> theirs"):
         assert (marker in lines) == (marker in raw)
-    assert guard.count_markers(out) <= 1
+    # each omitted run one ranged marker, standing only for lines counted as removed
+    assert markers.check_ranged(len(raw), lines) is None
+    removed = {no for r in removals for no in range(r.start, r.end + 1)}
+    for m in filter(None, map(markers.parse, lines)):
+        assert set(range(m[1], m[2] + 1)) <= removed

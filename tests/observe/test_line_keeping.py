@@ -110,7 +110,10 @@ def test_a_long_diff_of_code_that_raises_is_shrunk_and_keeps_its_structure(engin
     for line in text.splitlines():
         if line.startswith(("diff --git", "--- ", "+++ ", "@@")):
             assert line in out.splitlines()
-    assert sum(1 for ln in out.splitlines() if MARKER_RE.match(ln)) == 1
+    # each omitted run one ranged marker (the one contract), in order
+    found = [MARKER_RE.match(ln) for ln in out.splitlines() if MARKER_RE.match(ln)]
+    assert found and all(m.group(2) for m in found)
+    assert contract.check_ranged(len(text.splitlines()), out.splitlines()[:-1]) is None
 
 
 # ---- 2. reads are sacred -------------------------------------------------------------
@@ -198,10 +201,12 @@ def test_grep_keeps_the_line_the_intent_asks_for(engine):
     out, raw, _ = seen(engine, "grep_todo_refund", intent="find where the refund rounding bug is")
     refund = lines_of(raw, "refund rounding")
     assert len(refund) == 1 and refund[0] in ungroup(out)     # hits are grouped under their file's path
+    # every line is shown, stated by a fold's count line, or in a ranged marker's run
     markers = [ln for ln in out.splitlines() if MARKER_RE.match(ln)]
-    assert len(markers) == 1
+    assert all(MARKER_RE.match(m).group(2) for m in markers)
+    folded = sum(int(n) for n in re.findall(r"^\(\+(\d+) more hits of the template", out, re.M))
     kept = [ln for ln in ungroup(out) if ln in set(raw.decode().splitlines())]
-    assert len(kept) + int(MARKER_RE.match(markers[0]).group(1)) == len(raw.decode().splitlines())
+    assert len(kept) + folded + sum(int(MARKER_RE.match(m).group(1)) for m in markers) == len(raw.decode().splitlines())
 
 
 def test_grep_without_intent_still_cuts_with_one_marker(engine):

@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 from capsule.engine import Engine
 from capsule.ground import tokens
 from capsule.ground.types import Observation
-from capsule.observe import guard, markers
+from capsule.observe import guard, markers, rarity
+from capsule.observe.filters.search_stream import ungroup
 
 WORDS = ["served", "request", "shard", "queue", "worker", "batch", "synced", "row", "cache", "page",
          "flushed", "tick", "upload", "chunk", "index", "merged", "ok", "done", "read", "wrote"]
@@ -164,3 +165,137 @@ def test_fit_to_a_small_client_limit(engine, made, cap):
     out = em.data.decode()
     assert len(out) <= cap, (len(out), em.transform_id)
     _contract(text, out, with_odd)
+
+
+# ---- the families with a structure of their own (git, pytest, go test -json, grep/rg) ----------
+# They mark their own cut (filters/streaming.py): each omitted run one ranged marker where it was,
+# in order inside the original (markers.check_ranged: their kept lines are not the original's one
+# for one, a commit header carries its fields), and the salience model's rare lines stay.
+
+FAMILY_SETTINGS = settings(max_examples=200, deadline=None, derandomize=True, database=None,
+                           phases=[Phase.explicit, Phase.generate],
+                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def _odd(draw, rng) -> str:
+    odd = " ".join(draw(st.lists(st.sampled_from(ODD_WORDS), min_size=3, max_size=5, unique=True)))
+    return f"{odd} at offset {rng.randint(100, 999)}"
+
+
+@st.composite
+def git_logs(draw):
+    """`git log` of 20-70 commits with routine subjects and bodies; one body line no template explains."""
+    rng = draw(st.randoms(use_true_random=False))
+    words = draw(st.lists(st.sampled_from(WORDS), min_size=3, max_size=5))
+    lines, planted = [], []
+    n = draw(st.integers(20, 70))
+    odd_at = rng.randrange(n)
+    for i in range(n):
+        lines += [f"commit {rng.getrandbits(160) | 1 << 159:040x}", "Author: Ann Lee <ann@example.com>",
+                  f"Date:   Mon Feb {1 + i % 28} 03:36:00 2024 +0100", "", f"    {' '.join(words)} step {i}", ""]
+        for k in range(rng.randrange(0, 4)):
+            lines.append(f"    {words[0]} {words[-1]} detail {k} of step {i}")
+        if i == odd_at:
+            planted.append(f"    {_odd(draw, rng)}")
+            lines.append(planted[-1])
+        lines.append("")
+    return "\n".join(lines) + "\n", planted, "git log"
+
+
+@st.composite
+def pytest_runs(draw):
+    """pytest -v of 60-200 passing tests and 1-4 failures; among the progress lines, one line no
+    template explains (what a plugin or the code under test printed)."""
+    rng = draw(st.randoms(use_true_random=False))
+    n = draw(st.integers(60, 200))
+    failing = set(rng.sample(range(n), draw(st.integers(1, 4))))
+    planted = [_odd(draw, rng)]
+    lines = ["=" * 29 + " test session starts " + "=" * 30, "platform linux -- Python 3.11.7, pytest-8.0.0",
+             "rootdir: /w/proj", f"collected {n} items", ""]
+    odd_at = rng.randrange(1, n)
+    for i in range(n):
+        outcome = "FAILED" if i in failing else "PASSED"
+        lines.append(f"tests/test_mod{i % 7}.py::test_case_{i} {outcome} [{100 * (i + 1) // n:3d}%]")
+        if i == odd_at:
+            lines.append(planted[0])
+    lines += ["", "=" * 35 + " FAILURES " + "=" * 35]
+    for i in sorted(failing):
+        lines += [f"_____ test_case_{i} _____", "", f"    def test_case_{i}():", "        value = compute()",
+                  f">       assert value == {i}", f"E       assert {i + 1} == {i}", "",
+                  f"tests/test_mod{i % 7}.py:{10 + i}: AssertionError"]
+    lines.append(f"{'=' * 10} {len(failing)} failed, {n - len(failing)} passed in 1.23s {'=' * 10}")
+    return "\n".join(lines) + "\n", planted, "pytest -v"
+
+
+@st.composite
+def go_runs(draw):
+    """go test -json of 30-120 passing tests, one failing; one output line no template explains."""
+    import json
+
+    rng = draw(st.randoms(use_true_random=False))
+    n = draw(st.integers(30, 120))
+    bad = rng.randrange(n)
+    ev = lambda **kw: json.dumps({"Package": "example.com/x", **kw}, separators=(",", ":"))  # noqa: E731
+    lines, planted = [], []
+    for i in range(n):
+        t = f"TestCase{i}"
+        lines += [ev(Action="run", Test=t), ev(Action="output", Test=t, Output=f"=== RUN   {t}\n")]
+        if i == bad:
+            planted.append(ev(Action="output", Test=t, Output=f"    x_test.go:{i}: {_odd(draw, rng)}\n"))
+            lines += [planted[-1], ev(Action="output", Test=t, Output=f"--- FAIL: {t} (0.00s)\n"),
+                      ev(Action="fail", Test=t, Elapsed=0)]
+        else:
+            lines += [ev(Action="output", Test=t, Output=f"--- PASS: {t} (0.00s)\n"), ev(Action="pass", Test=t, Elapsed=0)]
+    lines += [ev(Action="output", Output="FAIL\n"), ev(Action="fail", Elapsed=0.5)]
+    return "\n".join(lines) + "\n", planted, "go test -json ./..."
+
+
+@st.composite
+def searches(draw):
+    """grep -rn over 3-12 files of routine hits; one hit no template explains."""
+    rng = draw(st.randoms(use_true_random=False))
+    words = draw(st.lists(st.sampled_from(WORDS), min_size=3, max_size=5))
+    lines = []
+    for f in range(draw(st.integers(3, 12))):
+        for k in range(rng.randrange(5, 60)):
+            lines.append(f"src/mod_{f}.py:{10 + 3 * k}:    # TODO: {' '.join(words)} {k}")
+    at = rng.randrange(len(lines))
+    planted = [lines[at].split("# TODO: ")[0] + "# TODO: " + _odd(draw, rng)]
+    lines[at] = planted[0]
+    return "\n".join(lines) + "\n", planted, "grep -rn TODO src"
+
+
+def _family_contract(engine, made, status: int) -> None:
+    text, planted, command = made
+    out = engine.observe(Observation(text.encode(), command=command, exit_code=status)).data.decode()
+    assert tokens.count(out) <= tokens.count(text), "worse than raw"
+    lines = out.split("\n")[:-1]
+    body = [ln for ln in lines if not guard.FOOTER_RE.search(ln)]
+    if body == lines:
+        assert out == text
+        return
+    total = text.count("\n")
+    assert markers.check_ranged(total, body) is None, (markers.check_ranged(total, body), out)
+    found = [m for m in map(markers.parse, body) if m]
+    assert all(start is not None for _, start, _ in found), out            # every marker ranged
+    # what must stay: every line the salience model finds rare (a search's hits are the searched
+    # files' text, which it does not judge: the search keeps the hit that breaks its template)
+    original = text.split("\n")[:-1]
+    rare = {original[i] for i in rarity.salient(original)}
+    search = command.startswith("grep")
+    must = [odd for odd in planted if search or odd in rare or command.startswith("go ")]
+    must += [] if search else sorted(rare)
+    shown = ungroup("\n".join(body)) if search else body     # (a search shows `N:text` under its path)
+    for odd in must:
+        # whole, or as the head of the line the family writes for it (a commit header carries its fields)
+        k = next((i for i, ln in enumerate(shown) if ln == odd or ln.startswith(odd + " | ")), None)
+        assert k is not None, (odd, out)
+        body = shown
+        for near in body[max(0, k - 1):k + 2]:
+            assert "repeat" not in near and "lines above" not in near and " like the above" not in near, out
+
+
+@FAMILY_SETTINGS
+@given(st.one_of(git_logs(), pytest_runs(), go_runs(), searches()), st.sampled_from([0, 1]))
+def test_families_with_their_own_structure(engine, made, status):
+    _family_contract(engine, made, status)

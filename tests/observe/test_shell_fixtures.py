@@ -33,8 +33,9 @@ EXPECT = {
     "gcc_error": ("gcc", ["error: ‘undefined_thing’ undeclared"], 20),
     "git_blame": ("git_blame", ["RATE = 16"], 20),
     "git_branch": ("git_branch", ["* main"], 0),
-    "git_diff": ("git_diff", ["-RATE = 16", "+RATE = 17", "diff --git a/tax.py b/tax.py"], 10),
-    "git_diff_long": ("git_diff", ["diff --git a/big.py b/big.py", "-VALUE_0 = 0", "more lines]"], 20),
+    # (a 13-line diff: its index line's marker `[1 more line L2]` saves 13 of 165 characters)
+    "git_diff": ("git_diff", ["-RATE = 16", "+RATE = 17", "diff --git a/tax.py b/tax.py", "[1 more line L2]"], 5),
+    "git_diff_long": ("git_diff", ["diff --git a/big.py b/big.py", "-VALUE_0 = 0", "[1281 more lines L525-1805]"], 20),
     "git_log": ("git_log", ["notes: add note 6", "tax: first rate"], 30),
     "git_log_p": ("git_diff", ["notes: add note 6", "+# note 6"], 10),
     "git_status_dirty": ("git_status", ["modified:   tax.py", "extra.txt"], 20),
@@ -52,7 +53,9 @@ EXPECT = {
     "pytest_q_failure": ("pytest", ["E       assert 4 == 2", "FAILED tests/test_calc.py::test_sub"], 30),
     "pytest_v_pass": ("pytest", ["31 passed"], 85),
     "python_log": ("python_run", ["ERROR worker: failed to render invoice 317", "INFO worker: done: 399 rendered, 1 failed"], 85),
-    "python_recursion": ("python_run", ["RecursionError: maximum recursion depth exceeded", 'recurse.py", line 5, in <module>'], 40),
+    # (the recursion block's marker names its range and the block's templates: 33% of 580 characters)
+    "python_recursion": ("python_run", ["RecursionError: maximum recursion depth exceeded", 'recurse.py", line 5, in <module>',
+                                        "[5 more lines L8-12 like "], 30),
     "python_traceback": ("python_run", ["json.decoder.JSONDecodeError", 'badjson.py", line 4, in <module>', "loading"], 10),
     "unittest_failure": ("unittest", ["FAIL: test_bad", "AssertionError: 2 != 3", "FAILED (failures=1)"], 30),
 }

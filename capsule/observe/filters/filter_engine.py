@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from capsule.ground import logs
+from capsule.observe import markers
 from capsule.observe.filters.spec import FilterError, FilterSpec, parse_file
 from capsule.observe.filters.stages import run_stages
 from capsule.observe.filters.streaming import StreamFilter, run_stream
@@ -181,5 +182,8 @@ def apply(text: str, ctx: Context) -> TransformResult:
                                notes=[f"filter {ran.name} lost an error line; kept raw"])
     if len(out) > len(text) and text.strip():
         return TransformResult(text, TRANSFORM_ID, lossless=True, notes=[f"filter {ran.name} did not shrink"])
+    notes = [f"filter {ran.name}"]
+    if ran.streaming and removals and _streaming_class(ran).ranged_markers:
+        notes.append(markers.RANGED_NOTE)     # its cut is marked in the one contract already (streaming.py)
     return TransformResult(out, TRANSFORM_ID, removals=removals, lossless=not removals and out == text,
-                           notes=[f"filter {ran.name}"])
+                           notes=notes)

@@ -62,6 +62,8 @@ class _Slot(str):
 class GitFilter(StreamFilter):
     """git log / show / diff, with or without patches."""
 
+    ranged_markers = True
+
     def __init__(self) -> None:
         super().__init__()
         self.commit: dict | None = None     # pending commit header
@@ -73,6 +75,18 @@ class GitFilter(StreamFilter):
         self.skipping = False               # past the newest max_commits of an unbounded log
         self._cap: int | None = -1
 
+    def source_lines(self, lines: list[str]) -> set[int]:
+        """A patch's hunk lines (from an `@@` header to the next `diff`/`commit` line)."""
+        out, inside = set(), False
+        for i, line in enumerate(lines):
+            if line.startswith("@@"):
+                inside = True
+            elif line.startswith(("diff ", "commit ")):
+                inside = False
+            elif inside and line[:1] in ("", " ", "+", "-", "\\"):
+                out.add(i)
+        return out
+
     # --- commits ------------------------------------------------------------------------
     def _start_commit(self, m: re.Match) -> None:
         self._end_commit()
@@ -80,7 +94,7 @@ class GitFilter(StreamFilter):
         self.stat_files = 0
         self.commit = {"line": self.lineno, "head": f"{m.group(1) or ''}commit {m.group(2)}{m.group(3)}",
                        "hash": m.group(2),
-                       "author": "", "date": "", "subject": None, "lines": [], "body": [],
+                       "author": "", "date": "", "subject": None, "lines": [], "body": [], "told": set(),
                        "graph": m.group(1) or ""}
 
     def _end_commit(self) -> None:
@@ -101,7 +115,9 @@ class GitFilter(StreamFilter):
         for _, text in c["body"]:
             self.emit(text)
         for no, text in c["lines"]:
-            self.drop(text, "commit header field / message body", no)
+            # the fields and subject the header line carries (and blank lines) are told by it
+            told = no in c["told"] or not text.strip()
+            self.drop(text, "commit header field / message body", no, told=told)
         self.commit = None
 
     def _abbreviate(self) -> bool:
@@ -195,6 +211,7 @@ class GitFilter(StreamFilter):
                 elif key == "Merge":
                     self.commit["head"] += f" (merge {f.group(3)})"
                 self.commit["lines"].append((self.lineno, line))
+                self.commit["told"].add(self.lineno)
                 return
             body = re.sub(r"^[\s|*/\\]*", "", line)
             if self.commit["subject"] is None:
@@ -204,6 +221,7 @@ class GitFilter(StreamFilter):
                 if line.startswith("    ") or line.strip().startswith("|") or self.commit["graph"]:
                     self.commit["subject"] = body
                     self.commit["lines"].append((self.lineno, line))
+                    self.commit["told"].add(self.lineno)
                     return
             elif line.startswith("    ") or (not body and not line.startswith("diff ")):
                 # a patch's message says why the change was made: whole (git show, log -p); a list
@@ -331,7 +349,7 @@ class GitFilter(StreamFilter):
             elif text.startswith("index "):
                 self.drop(text, "index line", no)
             elif text.startswith(("--- ", "+++ ")) and not shown and not self.known_verbatim.get(text, False):
-                self.drop(text, "file name line of a file with no hunk shown", no)
+                self.drop(text, "file name line of a file with no hunk shown", no, told=True)
             else:       # (a `+++ b/path` the policy holds stays: a big diff keeps its whole file map)
                 self.emit(text)
         if not stated:

@@ -19,6 +19,8 @@ _RUNTIME = re.compile(r"^(\t/usr/(local/)?(lib/)?go[^/]*/src/|\t\S*/go/src/(test
 
 
 class GoTestJsonFilter(StreamFilter):
+    ranged_markers = True
+
     def __init__(self) -> None:
         super().__init__()
         self.failed = 0

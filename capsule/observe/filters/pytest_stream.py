@@ -36,6 +36,8 @@ _HEADER_PAD = re.compile(r"^_+ (?!(?:_ )*_$)(.*?\S) _+$")
 
 
 class PytestFilter(StreamFilter):
+    ranged_markers = True
+
     def __init__(self) -> None:
         super().__init__()
         self.section = "header"
@@ -51,7 +53,7 @@ class PytestFilter(StreamFilter):
         if not m or m.group(1) not in _OUTCOME:
             return False
         before = len(self.out)
-        self.keep_if(line, False, reason)
+        self.keep_if(line, False, reason, told=True)     # _emit_counts's line counts it
         if len(self.out) == before:
             per = self.counts.setdefault(line.strip().split("::", 1)[0], {})
             per[_OUTCOME[m.group(1)]] = per.get(_OUTCOME[m.group(1)], 0) + 1
@@ -94,7 +96,8 @@ class PytestFilter(StreamFilter):
             return
         if self.section == "header":
             if not self._progress(line, "passing test progress"):
-                self.keep_if(line, False, "session header / progress")
+                # progress dots are told by the tally line (`N passed`), the header is not
+                self.keep_if(line, False, "session header / progress", told=bool(_PROGRESS.match(stripped)))
             return
         if self.section == "failures":
             if stripped.startswith("----") and "Captured" in stripped:
@@ -132,7 +135,7 @@ class PytestFilter(StreamFilter):
             self.keep_if(line, keep, "warning context")
             return
         if self.section == "summary":
-            self.keep_if(line, not stripped.startswith("PASSED"), "passing test")
+            self.keep_if(line, not stripped.startswith("PASSED"), "passing test", told=True)
             return
         if self.section == "passes":
             self.keep_if(line, False, "passing test output")
@@ -144,7 +147,7 @@ class PytestFilter(StreamFilter):
         if self._progress(line, "passing test progress"):
             return
         if _PROGRESS.match(stripped):
-            self.keep_if(line, False, "passing test progress")
+            self.keep_if(line, False, "passing test progress", told=True)     # the tally counts them
             return
         self.keep_if(line, bool(stripped), "blank line")
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from capsule.observe import markers
 from capsule.observe.filters.stages import INTENT_SHARE, run_stages
 from capsule.observe.filters.streaming import StreamFilter
 from capsule.observe.verbatim import is_verbatim
@@ -181,8 +182,9 @@ def ungroup(view: str) -> list[str]:
     stands for); other lines as they are. Inverse of the grouping, used to check it."""
     out, path = [], None
     for line in view.split("\n"):
-        if line == "--" and path is not None:
-            out.append(line)          # a break between regions of one file: still that file's group
+        if path is not None and (line == "--" or markers.parse(line) is not None):
+            # a break between regions of one file, or the marker of lines left out of it: still that file's group
+            out.append(line)
             continue
         m = _BARE.match(line)
         if m and path is not None:
@@ -198,6 +200,8 @@ def ungroup(view: str) -> list[str]:
 
 
 class SearchFilter(StreamFilter):
+    ranged_markers = True
+
     def __init__(self) -> None:
         super().__init__()
         self.lines: list[str] = []
@@ -206,6 +210,10 @@ class SearchFilter(StreamFilter):
 
     def feed_line(self, line: str) -> None:
         self.lines.append(line)
+
+    def source_lines(self, lines: list[str]) -> set[int]:
+        """The hits and context lines: the searched files' text, as printed."""
+        return {e.lineno - 1 for e in parse(lines) or [] if e.kind == "hit"}
 
     def on_exit(self, exit_code: int | None) -> None:
         entries = parse(self.lines)
@@ -365,9 +373,9 @@ class SearchFilter(StreamFilter):
         path = g[0].path
         if all(e.lineno in self.folded for e in hits):     # every hit is told by a fold's count line
             for e in body:
-                self.drop(e.raw, "same template as a shown hit (counted)", e.lineno)
+                self.drop(e.raw, "same template as a shown hit (counted)", e.lineno, told=True)
             if head is not None:
-                self.drop(head.raw, "the file's heading (its hits are counted)", head.lineno)
+                self.drop(head.raw, "the file's heading (its hits are counted)", head.lineno, told=True)
             return
         hits = [e for e in hits if e.lineno not in self.folded]
         shown = [e for e in hits if e.lineno in keep]
@@ -385,7 +393,7 @@ class SearchFilter(StreamFilter):
                 self.emit(title)
         for k, e in enumerate(body):
             if e.kind == "head":
-                self.drop(e.raw, "the file's heading, repeated", e.lineno)
+                self.drop(e.raw, "the file's heading, repeated", e.lineno, told=True)
             elif e.kind == "sep" and (k == 0 or k == len(body) - 1 or body[k + 1].kind != "hit"):
                 continue      # a break between files: the next file's heading says it
             elif e.kind == "sep":
@@ -396,7 +404,7 @@ class SearchFilter(StreamFilter):
                 else:
                     self.drop(e.raw, "context separator of a cut block", e.lineno)
             elif e.lineno in self.folded:
-                self.drop(e.raw, "same template as a shown hit (counted)", e.lineno)
+                self.drop(e.raw, "same template as a shown hit (counted)", e.lineno, told=True)
             elif e.lineno not in keep:
                 self.drop(e.raw, "match beyond the fair share of its file", e.lineno)
             elif head is not None or path is None or not e.no or self._protected(e):

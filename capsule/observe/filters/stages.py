@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from itertools import compress
 from operator import eq
 
-from capsule.observe import keep
+from capsule.observe import keep, markers, rarity
 from capsule.observe.filters.spec import FilterSpec
 from capsule.observe.guard import marker
 from capsule.observe.transform_types import Removal
@@ -302,7 +302,7 @@ def collapse_periodic(lines: list[Line], max_period: int, run: Run, *, keys: lis
                       keep_last: bool) -> list[Line]:
     """Blocks of 2..max_period lines whose keys (one per line) repeat back to back at least
     `min_reps` times: the first copy stays (and the last, with `keep_last`, since its numbers
-    differ), the rest are dropped and one line says how many copies went."""
+    differ), the rest are dropped and one marker of the one contract stands in their place."""
     out: list[Line] = []
     if len(set(keys)) == len(keys):
         return list(lines)      # no key recurs, so no block repeats (a long log of distinct lines)
@@ -343,14 +343,28 @@ def collapse_periodic(lines: list[Line], max_period: int, run: Run, *, keys: lis
             continue
         reps, p = best
         out.extend(lines[i:i + p])
-        run.drop_many(lines[i + p:i + (reps - kept_copies + 1) * p], f"repeated block of {p} lines")
+        gone = lines[i + p:i + (reps - kept_copies + 1) * p]
+        run.drop_many(gone, f"repeated block of {p} lines")
+        out.append(omitted(gone, block_like(lines[i:i + p])))
         if keep_last:
-            out.append(Line(0, f"[the {p} lines above repeat {reps - 2} more times with different numbers]"))
             out.extend(lines[i + (reps - 1) * p:i + reps * p])
-        else:
-            out.append(Line(0, f"[the {p} lines above repeat {reps - 1} more times]"))
         i += reps * p
     return out
+
+
+def omitted(dropped: list[Line], like: str | None = None) -> Line:
+    """The one marker (markers.py) for a contiguous run of dropped lines, in their place: its range
+    runs from the first to the last original line, and every original line between them is
+    absent too (a stage keeps order, so what an earlier stage dropped between them is)."""
+    first, last = dropped[0].no, dropped[-1].no
+    if not first or not last:       # a made line among them: no range to state
+        return Line(0, markers.marker(sum(d.count for d in dropped)))
+    return Line(0, markers.marker(last - first + 1, first, last, like))
+
+
+def block_like(block: list[Line]) -> str:
+    """What the copies of a repeated block share, for its marker: its lines' templates."""
+    return "'" + " ⏎ ".join(rarity.templates([b.text for b in block])) + "'"
 
 
 def _block_starts(keys: list, max_period: int, reach: int, min_reps: int = 2) -> list[int]:

@@ -3,7 +3,8 @@ repeated lines and recursion blocks collapsed, runs of same-shaped log lines sum
 
 Not responsible for test runners or compilers (their own filters).
 Invariant: exception lines, project frames and verbatim-class lines are kept; a collapsed
-run keeps its first and last line and says how many lines it stands for.
+run keeps its first and last line; every run of lines dropped is one marker of the one contract
+(observe/markers.py) saying how many lines it stands for and where they were.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from collections import Counter
 from operator import or_
 
 from capsule.observe import digits
-from capsule.observe.filters.stages import CR_REDRAW, Line, collapse_blocks, collapse_repeats, collapse_periodic
+from capsule.observe.filters.stages import (CR_REDRAW, Line, collapse_blocks, collapse_periodic, collapse_repeats,
+                                            omitted)
 from capsule.observe.filters.streaming import StreamFilter
 from capsule.observe.verbatim import is_verbatim
 
@@ -125,7 +127,7 @@ def collapse_similar(lines: list[Line], run, keep_edges: int = 2, facts: LineFac
             out.extend(lines[i:i + keep_edges])
             middle = lines[i + keep_edges:j - keep_edges]
             run.drop_many(middle, "similar log line")
-            out.append(Line(0, f"[{len(middle)} similar lines: {key}]"))
+            out.append(omitted(middle, f"'{key}'"))
             out.extend(lines[j - keep_edges:j])
         else:
             out.extend(lines[i:j])
@@ -137,7 +139,9 @@ SHAPE_MIN = 8        # a shape seen this often (not verbatim) keeps its first 2 
 
 
 def collapse_shapes(lines: list[Line], run, facts: LineFacts | None = None) -> list[Line]:
-    """Interleaved log lines: a frequent non-error shape keeps its first two and its last line."""
+    """Interleaved log lines: a frequent non-error shape keeps its first two and its last line;
+    each contiguous run of the lines dropped is one marker in its place (markers.py), naming the
+    shape when the run's lines share one."""
     facts = facts or LineFacts(lines)
     keys = [shape if line.no and not kept else "" for line, shape, kept in zip(lines, facts.shapes(lines), facts.kept_all(lines))]
     counts = Counter(keys)
@@ -145,21 +149,29 @@ def collapse_shapes(lines: list[Line], run, facts: LineFacts | None = None) -> l
     seen: dict[str, int] = {}
     out: list[Line] = []
     dropped: list[Line] = []
+    gone: list[Line] = []           # the run of dropped lines since the last line kept
+    gone_keys: set[str] = set()
     for line, key in zip(lines, keys):
         total = counts.get(key, 0)
-        if total < SHAPE_MIN:
-            out.append(line)
-            continue
-        seen[key] = seen.get(key, 0) + 1
-        n = seen[key]
-        if n <= 2 or n == total:
-            out.append(line)
-            if n == 2:
-                out.append(Line(0, f"[{total - 3} more lines like the above omitted: {key}]"))
-        else:
-            dropped.append(line)
+        if total >= SHAPE_MIN:
+            seen[key] = seen.get(key, 0) + 1
+            if 2 < seen[key] < total:
+                dropped.append(line)
+                gone.append(line)
+                gone_keys.add(key)
+                continue
+        if gone:
+            out.append(_shape_marker(gone, gone_keys))
+            gone, gone_keys = [], set()
+        out.append(line)
+    if gone:
+        out.append(_shape_marker(gone, gone_keys))
     run.drop_many(dropped, "frequent log line")
     return out
+
+
+def _shape_marker(gone: list[Line], keys: set[str]) -> Line:
+    return omitted(gone, f"'{next(iter(keys))}'" if len(keys) == 1 and len(gone) > 1 else None)
 
 
 def collapse_shape_blocks(lines: list[Line], max_period: int, run, facts: LineFacts | None = None) -> list[Line]:
