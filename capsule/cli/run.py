@@ -1,12 +1,14 @@
 """`capsule ctx run -- CMD` and `CMD | capsule ctx pipe`: the embedded doors.
 
+With a warm engine reachable, `ctx run` execs the shims' compiled capture (cli/warm.py), which speaks
+the socket protocol; what follows is the in-process run, when there is none (or JACKIN_CTX_NO_DAEMON=1).
 Not responsible for shrinking (the engine does). Runs the real command with stdin passed
 through, stdout and stderr captured separately, signals forwarded (without a terminal, to the
 command's whole process group, so grandchildren holding the pipes stop too). A command still
 running after JACKIN_CTX_STREAM_AFTER seconds shows what it has and streams the rest raw (as the
 shims do); a background job still holding the output when the command exits gets it copied on raw
 by a child of ours, and the command's status returns at once (docs/shell-protocol.md's fail-open
-rules); what is captured is journalled under the state dir (journal.py) until it is shown.
+rules); what is captured is journalled under the state dir (store/journal.py) until it is shown.
 Invariant (INV-4): the exit status is the command's, or 128+n when it died of signal n; a
 terminating signal that arrives after the command is gone is ours, and ends us with 128+n.
 """
@@ -71,7 +73,7 @@ def cmd_run(args) -> int:
         raise UserError("ctx run: no command given; usage: capsule ctx run -- CMD [ARGS…]")
     if switches.is_on(switches.DISABLE):
         return _exec_passthrough(argv)
-    from capsule.cli import journal as journals
+    from capsule.store import journal as journals
     from capsule.ground import paths
 
     for note in journals.recover(paths.state_dir()):   # what earlier runs killed before showing it had captured
@@ -262,7 +264,7 @@ def _write_all(f, data: bytes) -> None:
 
 def run_and_observe(argv: list[str], intent: str | None = None) -> int:
     from capsule.ground import paths
-    from capsule.cli import journal as journals
+    from capsule.store import journal as journals
 
     command = shlex.join(argv)
     start = time.perf_counter()

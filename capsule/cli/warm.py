@@ -109,7 +109,7 @@ def hand_over(argv: list[str], intent: str | None, own_group: bool) -> None:
         return
     scope = (os.environ.get(switches.SCOPE) or os.environ.get("CLAUDE_CODE_SESSION_ID")
              or os.environ.get("CODEX_THREAD_ID") or "local")
-    opts = ["--socket", sock, "--scope", scope, "--stderr"]
+    opts = ["--socket", sock, "--scope", scope, "--stderr", "--journal"]
     if intent is not None:
         opts += ["--intent", intent]
     if own_group:

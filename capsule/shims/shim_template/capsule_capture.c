@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -55,7 +56,7 @@ static volatile sig_atomic_t child_exited = 0;
  * process group of its own (no terminal: a forwarded signal reaches all it started), and a
  * terminating signal that arrives once the command is gone ends this process with it. */
 static const char *opt_socket = NULL, *opt_intent = NULL, *opt_scope = NULL;
-static int opt_stderr = 0, opt_group = 0;
+static int opt_stderr = 0, opt_group = 0, opt_journal = 0;
 static volatile sig_atomic_t reaped_flag = 0, ours = 0;
 
 typedef struct { char *data; size_t len, cap; } buf;
@@ -276,6 +277,58 @@ done:
     return ok;
 }
 
+/* ctx run's journal (--journal): what is held is written to two memory files too, which one JRN1
+ * request names (sent, not waited for); the engine opens them and, if this process ends before it
+ * emptied them (its output shown), journals their bytes redacted for the next run to archive
+ * (supervisor/run_journal.py). Best effort: any failure here costs the journal, never the output. */
+static int jfd[2] = {-1, -1};
+
+static void journal_stop(void) {          /* the output was shown: nothing to keep */
+    for (int i = 0; i < 2; i++)
+        if (jfd[i] >= 0) (void)!ftruncate(jfd[i], 0), close(jfd[i]), jfd[i] = -1;
+}
+
+static void journal_put(int i, const char *p, size_t n) {
+    if (jfd[i] < 0) return;
+    while (n) {
+        ssize_t w = write(jfd[i], p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {                      /* out of memory: no journal, the output is still held */
+            journal_stop();
+            return;
+        }
+        p += w, n -= (size_t)w;
+    }
+}
+
+static int send_now(int s, const char *p, size_t n) {    /* all of it without waiting, or 0 */
+    while (n) {
+        ssize_t w = send(s, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return 0;
+        p += w, n -= (size_t)w;
+    }
+    return 1;
+}
+
+static void journal_start(const char *path, buf *cmd) {
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof addr.sun_path) return;
+    strcpy(addr.sun_path, path);
+    jfd[0] = memfd_create("capsule-journal-out", MFD_CLOEXEC);
+    jfd[1] = memfd_create("capsule-journal-err", MFD_CLOEXEC);
+    char here[8192], head[128];
+    const char *cwd = getcwd(here, sizeof here) ? here : "";
+    int hn = snprintf(head, sizeof head, "JRN1 %d %d %d %zu %zu\n", (int)getpid(), jfd[0], jfd[1], cmd->len,
+                      strlen(cwd));
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int sent = jfd[0] >= 0 && jfd[1] >= 0 && s >= 0 && connect(s, (struct sockaddr *)&addr, sizeof addr) == 0 &&
+               send_now(s, head, (size_t)hn) && send_now(s, cmd->data ? cmd->data : "", cmd->len) &&
+               send_now(s, cwd, strlen(cwd));
+    if (s >= 0) close(s);                  /* the engine reads it from the socket's buffer */
+    if (!sent) journal_stop();
+}
+
 /* A length of the reply's header: 1 to 20 ASCII digits, at most `most`, ending at `stop`. */
 static int length(const char **p, const char *end, char stop, size_t most, size_t *out) {
     size_t v = 0;
@@ -395,6 +448,7 @@ static int run_options(int argc, char **argv) {
         const char *o = argv[i];
         if (strcmp(o, "--stderr") == 0) opt_stderr = 1, i++;
         else if (strcmp(o, "--group") == 0) opt_group = 1, i++;
+        else if (strcmp(o, "--journal") == 0) opt_journal = 1, i++;
         else if (i + 1 >= argc) return -1;
         else if (strcmp(o, "--socket") == 0) opt_socket = argv[i + 1], i += 2;
         else if (strcmp(o, "--intent") == 0) opt_intent = argv[i + 1], i += 2;
@@ -408,7 +462,7 @@ int main(int argc, char **argv) {
     int taken = run_options(argc, argv);
     if (taken < 0 || argc - taken < 3) {
         fprintf(stderr, "usage: capsule-capture [--socket PATH] [--intent TEXT] [--scope TEXT] [--stderr] "
-                        "[--group] REAL ARGV0 [ARGS...] (run by capsule-shim and capsule ctx run)\n");
+                        "[--group] [--journal] REAL ARGV0 [ARGS...] (run by capsule-shim and capsule ctx run)\n");
         return 2;
     }
     argv += taken;
@@ -464,6 +518,9 @@ int main(int argc, char **argv) {
     child = pid;
     close(po[1]);
     close(pe[1]);
+    buf cmd = {0};
+    int have_cmd = command_line(&cmd, name, args);
+    if (opt_journal && have_cmd) journal_start(sock, &cmd);
     sa.sa_handler = forward;
     for (int i = 0; i < NSIG_FWD; i++) sigaction(SIGNALS[i], &sa, NULL);   /* no SA_RESTART: ppoll wakes */
 
@@ -502,6 +559,7 @@ int main(int argc, char **argv) {
             if (reaped) break;                 /* drained: whoever still holds a pipe is a background job */
             if (!streaming) {                  /* outlasted the wait */
                 streaming = 1;
+                journal_stop();
                 for (int i = 0; i < 2; i++) write_all(1 + i, held[i].data, held[i].len), held[i].len = 0;
             }
             continue;
@@ -514,6 +572,7 @@ int main(int argc, char **argv) {
                 continue;
             }
             int stored = put(&held[i], chunk, (size_t)r);
+            if (stored) journal_put(i, chunk, (size_t)r);
             if (!stored || (long long)(held[0].len + held[1].len) > MAX_BYTES) {
                 /* too big to hand over whole (or out of memory): raw, what we hold and the rest */
                 streaming = 1;
@@ -532,14 +591,15 @@ int main(int argc, char **argv) {
     if (held_elsewhere) {
         if (!streaming)
             for (int i = 0; i < 2; i++) write_all(1 + i, held[i].data, held[i].len);
+        journal_stop();
         int still[2] = {pf[0].fd, pf[1].fd};
         hand_over(still);
     } else if (!streaming) {
-        buf cmd = {0}, reply = {0};
+        buf reply = {0};
         size_t n_out, n_err;
         const char *body;
         size_t max_body = 2 * (held[0].len + held[1].len) + REPLY_SLACK;
-        int ok = command_line(&cmd, name, args) &&
+        int ok = have_cmd &&
                  ask_engine(sock, &cmd, &held[0], &held[1], code, duration_ms, &reply, max_body + 64) &&
                  parse_reply(&reply, max_body, &n_out, &n_err, &body);
         if (ok) {
@@ -551,6 +611,7 @@ int main(int argc, char **argv) {
             write_all(2, held[1].data, held[1].len);
         }
     }
+    journal_stop();                         /* shown (or streamed): nothing to keep */
     if (ours && !WIFSIGNALED(status)) {      /* a terminating signal once the command was gone: ours */
         status = 0;
         int sig = ours;
