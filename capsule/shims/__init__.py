@@ -212,7 +212,11 @@ def build_capture(directory: Path, name: str = CAPTURE) -> Path | None:
     if cc is None:
         return None
     directory.mkdir(parents=True, exist_ok=True)
-    return directory / name if _compile(directory, cc, name, render_capture(), CAPTURE_FLAGS) else None
+    if not _compile(directory, cc, name, render_capture(), CAPTURE_FLAGS):
+        return None
+    (directory / name).chmod(0o700)              # in the state dir, everything is owner-only
+    (directory / f"{name}.c").chmod(0o600)
+    return directory / name
 
 
 def _compile(shim_dir: Path, cc: str, name: str, source: str, flag_sets) -> bool:

@@ -57,13 +57,16 @@ def test_the_first_run_starts_the_daemon_and_the_next_runs_reuse_it(run, state_d
     assert len(list(state_dir.glob("d-*.sock"))) == 1
 
 
-def test_the_socket_is_owner_only(run, state_dir):
+def test_the_socket_and_the_capture_are_owner_only(run, state_dir):
     run(run.talk)
     sock = _socket(state_dir)
     control_server.wait_ready(sock, 60)
     mode = stat.S_IMODE(os.stat(sock).st_mode)
     assert mode == 0o600 and os.stat(sock).st_uid == os.geteuid()
     assert stat.S_IMODE(os.stat(f"{sock}.lock").st_mode) == 0o600
+    capture = sock.with_suffix(".capture")           # the compiled capture the daemon built beside it
+    assert stat.S_IMODE(os.stat(capture).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(f"{capture}.c").st_mode) == 0o600
 
 
 def test_the_daemon_exits_after_its_idle_time(run, state_dir):
