@@ -4,9 +4,12 @@ against a bare Python start. Then `ctx run -- git log --stat -n 40` paired (inte
 raw git, `ctx run` with no engine (JACKIN_CTX_NO_DAEMON=1: the in-process engine) and `ctx run` with a
 warm engine (the engine daemon, cli/warm.py): CPU (user+sys) of the client process and its command,
 which a loaded machine inflates less than wall time; target: the warm client <= 60 ms over git.
---callgrind adds each one's instruction count (valgrind, the client process alone).
+--callgrind adds each one's instruction count (valgrind, the client process alone: a warm run
+execs the compiled capture, and both images are counted, the command not). --baseline CAPSULE adds
+another installation's `ctx run` rows (its own state dir and daemon), interleaved in the same pairs:
+before/after in one run.
 
-    python benchmarks/bench_startup.py [--runs N] [--callgrind]
+    python benchmarks/bench_startup.py [--runs N] [--callgrind] [--baseline OTHER/.venv/bin/capsule] [--paired-only]
 """
 
 from __future__ import annotations
@@ -41,36 +44,42 @@ def cpu_ms(argv: list[str], env: dict) -> float:
     return (r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1000
 
 
-def instructions(argv: list[str], env: dict) -> float | None:
-    """Millions of instructions the process itself ran (callgrind; children not traced)."""
+def instructions(argv: list[str], env: dict, command: str) -> float | None:
+    """Millions of instructions the client process ran (callgrind): what ran before an exec (dumped
+    there) plus the image it became; its children (the command, a forked finisher) not counted."""
     if not shutil.which("valgrind"):
         return None
-    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, check=False)
-    first = re.search(rb"==(\d+)==", done.stderr)      # the client itself (a forked finisher reports too)
-    found = first and re.search(rb"==" + first.group(1) + rb"== Collected : (\d+)", done.stderr)
-    return int(found.group(1)) / 1e6 if found else None
+    with tempfile.TemporaryDirectory() as d:
+        done = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={d}/cg.%p",
+                               "--dump-before=*execve*", "--trace-children=yes",
+                               f"--trace-children-skip=*/{command}", *argv],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, check=False)
+        first = re.search(rb"==(\d+)==", done.stderr)
+        if not first:
+            return None
+        pid = first.group(1).decode()
+        total = 0
+        for name in os.listdir(d):
+            if name == f"cg.{pid}" or name.startswith(f"cg.{pid}."):
+                with open(os.path.join(d, name), "rb") as f:
+                    found = re.search(rb"^totals: (\d+)", f.read(), re.M)
+                total += int(found.group(1)) if found else 0
+    return total / 1e6
 
 
 def warm_engine(capsule: str, argv: list[str], env: dict) -> bool:
-    """Start the engine daemon for env (one run) and wait until it answers; False on a tree without one."""
-    try:
-        from capsule.ground import paths
-        from capsule.supervisor import control_server
-    except ImportError:
+    """Start the engine daemon for env (one run) and wait until it answers; False on a tree without one.
+    The socket is named by that installation's own interpreter (its key holds the installation)."""
+    python = os.path.join(os.path.dirname(capsule), "python")
+    named = subprocess.run([python, "-c", "from capsule.ground import paths; print(paths.daemon_socket())"],
+                           capture_output=True, env=env, check=False, cwd="/")   # not this tree's capsule/
+    if named.returncode != 0:
         return False
-    if not hasattr(paths, "daemon_socket"):
-        return False
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)
-    try:
-        sock = paths.daemon_socket()
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    sock = named.stdout.decode().strip()
     subprocess.run([capsule, "ctx", "run", "--", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    env=env, check=False)
+    from capsule.supervisor import control_server
+
     try:
         control_server.wait_ready(sock, 120)
     except TimeoutError:
@@ -78,7 +87,7 @@ def warm_engine(capsule: str, argv: list[str], env: dict) -> bool:
     return True
 
 
-def paired(capsule: str, state: str, runs: int, callgrind: bool) -> None:
+def paired(capsule: str, state: str, runs: int, callgrind: bool, baseline: str | None = None) -> None:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     git = ["git", "-C", root, "log", "--stat", "-n", "40"]
     base = {k: v for k, v in os.environ.items() if not k.startswith("JACKIN_CTX_")}
@@ -89,6 +98,15 @@ def paired(capsule: str, state: str, runs: int, callgrind: bool) -> None:
     if warm_engine(capsule, git, warm_env):
         variants.append(("ctx run, warm engine", run, warm_env))
     cpu_ms(run, cold_env)       # the stores and the tokenizer's tables exist before the first pair
+    if baseline:
+        other = tempfile.mkdtemp(prefix="bench-baseline-")
+        base_run = [baseline, "ctx", "run", "--", *git]
+        base_cold = {**cold_env, "JACKIN_CTX_STATE_DIR": other}
+        base_warm = {**warm_env, "JACKIN_CTX_STATE_DIR": other}
+        variants.append(("baseline: ctx run cold, no engine", base_run, base_cold))
+        cpu_ms(base_run, base_cold)
+        if warm_engine(baseline, git, base_warm):
+            variants.append(("baseline: ctx run, warm engine", base_run, base_warm))
     samples: dict[str, list[float]] = {name: [] for name, _, _ in variants}
     for _ in range(runs):
         for name, argv, env in variants:
@@ -98,7 +116,7 @@ def paired(capsule: str, state: str, runs: int, callgrind: bool) -> None:
     print(f"{'variant':<38}{'p50 CPU':>10}{'over git':>10}{'M instr':>10}")
     for name, argv, env in variants:
         med = statistics.median(samples[name])
-        ir = instructions(argv, env) if callgrind and argv is run else None
+        ir = instructions(argv, env, "git") if callgrind and argv is not git else None
         print(f"{name:<38}{med:>10.1f}{med - raw:>+10.1f}{'' if ir is None else f'{ir:.0f}':>10}")
     if len(variants) < 3:
         print("ctx run, warm engine: n/a (this tree has no engine daemon)")
@@ -108,8 +126,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--callgrind", action="store_true", help="also count the ctx run clients' instructions")
+    ap.add_argument("--baseline", help="another installation's capsule (e.g. main's .venv/bin/capsule): its rows too")
+    ap.add_argument("--paired-only", action="store_true", help="only the paired `ctx run -- git log` rows")
     args = ap.parse_args()
     capsule = os.path.join(os.path.dirname(sys.executable), "capsule")
+    if args.paired_only:
+        with tempfile.TemporaryDirectory() as state:
+            paired(capsule, state, args.runs, args.callgrind, args.baseline)
+        return 0
     with tempfile.TemporaryDirectory() as state:
         env = {**os.environ, "JACKIN_CTX_STATE_DIR": state}
         # (name, argv, the row it is compared with)
@@ -139,7 +163,7 @@ def main() -> int:
             p50[name] = statistics.median(t)
             vs = f"{p50[name] / p50[ref]:.2f}x {ref}" if ref else ""
             print(f"{name:<38}{p50[name]:>10.1f}{t[int(0.95 * (len(t) - 1))]:>10.1f}  {vs:>20}")
-        paired(capsule, state, args.runs, args.callgrind)
+        paired(capsule, state, args.runs, args.callgrind, args.baseline)
     return 0
 
 

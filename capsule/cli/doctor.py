@@ -115,7 +115,7 @@ def _permissions(state: Path) -> dict:
 def collect(role_arg: str | None = None) -> dict:
     # Imported here, not at the top: every `capsule ctx run` builds the parser that registers this
     # module, and these (anyio, the shims, the role manifest) are ~40 ms of its cold start.
-    from capsule.cli import journal  # noqa: PLC0415
+    from capsule.store import journal  # noqa: PLC0415
     from capsule.policy import modes
     from capsule.shims import conflicts  # noqa: PLC0415
     from capsule.policy.manifest import DEFAULT_ROLE, ManifestError, load_role  # noqa: PLC0415

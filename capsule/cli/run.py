@@ -1,12 +1,14 @@
 """`capsule ctx run -- CMD` and `CMD | capsule ctx pipe`: the embedded doors.
 
+With a warm engine reachable, `ctx run` execs the shims' compiled capture (cli/warm.py), which speaks
+the socket protocol; what follows is the in-process run, when there is none (or JACKIN_CTX_NO_DAEMON=1).
 Not responsible for shrinking (the engine does). Runs the real command with stdin passed
 through, stdout and stderr captured separately, signals forwarded (without a terminal, to the
 command's whole process group, so grandchildren holding the pipes stop too). A command still
 running after JACKIN_CTX_STREAM_AFTER seconds shows what it has and streams the rest raw (as the
 shims do); a background job still holding the output when the command exits gets it copied on raw
 by a child of ours, and the command's status returns at once (docs/shell-protocol.md's fail-open
-rules); what is captured is journalled under the state dir (journal.py) until it is shown.
+rules); what is captured is journalled under the state dir (store/journal.py) until it is shown.
 Invariant (INV-4): the exit status is the command's, or 128+n when it died of signal n; a
 terminating signal that arrives after the command is gone is ours, and ends us with 128+n.
 """
@@ -71,7 +73,18 @@ def cmd_run(args) -> int:
         raise UserError("ctx run: no command given; usage: capsule ctx run -- CMD [ARGS…]")
     if switches.is_on(switches.DISABLE):
         return _exec_passthrough(argv)
-    return run_and_observe(argv, intent=args.intent)     # shortened by whichever engine serves it
+    from capsule.store import journal as journals
+    from capsule.ground import paths
+
+    for note in journals.recover(paths.state_dir()):   # what earlier runs killed before showing it had captured
+        print(note, file=sys.stderr, flush=True)
+    intent = args.intent
+    if intent is not None and len(intent.encode("utf-8", "surrogateescape")) > INTENT_SAFE_BYTES:
+        intent = check_intent(intent)       # may be over the limit: shortened here, with its warning
+    from capsule.cli import warm
+
+    warm.hand_over(argv, intent, own_group=not _has_terminal())    # a warm engine: exec, no return
+    return run_and_observe(argv, intent=intent)
 
 
 def _exec_passthrough(argv: list[str]) -> int:
@@ -251,13 +264,11 @@ def _write_all(f, data: bytes) -> None:
 
 def run_and_observe(argv: list[str], intent: str | None = None) -> int:
     from capsule.ground import paths
-    from capsule.cli import journal as journals
+    from capsule.store import journal as journals
 
     command = shlex.join(argv)
     start = time.perf_counter()
     state = paths.state_dir()
-    for note in journals.recover(state):     # what earlier runs killed before showing it had captured
-        print(note, file=sys.stderr, flush=True)
     at_terminal = _has_terminal()
     wake_r, wake_w = os.pipe()           # written once: the capture threads stop reading (hand_over)
     try:
@@ -300,49 +311,13 @@ def run_and_observe(argv: list[str], intent: str | None = None) -> int:
         return status
     duration_ms = (time.perf_counter() - start) * 1000
     try:
-        if not _emit_warm(captures, command, status, duration_ms, intent):
-            intent = check_intent(intent)
-            for c in captures:
-                _emit(c.spool, c.hasher.hexdigest()[:24], c.name, c.out, command, status, duration_ms, intent)
+        intent = check_intent(intent)
+        for c in captures:
+            _emit(c.spool, c.hasher.hexdigest()[:24], c.name, c.out, command, status, duration_ms, intent)
     finally:    # shown, or the reader left: only a process killed outright leaves its journal
         journal.discard()
     _drain()
     return status
-
-
-def _emit_warm(captures: list[_Capture], command: str, status: int, duration_ms: float, intent: str | None) -> bool:
-    """Both streams through a warm engine (cli/warm.py: the supervisor's socket, or the engine daemon)
-    in one request; False when there is none to reach (the caller's in-process engine then). Output
-    the warm engine fails on (RAW, late, out of protocol) is shown raw, never shrunk a second time."""
-    from capsule.cli import warm
-
-    if sum(c.size for c in captures) > warm.MAX_BYTES:
-        return False
-    sock = warm.find()
-    if sock is None:
-        return False
-    if intent is not None and len(intent.encode("utf-8", "surrogateescape")) > INTENT_SAFE_BYTES:
-        intent = check_intent(intent)       # may be over the limit: shortened here, with its warning
-    try:
-        held = []
-        for c in captures:
-            c.spool.seek(0)
-            held.append(c.spool.read(c.size) if c.size else b"")
-    except (OSError, ValueError):
-        return False
-    try:
-        result = warm.observe(sock, command, held[0], held[1], status, duration_ms, intent)
-    except warm.Raw:
-        result = tuple(held)
-    if result is None:
-        warm.unreachable(sock)
-        return False
-    for c, data in zip(captures, result):
-        if data:
-            c.out.flush()
-            c.out.write(data)
-            c.out.flush()
-    return True
 
 
 def _emit(spool, digest, stream, out, command, status, duration_ms, intent) -> None:

@@ -135,6 +135,11 @@ def daemon_socket(env=None) -> Path:
     return state_dir() / f"d-{blake3.blake3(key).hexdigest()[:12]}.sock"
 
 
+def daemon_capture(sock) -> Path:
+    """The compiled capture the engine daemon on `sock` builds beside it (`capsule ctx run` execs it)."""
+    return Path(str(sock)).with_suffix(".capture")
+
+
 def trust_path() -> Path:
     return state_dir() / TRUST_FILE
 

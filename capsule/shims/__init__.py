@@ -29,7 +29,8 @@ ENV_TEMPLATE = TEMPLATE.with_name("agent_env.sh")
 ENV_FILE = "capsule-env.sh"        # in the shim dir: CLAUDE_ENV_FILE / BASH_ENV for the agent's shells
 TOOLS_FILE = Path(__file__).with_name("tools.txt")
 NESTED = switches.IN_SHIM
-TIMEOUT_S = 2.0                     # engine round trip; slower than this and raw output passes
+TIMEOUT_S = 2.0                     # engine round trip; slower than this (+ PER_MIB_S per MiB sent): raw output
+PER_MIB_S = 1.0                     # a large output's bytes take their time through the engine
 MAX_BYTES = 32 << 20                # larger outputs pass raw (the engine has a streaming path instead)
 STREAM_AFTER_S = switches.STREAM_AFTER_S  # a call still running then streams raw; $JACKIN_CTX_STREAM_AFTER overrides
 MARKER = "# capsule-shim:"          # how doctor recognises a capsule shim
@@ -74,6 +75,7 @@ def render(shim_dir: Path, python: str | None = None, socket: str | None = None)
         "@PROGRAM@": repr(PROGRAM),
         "@SOCKET@": repr(socket if socket is not None else str(paths.socket_path())),
         "@TIMEOUT_S@": repr(TIMEOUT_S),
+        "@PER_MIB_S@": repr(PER_MIB_S),
         "@MAX_BYTES@": repr(MAX_BYTES),
         "@SW_DISABLE@": repr(switches.DISABLE),
         "@SW_NO_SHIMS@": repr(switches.NO_SHIMS),
@@ -141,7 +143,7 @@ def render_capture(socket: str | None = None) -> str:
     values = {
         "@GENERATED@": "Generated from capsule/shims/shim_template/capsule_capture.c; do not edit.",
         "@SOCKET@": _c(socket if socket is not None else str(paths.socket_path())),
-        "@TIMEOUT_S@": repr(TIMEOUT_S), "@MAX_BYTES@": f"{MAX_BYTES}LL", "@STREAM_AFTER_S@": repr(float(STREAM_AFTER_S)),
+        "@TIMEOUT_S@": repr(TIMEOUT_S), "@PER_MIB_S@": repr(PER_MIB_S), "@MAX_BYTES@": f"{MAX_BYTES}LL", "@STREAM_AFTER_S@": repr(float(STREAM_AFTER_S)),
         "@ENV_SOCKET@": _c(switches.SOCKET), "@ENV_SCOPE@": _c(switches.SCOPE), "@ENV_NESTED@": _c(NESTED),
         "@ENV_OUT@": _c(switches.AGENT_OUT), "@ENV_STREAM_AFTER@": _c(switches.STREAM_AFTER),
         "@ENV_FORWARD@": _c_list(limits.env_names()), "@ALNUM@": _alnum_c(),
@@ -203,12 +205,26 @@ def _build(shim_dir: Path, cc: str, socket: str | None) -> bool:
     return True
 
 
+def build_capture(directory: Path, name: str = CAPTURE) -> Path | None:
+    """DIR/NAME: the compiled capture alone, for `capsule ctx run` (the engine daemon builds it beside
+    its socket; ctx run passes --socket); None without a C compiler or when it will not build."""
+    cc = compiler()
+    if cc is None:
+        return None
+    directory.mkdir(parents=True, exist_ok=True)
+    if not _compile(directory, cc, name, render_capture(), CAPTURE_FLAGS):
+        return None
+    (directory / name).chmod(0o700)              # in the state dir, everything is owner-only
+    (directory / f"{name}.c").chmod(0o600)
+    return directory / name
+
+
 def _compile(shim_dir: Path, cc: str, name: str, source: str, flag_sets) -> bool:
     """DIR/NAME from source with the first flag set that builds; rebuilt only when the source changed."""
     src, program = shim_dir / (name + ".c"), shim_dir / name
     if src.is_file() and src.read_text(encoding="utf-8") == source and _is_elf(program):
         return True
-    tmp = shim_dir / (name + ".build")
+    tmp = shim_dir / f"{name}.build.{os.getpid()}"     # two builders never share a file
     for flags in flag_sets:
         try:
             done = subprocess.run([cc, *flags, "-o", str(tmp), "-x", "c", "-"], input=source.encode(),

@@ -5,7 +5,7 @@ Invariant: the socket is owner-only (0600); any failure answers RAW so the shim 
 running out of descriptors (EMFILE) or memory never stops the server: it sheds the oldest
 connections still waiting for their request, backs off and accepts again (the shed shims print raw).
 
-The wire protocol (OBS1, HOOK1, PING, STATUS; one request per connection; limits, timeouts and the
+The wire protocol (OBS1, HOOK1, JRN1, PING, STATUS; one request per connection; limits, timeouts and the
 fail-open rules the shims follow) is written down once, in docs/shell-protocol.md.
 """
 
@@ -27,8 +27,10 @@ import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from capsule.agents import limits
+from capsule.ground import paths
 from capsule.shims import REPLY_SLACK, door, hook_door
 from capsule.store import finisher
+from capsule.supervisor import run_journal
 
 log = logging.getLogger("capsule.supervisor")
 
@@ -239,6 +241,8 @@ class EngineServer:
             return json.dumps(info, sort_keys=True).encode() + b"\n"
         if verb == b"HOOK1" and len(fields) == 2:
             return await self._hook(buf, int(fields[1]), key)
+        if verb == b"JRN1" and len(fields) == 6:
+            return await self._journal(buf, *(int(f) for f in fields[1:]), key=key)
         if verb != b"OBS1" or len(fields) not in (7, 8, 9, 10):
             raise ValueError(f"bad request header {head[:60]!r}")
         code, duration_us, n_cmd, n_out, n_err, n_scope, *rest = (int(f) for f in fields[1:])
@@ -300,6 +304,20 @@ class EngineServer:
         self.served += 1
         out = hook_door.hook_output(value)
         return b"OK %d\n" % len(out) + out
+
+
+    async def _journal(self, buf: BufferedByteReceiveStream, pid: int, fd_out: int, fd_err: int, n_cmd: int,
+                       n_cwd: int, key: int | None) -> bytes:
+        """A warm `ctx run`'s journal (supervisor/run_journal.py): no engine work and no row; it never
+        waits for the engine (the state dir is this process's own)."""
+        if min(pid, fd_out, fd_err, n_cmd, n_cwd) < 0 or n_cmd + n_cwd > MAX_PAYLOAD:
+            raise ValueError("payload out of bounds")
+        command = (await _exactly(buf, n_cmd)).decode("utf-8", "surrogateescape")
+        cwd = (await _exactly(buf, n_cwd)).decode("utf-8", "surrogateescape")
+        self._waiting.pop(key, None)
+        state = self.engine.state_dir if self.engine is not None else paths.state_dir()
+        run_journal.watch(state, pid, (fd_out, fd_err), command, cwd)
+        return b"OK 0 0\n"
 
 
 async def _exactly(buf: BufferedByteReceiveStream, n: int) -> bytes:

@@ -4,8 +4,10 @@ the control socket's protocol (server.py, docs/shell-protocol.md) on `paths.daem
 exits after $JACKIN_CTX_DAEMON_IDLE seconds without a request (default 900), or when its socket is
 removed or replaced.
 
-Not responsible for capture (the run does it), for the engine (capsule.engine) or for deciding to
-be used (cli/warm.py). Invariant: one daemon per socket (an flock on `<socket>.lock`, held for
+It builds the compiled capture beside its socket (`paths.daemon_capture`, before it listens, only
+when its source changed): a run that finds this daemon execs that capture, which speaks the protocol.
+Not responsible for capture (the compiled capture does it), for the engine (capsule.engine) or for
+deciding to be used (cli/warm.py). Invariant: one daemon per socket (an flock on `<socket>.lock`, held for
 life: a second one exits at once); the socket is owner-only; rows owed after a reply hold the
 state dir's pending lock, so a ledger reader right after a run sees its row (store/finisher.py).
 
@@ -21,6 +23,7 @@ import time
 
 import anyio
 
+from capsule import shims
 from capsule.ground import logs, paths, switches
 from capsule.supervisor.control_server import EngineServer
 
@@ -90,6 +93,11 @@ def main() -> int:
     except Exception as exc:  # noqa: BLE001 - no daemon: the runs stay in-process
         log.error("engine daemon failed to start: %r", exc)
         return 1
+    try:
+        capture = paths.daemon_capture(sock)
+        shims.build_capture(capture.parent, capture.name)   # none (no C compiler): runs stay in-process
+    except Exception as exc:  # noqa: BLE001 - no capture: runs stay in-process, the daemon still serves
+        log.warning("engine daemon: the compiled capture did not build: %r", exc)
     srv = EngineServer(sock, engine, lambda: {"daemon": True, "pid": os.getpid(), "idle_s": idle})
     idle = switches.daemon_idle()
     log.info("engine daemon on %s, ready in %.0f ms", sock, (time.monotonic() - started) * 1000)

@@ -57,13 +57,16 @@ def test_the_first_run_starts_the_daemon_and_the_next_runs_reuse_it(run, state_d
     assert len(list(state_dir.glob("d-*.sock"))) == 1
 
 
-def test_the_socket_is_owner_only(run, state_dir):
+def test_the_socket_and_the_capture_are_owner_only(run, state_dir):
     run(run.talk)
     sock = _socket(state_dir)
     control_server.wait_ready(sock, 60)
     mode = stat.S_IMODE(os.stat(sock).st_mode)
     assert mode == 0o600 and os.stat(sock).st_uid == os.geteuid()
     assert stat.S_IMODE(os.stat(f"{sock}.lock").st_mode) == 0o600
+    capture = sock.with_suffix(".capture")           # the compiled capture the daemon built beside it
+    assert stat.S_IMODE(os.stat(capture).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(f"{capture}.c").st_mode) == 0o600
 
 
 def test_the_daemon_exits_after_its_idle_time(run, state_dir):
@@ -122,23 +125,33 @@ def test_no_daemon_keeps_every_run_in_process(run, state_dir):
 
 
 PROBE = """
-import json, sys
+import json, os, sys
 sys.argv = ["capsule", "ctx", "run", "--", sys.argv[1]]
+execv = os.execv
+
+
+def seen(path, args):   # what the interpreter loaded by the time it becomes the compiled capture
+    print(json.dumps([os.path.basename(path)] + [m for m in ("capsule.engine", "capsule.observe", "tiktoken",
+          "logging", "dataclasses", "anyio", "capsule.store.redact") if m in sys.modules]), file=sys.stderr, flush=True)
+    execv(path, args)
+
+
+os.execv = seen
 from capsule.cli.main import main
-code = main()
-sys.stdout.flush()
-print(json.dumps([m for m in ("capsule.engine", "capsule.observe", "tiktoken", "logging", "dataclasses", "anyio")
-                  if m in sys.modules]), file=sys.stderr)
+main()
+print("still in Python after the run", file=sys.stderr)
 """
 
 
-def test_a_run_through_the_daemon_loads_no_engine(run, state_dir):
-    """The client's side of a warm run: capture and one request (the design's <= 60 ms of CPU)."""
+def test_a_run_through_the_daemon_loads_no_engine_and_becomes_the_compiled_capture(run, state_dir):
+    """The client's side of a warm run: find the socket, exec the compiled capture (the design's
+    <= 60 ms of CPU); the capture runs the command and makes the one request."""
     run(run.talk)
-    control_server.wait_ready(_socket(state_dir), 60)
+    sock = _socket(state_dir)
+    control_server.wait_ready(sock, 60)
     env = {k: v for k, v in os.environ.items() if k != "JACKIN_CTX_NO_DAEMON"}
     env.update(JACKIN_CTX_STATE_DIR=str(state_dir), JACKIN_CTX_DAEMON_IDLE="30")
     got = subprocess.run([sys.executable, "-c", PROBE, run.talk], capture_output=True, env=env, timeout=60)
     assert got.returncode == 0 and len(got.stdout) < len(LINES)
-    assert got.stderr.decode().strip() == "[]"
-    assert control_server.status(_socket(state_dir))["served"] == 1
+    assert got.stderr.decode().strip() == f'["{sock.with_suffix(".capture").name}"]'
+    assert control_server.status(sock)["served"] == 1

@@ -1,32 +1,36 @@
 """One conformance test for every capture of the shell door (issue 32.1): the compiled capture, the
 Python fallback shim and `capsule ctx run` go through the same cases, as an agent's tool call (a
 bash that sourced capsule-env.sh): exit codes and signals, stdin passed through, a background job
-that keeps running, a huge line, and (for the two that speak the socket protocol of
-docs/shell-protocol.md) a dead or hung supervisor.
+that keeps running, a huge line, an engine whose state volume is full, and (for the two shims,
+which speak the socket protocol of docs/shell-protocol.md) a dead or hung supervisor.
 
 `ctx run` goes through twice: "ctx-run" with its in-process engine (JACKIN_CTX_NO_DAEMON=1), and
-"ctx-daemon" against the warm engine daemon of its settings (cli/warm.py, supervisor/daemon.py),
-which also gets the dead and hung cases: a dead daemon (a socket nobody listens on) means the
-in-process engine for that run and a new daemon for the next; a hung one means raw output after
-the round trip's deadline. The compiled capture runs all 256 exit codes in one tool call; the
-ones that start a Python per command (the fallback shim, `ctx run`: 0.05-0.2 s of CPU each) run a
-spread of them (both ends, the shell's 126/127, 128, the signal range). The cases are otherwise the
-same script, with `ctx run --` in front of the command.
+"ctx-daemon" against the warm engine daemon of its settings (cli/warm.py, supervisor/daemon.py):
+there the run execs the same compiled capture the shim runs. It also gets the dead and hung cases:
+a dead daemon (a socket nobody listens on, its lock free) means the in-process engine for that run
+and a new daemon for the next; a hung one means raw output after the round trip's deadline. The
+compiled capture runs all 256 exit codes in one tool call; the ones that start a Python per
+command (the fallback shim, `ctx run`: 0.05-0.2 s of CPU each) run a spread of them (both ends, the
+shell's 126/127, 128, the signal range). The cases are otherwise the same script, with `ctx run --`
+in front of the command.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 from capsule import shims
+from capsule.ground import paths
 from capsule.supervisor import control_server
 
 IMPLEMENTATIONS = ["compiled", "python", "ctx-run", "ctx-daemon"]
@@ -48,8 +52,10 @@ class World:
     def __init__(self, root: Path, real: Path, sock: Path, dirs: dict[str, Path]):
         self.root, self.real, self.sock, self.dirs = root, real, sock, dirs
 
-    def call(self, impl: str, script: str, sock: Path | None = None, timeout: float = 60, stdin=None, **extra):
-        """script as one agent tool call; `{run}` is where `ctx run --` goes for ctx-run."""
+    def call(self, impl: str, script: str, sock: Path | None = None, timeout: float = 60, stdin=None, wrap=(),
+             **extra):
+        """script as one agent tool call; `{run}` is where `ctx run --` goes for ctx-run; `wrap`: a
+        command the call runs under (it ends with `"$@"`)."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("JACKIN_CTX_", "CLAUDECODE", "CODEX_"))}
         env.update({"CLAUDECODE": "1", "JACKIN_CTX_AGENT": "claude",
                     "JACKIN_CTX_STATE_DIR": str(self.root / "run-state"), **extra})
@@ -65,8 +71,8 @@ class World:
             d = self.dirs[impl]
             env.update(PATH=f"{d}:{self.real}:/usr/bin:/bin", JACKIN_CTX_SOCKET=str(sock or self.sock))
             text = f". {d / shims.ENV_FILE}\n" + script.replace("{run} ", "")
-        return subprocess.run(["bash", "-c", text, "agent-call"], env=env, capture_output=True, timeout=timeout,
-                              input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
+        return subprocess.run([*wrap, "bash", "-c", text, "agent-call"], env=env, capture_output=True,
+                              timeout=timeout, input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
 
     def served(self, impl: str = "compiled") -> int:
         return control_server.status(self.daemon() if impl == "ctx-daemon" else self.sock)["served"]
@@ -222,6 +228,7 @@ def test_a_hung_daemon_gives_raw_output_after_the_deadline(world, tmp_path):
     (tmp_path / "state").mkdir(mode=0o700)
     hung_path = world.daemon(**extra)
     hung = _stale_socket(hung_path, listening=True)
+    shutil.copy2(paths.daemon_capture(world.daemon()), paths.daemon_capture(hung_path))  # as its daemon built it
     lock = os.open(f"{hung_path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     import fcntl
 
@@ -235,6 +242,40 @@ def test_a_hung_daemon_gives_raw_output_after_the_deadline(world, tmp_path):
         os.close(lock)
     raw = _raw(world, "talk")
     assert (got.returncode, got.stdout, got.stderr) == (5, raw.stdout, raw.stderr)
-    from capsule.cli import warm
+    assert shims.TIMEOUT_S <= took < shims.TIMEOUT_S + 10, f"{took:.1f} s"
 
-    assert warm.TIMEOUT_S <= took < warm.TIMEOUT_S + 10, f"{took:.1f} s"
+
+# The engine's state on a full volume: an 8 MiB tmpfs in a private mount namespace (root), the engine
+# daemon started on it (it builds its capture there), then the volume filled, then the call.
+FULL_VOLUME = r"""
+set -e
+mount -t tmpfs -o size=8m tmpfs "$VOL"
+mkdir -m 700 "$JACKIN_CTX_STATE_DIR"
+"$PY" -m capsule.supervisor.daemon &
+daemon=$!
+"$PY" -c "from capsule.supervisor import control_server as c; import sys; c.wait_ready(sys.argv[1], 60)" "$JACKIN_CTX_SOCKET"
+head -c 16000000 /dev/urandom > "$VOL/filler" 2>/dev/null || true
+set +e
+"$@"
+rc=$?
+kill $daemon
+exit $rc
+"""
+
+
+def test_an_engine_on_a_full_volume_gives_the_commands_own_bytes(world, impl):
+    """Every capture, its engine's state volume full: the command's own bytes and exit status (an
+    in-process run adds its one warning line, which the log on that volume could not hold)."""
+    assert os.geteuid() == 0, "a tmpfs mount in a private namespace needs root (CI and the image run as root)"
+    vol = Path(tempfile.mkdtemp(prefix="cf-"))      # short: a socket's path has ~107 bytes
+    extra = {"JACKIN_CTX_STATE_DIR": str(vol / "state"), "JACKIN_CTX_DAEMON_IDLE": "120", "VOL": str(vol),
+             "PY": sys.executable}
+    sock = world.daemon(**extra)
+    got = world.call(impl, '{run} talk', sock=sock, timeout=120, JACKIN_CTX_SOCKET=str(sock),
+                     wrap=("unshare", "-m", "sh", "-c", FULL_VOLUME, "full-volume"), **extra)
+    raw = _raw(world, "talk")
+    assert (got.returncode, got.stdout) == (5, raw.stdout), got.stderr[-800:]
+    warning = [ln for ln in got.stderr.splitlines(keepends=True) if ln.startswith(b"capsule: the state volume is full")]
+    assert len(warning) == (impl == "ctx-run"), got.stderr[-800:]
+    assert got.stderr.replace(b"".join(warning), b"") == raw.stderr, got.stderr[-800:]
+    shutil.rmtree(vol)

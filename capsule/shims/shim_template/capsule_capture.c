@@ -9,6 +9,8 @@
  * (a signal that killed it kills this process too); a call still running after the stream wait,
  * or larger than MAX_BYTES, streams raw from then on; a background job still holding the output
  * when the command exits gets it copied on raw by a child, and this process returns at once.
+ * `capsule ctx run` execs it too, with options before REAL (run_options()): the one capture that
+ * speaks the socket protocol for both doors (issue 32.1).
  * @GENERATED@ */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -29,7 +32,8 @@
 __attribute__((used)) static const char marker[] = "# capsule-shim: compiled capture";
 
 static const char *DEFAULT_SOCKET = @SOCKET@;
-static const double TIMEOUT_S = @TIMEOUT_S@;         /* the whole engine round trip, connect to last byte */
+static const double TIMEOUT_S = @TIMEOUT_S@;         /* the whole engine round trip, connect to last byte, */
+static const double PER_MIB_S = @PER_MIB_S@;         /* plus this per MiB of output sent */
 static const size_t REPLY_SLACK = @REPLY_SLACK@;     /* a reply's body: at most 2 x the request's output + this */
 static const char *const ARGV0_PATH[] = {@ARGV0_PATH@ 0};   /* find themselves by argv[0] on PATH */
 static const long long MAX_BYTES = @MAX_BYTES@;      /* larger outputs stream raw */
@@ -46,6 +50,14 @@ static const int SIGNALS[] = {SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM
 extern char **environ;
 static volatile pid_t child = 0;
 static volatile sig_atomic_t child_exited = 0;
+
+/* `capsule ctx run`'s options (before REAL; the shim passes none): the socket it found, the step's
+ * intent and its scope (sent in the OBS1 request), stderr as the agent's view, the command in a
+ * process group of its own (no terminal: a forwarded signal reaches all it started), and a
+ * terminating signal that arrives once the command is gone ends this process with it. */
+static const char *opt_socket = NULL, *opt_intent = NULL, *opt_scope = NULL;
+static int opt_stderr = 0, opt_group = 0, opt_journal = 0;
+static volatile sig_atomic_t reaped_flag = 0, ours = 0;
 
 typedef struct { char *data; size_t len, cap; } buf;
 
@@ -80,7 +92,12 @@ static double now(void) {
 
 static void forward(int sig) {
     int saved = errno;
-    if (child > 0) kill(child, sig);
+    if (opt_group && reaped_flag && !ours &&
+        (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT)) ours = sig;  /* meant for us */
+    if (child > 0) {
+        if (opt_group) kill(-child, sig);     /* the group outlives its leader while members hold the pipes */
+        else if (!reaped_flag) kill(child, sig);
+    }
     errno = saved;
 }
 
@@ -198,14 +215,16 @@ static int ready_by(int fd, short ev, double deadline) {
  * bytes. 0 on any failure, or when the round trip outlasts TIMEOUT_S in total (the caller emits raw). */
 static int ask_engine(const char *path, buf *cmd, buf *out, buf *err, int code, double duration_ms,
                       buf *reply, size_t max_reply) {
-    double deadline = now() + TIMEOUT_S;      /* one budget for all of it: a drip of bytes cannot extend it */
+    /* one budget for all of it: a drip of bytes cannot extend it */
+    double deadline = now() + TIMEOUT_S + PER_MIB_S * (double)(out->len + err->len) / (1 << 20);
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof addr.sun_path) return 0;
     strcpy(addr.sun_path, path);
-    buf scope = {0}, cwd = {0}, meta = {0};
+    buf scope = {0}, cwd = {0}, meta = {0}, intent = {0};
     const char *sc = getenv(ENV_SCOPE);
     if (!sc || !*sc) sc = getenv("CLAUDE_CODE_SESSION_ID");
     if (!sc || !*sc) sc = getenv("CODEX_THREAD_ID");
+    if ((!sc || !*sc) && opt_scope) sc = opt_scope;
     if (sc && *sc && !put(&scope, sc, strlen(sc))) return 0;
     char here[8192];
     if (getcwd(here, sizeof here) && !put(&cwd, here, strlen(here))) return 0;   /* project filters live there */
@@ -216,15 +235,20 @@ static int ask_engine(const char *path, buf *cmd, buf *out, buf *err, int code, 
     }
     int ok = 0, s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0) return 0;
-    struct timeval tv = {(time_t)TIMEOUT_S, (suseconds_t)((TIMEOUT_S - (double)(time_t)TIMEOUT_S) * 1e6)};
+    double budget = deadline - now();
+    struct timeval tv = {(time_t)budget, (suseconds_t)((budget - (double)(time_t)budget) * 1e6)};
     setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);    /* also bounds connect() on a Unix socket */
     setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     if (connect(s, (struct sockaddr *)&addr, sizeof addr) != 0) goto done;
     char head[256];
-    int hn = snprintf(head, sizeof head, "OBS1 %d %lld %zu %zu %zu %zu %zu %zu\n", code,
-                      (long long)(duration_ms * 1000), cmd->len, out->len, err->len, scope.len, cwd.len, meta.len);
-    buf *parts[] = {0, cmd, out, err, &scope, &cwd, &meta};
-    for (int i = 0; i < 7; i++) {
+    if (opt_intent && !put(&intent, opt_intent, strlen(opt_intent))) goto done;
+    /* the 9-number form only with an intent (ctx run --intent): the shims send the 8-number form */
+    int hn = snprintf(head, sizeof head, opt_intent ? "OBS1 %d %lld %zu %zu %zu %zu %zu %zu %zu\n"
+                                                    : "OBS1 %d %lld %zu %zu %zu %zu %zu %zu\n", code,
+                      (long long)(duration_ms * 1000), cmd->len, out->len, err->len, scope.len, cwd.len, meta.len,
+                      intent.len);
+    buf *parts[] = {0, cmd, out, err, &scope, &cwd, &meta, &intent};
+    for (int i = 0; i < 8; i++) {
         const char *p = i ? parts[i]->data : head;
         size_t n = i ? parts[i]->len : (size_t)hn;
         while (n) {
@@ -249,8 +273,60 @@ static int ask_engine(const char *path, buf *cmd, buf *out, buf *err, int code, 
     ok = 1;
 done:
     close(s);
-    free(scope.data), free(cwd.data), free(meta.data);
+    free(scope.data), free(cwd.data), free(meta.data), free(intent.data);
     return ok;
+}
+
+/* ctx run's journal (--journal): what is held is written to two memory files too, which one JRN1
+ * request names (sent, not waited for); the engine opens them and, if this process ends before it
+ * emptied them (its output shown), journals their bytes redacted for the next run to archive
+ * (supervisor/run_journal.py). Best effort: any failure here costs the journal, never the output. */
+static int jfd[2] = {-1, -1};
+
+static void journal_stop(void) {          /* the output was shown: nothing to keep */
+    for (int i = 0; i < 2; i++)
+        if (jfd[i] >= 0) (void)!ftruncate(jfd[i], 0), close(jfd[i]), jfd[i] = -1;
+}
+
+static void journal_put(int i, const char *p, size_t n) {
+    if (jfd[i] < 0) return;
+    while (n) {
+        ssize_t w = write(jfd[i], p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {                      /* out of memory: no journal, the output is still held */
+            journal_stop();
+            return;
+        }
+        p += w, n -= (size_t)w;
+    }
+}
+
+static int send_now(int s, const char *p, size_t n) {    /* all of it without waiting, or 0 */
+    while (n) {
+        ssize_t w = send(s, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return 0;
+        p += w, n -= (size_t)w;
+    }
+    return 1;
+}
+
+static void journal_start(const char *path, buf *cmd) {
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof addr.sun_path) return;
+    strcpy(addr.sun_path, path);
+    jfd[0] = memfd_create("capsule-journal-out", MFD_CLOEXEC);
+    jfd[1] = memfd_create("capsule-journal-err", MFD_CLOEXEC);
+    char here[8192], head[128];
+    const char *cwd = getcwd(here, sizeof here) ? here : "";
+    int hn = snprintf(head, sizeof head, "JRN1 %d %d %d %zu %zu\n", (int)getpid(), jfd[0], jfd[1], cmd->len,
+                      strlen(cwd));
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int sent = jfd[0] >= 0 && jfd[1] >= 0 && s >= 0 && connect(s, (struct sockaddr *)&addr, sizeof addr) == 0 &&
+               send_now(s, head, (size_t)hn) && send_now(s, cmd->data ? cmd->data : "", cmd->len) &&
+               send_now(s, cwd, strlen(cwd));
+    if (s >= 0) close(s);                  /* the engine reads it from the socket's buffer */
+    if (!sent) journal_stop();
 }
 
 /* A length of the reply's header: 1 to 20 ASCII digits, at most `most`, ending at `stop`. */
@@ -364,17 +440,38 @@ static char *argv0_for(const char *name, const char *real, char *given) {
     return given;
 }
 
+/* `capsule ctx run`'s options before REAL (cli/warm.py builds them): how many argv entries they took,
+ * or -1 for one that is not known or lacks its value. REAL never starts with "--" (a path). */
+static int run_options(int argc, char **argv) {
+    int i = 1;
+    while (i < argc && strncmp(argv[i], "--", 2) == 0) {
+        const char *o = argv[i];
+        if (strcmp(o, "--stderr") == 0) opt_stderr = 1, i++;
+        else if (strcmp(o, "--group") == 0) opt_group = 1, i++;
+        else if (strcmp(o, "--journal") == 0) opt_journal = 1, i++;
+        else if (i + 1 >= argc) return -1;
+        else if (strcmp(o, "--socket") == 0) opt_socket = argv[i + 1], i += 2;
+        else if (strcmp(o, "--intent") == 0) opt_intent = argv[i + 1], i += 2;
+        else if (strcmp(o, "--scope") == 0) opt_scope = argv[i + 1], i += 2;
+        else return -1;
+    }
+    return i - 1;
+}
+
 int main(int argc, char **argv) {
-    if (argc < 3) {
-        fprintf(stderr, "usage: capsule-capture REAL ARGV0 [ARGS...] (run by capsule-shim)\n");
+    int taken = run_options(argc, argv);
+    if (taken < 0 || argc - taken < 3) {
+        fprintf(stderr, "usage: capsule-capture [--socket PATH] [--intent TEXT] [--scope TEXT] [--stderr] "
+                        "[--group] [--journal] REAL ARGV0 [ARGS...] (run by capsule-shim and capsule ctx run)\n");
         return 2;
     }
+    argv += taken;
     const char *real = argv[1], *name = strrchr(argv[2], '/') ? strrchr(argv[2], '/') + 1 : argv[2];
     char **args = argv + 3, **real_argv = argv + 2;     /* [ARGV0, ARGS...] */
     real_argv[0] = argv0_for(name, real, argv[2]);
-    const char *sock = getenv(ENV_SOCKET);
+    const char *sock = opt_socket ? opt_socket : getenv(ENV_SOCKET);
     if (!sock || !*sock) sock = DEFAULT_SOCKET;
-    int err_view = view_err();
+    int err_view = opt_stderr || view_err();
     double after = stream_after();
 
     int po[2], pe[2];
@@ -403,7 +500,9 @@ int main(int argc, char **argv) {
     if (old_pipe.sa_handler != SIG_IGN) sigaddset(&dfl, SIGPIPE);
     posix_spawnattr_setsigdefault(&attr, &dfl);
     posix_spawnattr_setsigmask(&attr, &orig);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    if (opt_group) posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK |
+                                        (opt_group ? POSIX_SPAWN_SETPGROUP : 0));
     posix_spawn_file_actions_adddup2(&fa, po[1], 1);
     posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
     double started = now();
@@ -419,6 +518,9 @@ int main(int argc, char **argv) {
     child = pid;
     close(po[1]);
     close(pe[1]);
+    buf cmd = {0};
+    int have_cmd = command_line(&cmd, name, args);
+    if (opt_journal && have_cmd) journal_start(sock, &cmd);
     sa.sa_handler = forward;
     for (int i = 0; i < NSIG_FWD; i++) sigaction(SIGNALS[i], &sa, NULL);   /* no SA_RESTART: ppoll wakes */
 
@@ -433,7 +535,7 @@ int main(int argc, char **argv) {
         if (child_exited && !reaped) {
             child_exited = 0;
             if (waitpid(pid, &status, WNOHANG) == pid) {
-                reaped = 1;
+                reaped = 1, reaped_flag = 1;
                 /* what is left now can be read without waiting; a pipe still open after that is held
                  * by someone else (a background job) */
                 for (int i = 0; i < 2; i++) fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
@@ -457,6 +559,7 @@ int main(int argc, char **argv) {
             if (reaped) break;                 /* drained: whoever still holds a pipe is a background job */
             if (!streaming) {                  /* outlasted the wait */
                 streaming = 1;
+                journal_stop();
                 for (int i = 0; i < 2; i++) write_all(1 + i, held[i].data, held[i].len), held[i].len = 0;
             }
             continue;
@@ -469,6 +572,7 @@ int main(int argc, char **argv) {
                 continue;
             }
             int stored = put(&held[i], chunk, (size_t)r);
+            if (stored) journal_put(i, chunk, (size_t)r);
             if (!stored || (long long)(held[0].len + held[1].len) > MAX_BYTES) {
                 /* too big to hand over whole (or out of memory): raw, what we hold and the rest */
                 streaming = 1;
@@ -479,6 +583,7 @@ int main(int argc, char **argv) {
     }
     if (!reaped) {                          /* the loop broke on an error: the status still counts */
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        reaped_flag = 1;
     }
     double duration_ms = (now() - started) * 1000.0;
     int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
@@ -486,14 +591,15 @@ int main(int argc, char **argv) {
     if (held_elsewhere) {
         if (!streaming)
             for (int i = 0; i < 2; i++) write_all(1 + i, held[i].data, held[i].len);
+        journal_stop();
         int still[2] = {pf[0].fd, pf[1].fd};
         hand_over(still);
     } else if (!streaming) {
-        buf cmd = {0}, reply = {0};
+        buf reply = {0};
         size_t n_out, n_err;
         const char *body;
         size_t max_body = 2 * (held[0].len + held[1].len) + REPLY_SLACK;
-        int ok = command_line(&cmd, name, args) &&
+        int ok = have_cmd &&
                  ask_engine(sock, &cmd, &held[0], &held[1], code, duration_ms, &reply, max_body + 64) &&
                  parse_reply(&reply, max_body, &n_out, &n_err, &body);
         if (ok) {
@@ -504,6 +610,19 @@ int main(int argc, char **argv) {
             write_all(1, held[0].data, held[0].len);
             write_all(2, held[1].data, held[1].len);
         }
+    }
+    journal_stop();                         /* shown (or streamed): nothing to keep */
+    if (ours && !WIFSIGNALED(status)) {      /* a terminating signal once the command was gone: ours */
+        status = 0;
+        int sig = ours;
+        struct sigaction dflt = {0};
+        dflt.sa_handler = SIG_DFL;
+        sigaction(sig, &dflt, NULL);
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, sig);
+        sigprocmask(SIG_UNBLOCK, &one, NULL);
+        kill(getpid(), sig);
     }
     if (WIFSIGNALED(status)) {
         int sig = WTERMSIG(status);

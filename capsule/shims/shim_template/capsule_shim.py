@@ -11,7 +11,8 @@ import _socket
 SHIM_DIR = @SHIM_DIR@
 PROGRAM = @PROGRAM@
 DEFAULT_SOCKET = @SOCKET@
-TIMEOUT_S = @TIMEOUT_S@  # the whole engine round trip, connect to last byte
+TIMEOUT_S = @TIMEOUT_S@  # the whole engine round trip, connect to last byte,
+PER_MIB_S = @PER_MIB_S@  # plus this per MiB of output sent
 REPLY_SLACK = @REPLY_SLACK@  # a reply's body: at most 2 x the request's output + this
 ARGV0_PATH = @ARGV0_PATH@  # find themselves by argv[0] on PATH (a venv's python): they get the real path
 MAX_BYTES = @MAX_BYTES@
@@ -246,7 +247,8 @@ def length(field, most):
 def ask_engine(path, command, out, err, code, duration_ms, scope, meta=b""):
     """(stdout, stderr) of the emission, or None: RAW, or a reply that breaks the protocol."""
     import time
-    deadline = time.monotonic() + TIMEOUT_S      # one budget for all of it: a drip cannot extend it
+    # one budget for all of it: a drip cannot extend it
+    deadline = time.monotonic() + TIMEOUT_S + PER_MIB_S * (len(out) + len(err)) / (1 << 20)
     max_body = 2 * (len(out) + len(err)) + REPLY_SLACK
     s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
 

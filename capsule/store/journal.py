@@ -1,9 +1,12 @@
 """What a running `ctx run` has captured, kept under the state dir until the user has been shown it.
 
-Not responsible for showing output (run.py) nor for storing originals (the archive). A `ctx run`
-killed with SIGKILL runs none of our code, so its command's bytes are mirrored here as they arrive,
-best effort (a state dir that is read-only or full costs only this safety net, never output); the
-next `ctx run` archives the bytes of a run whose owner is gone and names their handles on stderr.
+Not responsible for showing output (cli/run.py, the compiled capture) nor for storing originals
+(the archive). A `ctx run` killed with SIGKILL runs none of our code, so its command's bytes are
+mirrored here as they arrive, best effort (a state dir that is read-only or full costs only this
+safety net, never output): by the in-process run itself; for a run handed to the compiled capture,
+by the warm engine, from the memory files the capture fills and empties once its output is shown
+(keep(), supervisor/run_journal.py). The next `ctx run` archives the bytes of a run whose owner is
+gone and names their handles on stderr.
 What is written here has its secrets redacted first, like every byte capsule persists (issue 31):
 complete lines through store/redact_stream.py, within FLUSH_S of their arrival (or at once, past
 BATCH bytes); a partial line waits in memory for its end (bounded). The run's raw bytes, which the
@@ -32,7 +35,7 @@ class Journal:
     NAME.stdout / NAME.stderr (the bytes so far, redacted). write() and end() come from the capture
     threads, a timer writes what waited FLUSH_S; every call is safe after discard()."""
 
-    def __init__(self, state_dir, command: str):
+    def __init__(self, state_dir, command: str, cwd: str | None = None):
         self.files: dict = {}       # stream -> an unbuffered write-only file
         self._redactors: dict = {}  # stream -> its StreamRedactor
         self._ended: set[str] = set()
@@ -52,7 +55,7 @@ class Journal:
             from capsule.store import redact
 
             line = redact.redacted(command) if redact.may_hold_secret(command) else command
-            os.write(fd, f"{line}\n{os.getcwd()}\n".encode("utf-8", "surrogateescape"))
+            os.write(fd, f"{line}\n{os.getcwd() if cwd is None else cwd}\n".encode("utf-8", "surrogateescape"))
             os.rename(tmp, f"{base}.cmd")       # seen by recover() only once locked
             self._lock, self._base = fd, base
             from capsule.store.redact_stream import StreamRedactor
@@ -118,6 +121,24 @@ class Journal:
             f.close()
             _unlink(f"{self._base}.{stream}")
 
+    def close(self) -> None:
+        """Write all that is held and let go of the files, which stay for recover() (a run that died)."""
+        with self._mutex:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            for s in list(self.files):
+                self._ended.add(s)
+                self._put(s)
+                f = self.files.pop(s, None)
+                if f is not None:
+                    f.close()
+            self._redactors.clear()
+            self._base = None
+            if self._lock is not None:
+                os.close(self._lock)
+                self._lock = None
+
     def discard(self) -> None:
         """The output was shown (or the journal cannot be kept): remove it."""
         with self._mutex:
@@ -133,6 +154,24 @@ class Journal:
             if self._lock is not None:
                 os.close(self._lock)
                 self._lock = None
+
+
+def keep(state_dir, command: str, cwd: str, streams: dict) -> bool:
+    """A run whose client died before showing its output: what it had captured (`streams`: name ->
+    a readable binary file, from its start) journalled, redacted, for the next run's recover().
+    False when there was nothing to keep (the client emptied them: its output was shown)."""
+    sizes = {name: os.fstat(f.fileno()).st_size for name, f in streams.items()}
+    if not any(sizes.values()):
+        return False
+    journal = Journal(state_dir, command, cwd)
+    for name, f in streams.items():
+        left = sizes[name]
+        while left and (chunk := os.pread(f.fileno(), min(left, 1 << 20), sizes[name] - left)):
+            journal.write(name, chunk)
+            left -= len(chunk)
+        journal.end(name)
+    journal.close()
+    return True
 
 
 def _unlink(path: str) -> None:

@@ -1,0 +1,62 @@
+"""The warm engine's side of a `ctx run` journal (JRN1, docs/shell-protocol.md): the compiled capture
+that runs a warm `ctx run` holds the command's output in two memory files as well; it names them in
+one JRN1 request, and the engine opens them (/proc/PID/fd/N) and waits for that process to end. One
+that ends with them still holding bytes was killed before it showed its output: those bytes are
+journalled, redacted (store/journal.keep), and the next `ctx run` archives them and names their
+handles, as for an in-process run killed outright.
+
+Not responsible for capture (the capture) nor for archiving (store/journal.recover). Invariant:
+nothing is persisted while the run lives, and nothing unredacted ever; a request this side cannot
+follow (another user's process, no pidfd, not the capture's memory files) journals nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import threading
+
+from capsule.ground import logs
+from capsule.store import journal
+
+log = logs.get("capsule.run_journal")
+
+MEMFD_PREFIX = "/memfd:capsule-journal-"    # the names the capture gives its memory files
+STREAMS = ("stdout", "stderr")
+
+
+def watch(state_dir, pid: int, fds: tuple[int, int], command: str, cwd: str) -> None:
+    """Open the capture's memory files now (it is alive: it just sent the request) and journal what
+    they hold if it ends before emptying them. Raises OSError/ValueError when it cannot follow."""
+    pidfd = os.pidfd_open(pid)
+    files = []
+    try:
+        for fd in fds:
+            link = f"/proc/{pid}/fd/{fd}"
+            if not os.readlink(link).startswith(MEMFD_PREFIX):
+                raise ValueError(f"JRN1: fd {fd} of {pid} is not a capture's memory file")
+            files.append(open(link, "rb", buffering=0))
+    except BaseException:
+        os.close(pidfd)
+        for f in files:
+            f.close()
+        raise
+    threading.Thread(target=_wait, args=(state_dir, pidfd, dict(zip(STREAMS, files)), command, cwd),
+                     name=f"run-journal-{pid}", daemon=True).start()
+
+
+def _wait(state_dir, pidfd: int, streams: dict, command: str, cwd: str) -> None:
+    """(a thread per live run) Block until the capture ends; keep what it left unshown."""
+    try:
+        poll = select.poll()
+        poll.register(pidfd, select.POLLIN)       # readable once the process has exited
+        while not poll.poll():
+            pass
+        if journal.keep(state_dir, command, cwd, streams):
+            log.warning("ctx run of %r ended before showing its output; journalled for the next run", command)
+    except Exception as exc:  # noqa: BLE001 - a safety net that fails costs only itself
+        log.warning("run journal of %r failed: %r", command, exc)
+    finally:
+        os.close(pidfd)
+        for f in streams.values():
+            f.close()
