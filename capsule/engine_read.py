@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from capsule.ground import logs
-from capsule.ground.types import Observation, Request
+from capsule.ground.types import Observation, Part, Request
 from capsule.policy.modes import passive
 from capsule.retrieve import focus, read_modes, packer, workspace
 from capsule.retrieve.expand import ExpandError, Selection
@@ -173,7 +173,6 @@ class Reads:
         sized for the model, a PDF's text), the original image when the layer sends it unchanged;
         parts None when the file is not media (the door reads it as text)."""
         from capsule import engine_media  # noqa: PLC0415 - Pillow and poppler only where media is read
-        from capsule.observe.media.pdf import Part  # noqa: PLC0415
 
         real = workspace.resolve(req.root, req.target)
         rel = workspace.relative(req.root, real)

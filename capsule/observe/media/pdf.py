@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from capsule.ground import tokens as tok
+from capsule.ground.types import Part
 from capsule.observe.media import caps, image
 from capsule.observe.media.image import MediaError
 
@@ -31,14 +32,6 @@ TIMEOUT_S = 60.0
 MIN_TEXT_CHARS = 16        # a page with fewer non-space characters has no usable text layer
 MAX_PAGES = 600            # the API's own page limit; longer PDFs pass as they came
 MAX_RENDERED_PAGES = 40    # textless pages rendered at most; a longer scan passes as it came
-
-
-@dataclass(frozen=True)
-class Part:
-    kind: str                 # "text" | "image"
-    text: str = ""
-    data: bytes = b""
-    media_type: str = ""
 
 
 @dataclass
