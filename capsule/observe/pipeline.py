@@ -24,6 +24,7 @@ from capsule.observe.keep import missing, split as keep_split
 from capsule.observe.transform_types import Context, Removal, StageReport
 from capsule.observe.verbatim import EXEMPT_TRANSFORMS
 from capsule.store.archive import handle_of
+from capsule.observe.filters.filter_engine import get_filter
 
 log = logs.get("capsule.pipeline")
 
@@ -48,8 +49,6 @@ def _in_contract(text: str, out_text: str, original_markers: int) -> bool:
 def _remarked_filter(filter_id: str | None) -> bool:
     if filter_id is None:
         return True
-    from capsule.observe.filters.filter_engine import get_filter
-
     spec = get_filter(filter_id)
     return spec is not None and not any(s in (spec.streaming or "") for s in OWN_STRUCTURE)
 
@@ -187,7 +186,7 @@ def run(obs: Observation, archive, *, mode: str, languages: tuple[str, ...], mea
         cls = replace(cls, transform_id="reflex", reason=cls.reason + "; intent known: reflex")
     stated = intent  # what the ledger keeps: the client's own goal, not what the session added to it
     if salient:      # (after the reflex choice: a session's failures do not make every output a reflex read)
-        from capsule.observe.salience import with_intent
+        from capsule.observe.salience import with_intent  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"
 
         intent = shorten(with_intent(intent, salient))[0]
     ctx = Context(command=obs.command, family=cls.family, stream=obs.stream, intent=intent, exit_code=obs.exit_code,
@@ -218,7 +217,7 @@ def _huge(obs: Observation, archive, mode: str, measure_only: bool) -> Emission:
     """HUGE: a payload never loaded whole (over the engine's size, or with a line too long to
     tokenise) shows its salient lines, error windows and edges (huge.py), one ranged marker per
     omitted run; its tokens are estimated, and labelled so."""
-    from capsule.observe import huge  # noqa: PLC0415 - only a payload too large to hold comes here (~2 ms)
+    from capsule.observe import huge  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"; only a payload too large to hold comes here (~2 ms)
 
     f = obs.spool
     f.seek(0)
@@ -299,7 +298,7 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
         return passthrough("small output: untouched")
 
     if ctx.mode == "aggressive":
-        from capsule.observe.content import gate  # noqa: PLC0415 - only the aggressive mode asks it
+        from capsule.observe.content import gate  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"; only the aggressive mode asks it
 
         if not gate.worth_aggressive(text):
             # The Kolmogorov gate: incompressible content gains nothing from aggressive modes.

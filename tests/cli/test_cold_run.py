@@ -33,6 +33,7 @@ def test_a_run_that_logs_nothing_writes_no_log(state_dir):
     assert len(proc.stdout) < len("".join(f"{i}\n" for i in range(1, 3001)))      # it was compressed
     found = json.loads(proc.stderr)                                  # the only thing on stderr is the probe's line
     assert "tiktoken" in found                                       # it counted the output's tokens
+    assert "capsule.measure.ledger" not in found                     # its finisher writes the row, after the output
     assert not (state_dir / "capsule.log").exists()
 
 
