@@ -83,7 +83,7 @@ class Engine:
     @property
     def reads(self):
         if self._reads is None:
-            from capsule.engine_read import Reads  # noqa: PLC0415 - only the read door asks
+            from capsule.engine_read import Reads  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"; only the read door asks
 
             self._reads = Reads(self)
         return self._reads
@@ -100,7 +100,7 @@ class Engine:
         with the engine: a deferring door writes its rows after the output (`ctx run`: in the
         finisher), so the process that shows the output never loads it (~2 ms of a cold run)."""
         if self._ledger is None:
-            from capsule.measure.ledger import Ledger  # noqa: PLC0415 - see the docstring
+            from capsule.measure.ledger import Ledger  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"; see the docstring
 
             self._ledger = Ledger(self.state_dir / paths.LEDGER_DB, busy_timeout_ms=self._busy_ms)
         return self._ledger
@@ -114,14 +114,14 @@ class Engine:
             return pipeline.raw_emission(obs.raw)
         mode = obs.mode or self.mode
         if obs.media is not None:      # an image or a PDF: sized, pointed or read as text (media layer)
-            from capsule import engine_media  # noqa: PLC0415 - Pillow and poppler only where media comes
+            from capsule import engine_media  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"; Pillow and poppler only where media comes
 
             em = engine_media.emission(self, obs)
             if em.family == "media":
                 em.emission_id = self.record(self._row(em, obs, mode))
             return em
         try:
-            from capsule.observe import salience  # noqa: PLC0415
+            from capsule.observe import salience  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"
 
             scope = obs.scope or self.scope
             self.archive.defer_index = self.defer
@@ -136,7 +136,7 @@ class Engine:
                 head = whole if whole is not None else _head(obs.spool, salience.SCAN_BYTES)
                 text = head.decode("utf-8", "surrogateescape")
                 salience.learn(self.state_dir, scope, text, obs.exit_code)
-                from capsule.retrieve import focus  # noqa: PLC0415 - only a failure teaches its frames
+                from capsule.retrieve import focus  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"; only a failure teaches its frames
 
                 focus.learn(self.state_dir, scope, text)
         except Exception as exc:  # noqa: BLE001 - the engine fails open
@@ -164,8 +164,8 @@ class Engine:
         and the session's recent edits (as the door handed them in), the session's failure names
         (observe/salience.py) and failing frames (retrieve/focus.py), its recent shell commands (the
         ledger); `rel`: a file being read, whose frames' lines are its hot lines."""
-        from capsule.observe import cues, salience  # noqa: PLC0415
-        from capsule.retrieve import focus  # noqa: PLC0415 - only a cut that ranks reads the session
+        from capsule.observe import cues, salience  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"
+        from capsule.retrieve import focus  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"; only a cut that ranks reads the session
 
         names = [n for s in scopes for n in salience.recall(self.state_dir, s)]
         frames = [f for s in scopes for f in focus.frames(self.state_dir, s)]
@@ -184,7 +184,7 @@ class Engine:
                     got.append(self.session_cues(scopes, intent, prompt, edits))
                 except Exception as exc:  # noqa: BLE001 - no cues is a plain cut, never a failed output
                     log.warning("session cues unreadable: %r", exc)
-                    from capsule.observe.cues import NONE  # noqa: PLC0415
+                    from capsule.observe.cues import NONE  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"
 
                     got.append(NONE)
             return got[0]
@@ -294,7 +294,7 @@ class Engine:
 
     def _row(self, em: Emission, obs: Observation, mode: str):
         """The one ledger row (a measure.ledger.Row) of an emission; built when it is written (see ledger)."""
-        from capsule.measure.ledger import Row  # noqa: PLC0415
+        from capsule.measure.ledger import Row  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"
 
         return Row(scope=obs.scope or self.scope, command=obs.command, family=em.family, transform=em.transform_id,
                   stream=obs.stream, mode=mode, applied=em.applied, raw_tokens=em.raw_tokens,

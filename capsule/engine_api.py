@@ -1,11 +1,11 @@
 """The engine's entry for what the API door sees besides tool results: each conversation's route, the
-spawn stagger, and the upstream's usage of each call.
+spawn stagger, the upstream's usage of each call, and the memo of what the door sent.
 
 The proxy door hands in what it read off the wire (the parsed body, headers, the upstream's usage
 numbers) and calls these; the decisions and the rows they write live below the engine: route/
 conversations.py (boundaries, the pin held for a conversation, quota samples, 429 notices; route and
 quota rows through the store), route/stagger.py (who waits for whose cache write), measure/usage.py
-(one usage row per call). Not responsible for HTTP, for tool results (Engine.observe) or for media
+(one usage row per call), store/conversation_memo.py (proxy.db). Not responsible for HTTP, for tool results (Engine.observe) or for media
 (engine_media.py). Invariant: the door imports this module and ground only for these concerns
 (docs/layers.toml [must_not_import]); each call here fails open exactly as the module it reaches.
 """
@@ -16,6 +16,7 @@ from pathlib import Path
 
 from capsule.ground import paths
 from capsule.measure.usage import UsageStore, record_usage
+from capsule.store.conversation_memo import Memo
 from capsule.route.conversations import RouteSide
 from capsule.route.stagger import Settings as StaggerSettings
 from capsule.route.stagger import Stagger, prefix_key, settings_from
@@ -34,6 +35,11 @@ def stagger(settings: StaggerSettings | None = None) -> Stagger:
 def stagger_key(api: str, body: dict, min_chars: int) -> str | None:
     """The fan-out prefix a request shares with its siblings, or None when too short to wait for."""
     return prefix_key(api, body, min_chars)
+
+
+def conversation_memo(state_dir: Path) -> Memo:
+    """The proxy's memo of each block's rewrite (proxy.db in the state dir): get/put, first writer wins."""
+    return Memo(Path(state_dir) / paths.PROXY_DB)
 
 
 def usage_store(state_dir: Path) -> UsageStore:

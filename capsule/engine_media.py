@@ -11,12 +11,15 @@ measure -> parts None and a row of what would have been sent.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from capsule.ground import logs, tokens
-from capsule.ground.types import Media, Observation
+from capsule.ground.types import Media, Observation, Part
 from capsule.observe import media, pipeline
-from capsule.observe.media import caps
-from capsule.observe.media.pdf import Part
+from capsule.observe.media import caps, media_budget
+from capsule.observe.media import image as media_image
 from capsule.policy import media_policy as media_policy
+from capsule.retrieve import workspace as workspace_files
 
 log = logs.get("capsule.media")
 
@@ -36,7 +39,7 @@ def observation(raw: bytes, *, door: str, path: str | None, scope: str | None, m
                                                 sent_images=tuple(sent_images) if sent_images else None))
 
 
-def emission(engine, obs: Observation) -> Emission:
+def emission(engine, obs: Observation) -> pipeline.Emission:
     """The engine's answer to a media observation; a raw, unrecorded emission when off or failing."""
     m = obs.media
     policy = media_policy.from_table(dict(m.table), m.context_mode)
@@ -104,9 +107,46 @@ def refusal(data: bytes, rel: str, table: dict, context_mode: str | None, warnin
 
 def mime(data: bytes) -> str:
     """An image's media type by its bytes (image/png when they cannot be probed)."""
-    from capsule.observe.media import image  # noqa: PLC0415
-
     try:
-        return image.probe(data)[0]
-    except image.MediaError:
+        return media_image.probe(data)[0]
+    except media_image.MediaError:
         return "image/png"
+
+
+# ---- what the proxy door asks before and around Engine.observe -------------------------------------
+def image_size(data: bytes) -> tuple[int, int] | None:
+    """An image's width and height by its bytes; None when they cannot be probed."""
+    try:
+        _, w, h = media_image.probe(data)
+    except (media_image.MediaError, ValueError):
+        return None
+    return w, h
+
+
+def deadline(seconds: float):
+    """A context in which media work (and the worker threads it starts) stops by `seconds` from now:
+    the proxy's request budget, so an abandoned worker does not decode on."""
+    return media_budget.deadline(seconds)
+
+
+def layer_on(table: dict | None, context_mode: str | None) -> bool:
+    """Whether the media layer looks at media at all ([context.media] or the mode say off: no)."""
+    return media_policy.from_table(table, context_mode).mode != "off"
+
+
+def pdf_as_text(table: dict | None, context_mode: str | None) -> bool:
+    """Whether a PDF goes as its text (the layer on or measuring, with pdf = "text")."""
+    policy = media_policy.from_table(table, context_mode)
+    return policy.mode != "off" and policy.pdf == "text"
+
+
+def workspace_file(root: Path, path: str, max_bytes: int) -> bytes | None:
+    """A file a request names, read only inside the workspace (the path is hostile until checked);
+    None, logged, when it is outside, missing or unreadable."""
+    try:
+        real = workspace_files.resolve(root, path)
+        rel = workspace_files.relative(root, real)
+        return workspace_files.read_inside(root, real, rel, max_bytes)
+    except (workspace_files.WorkspaceError, OSError) as exc:
+        log.info("proxy: PDF pages of %s not read (%s); sent as the client's images", path, exc)
+        return None

@@ -21,12 +21,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from capsule.ground import logs
-from capsule.ground.types import Observation, Request
+from capsule.ground.types import Observation, Part, Request
 from capsule.policy.modes import passive
 from capsule.retrieve import focus, read_modes, packer, workspace
 from capsule.retrieve.expand import ExpandError, Selection
 from capsule.retrieve.reader import Reader, load_text
 from capsule.store.stubs import StubStore
+from capsule import engine_media
+from capsule.observe.content.outline import outline
+from capsule.prompt import surface
+from capsule.retrieve.index import WorkspaceIndex
+from capsule.store.archive import UnknownHandle, normalise
+from capsule.store.sqlite import StoreError
 
 if TYPE_CHECKING:       # the pipeline is imported with the engine, not with the door's tool list
     from capsule.observe.pipeline import Emission
@@ -56,8 +62,6 @@ class Reads:
 
     # -- the index, kept warm ------------------------------------------------------------------
     def index(self, root: Path):
-        from capsule.retrieve.index import WorkspaceIndex  # noqa: PLC0415 - tantivy only where searched
-
         with self._lock:
             slot = self._indexes.setdefault(root, [None, 0.0, False])
             if slot[0] is None:
@@ -146,8 +150,6 @@ class Reads:
     def _focused(self, req: Request, rel: str, source: str, started: float) -> Emission | None:
         """The outline with the regions the task points at whole (retrieve/focus.py), or None (no cue
         here, or no outline): the plain outline is served."""
-        from capsule.observe.content.outline import outline  # noqa: PLC0415
-
         eng = self.engine
         scopes = list(dict.fromkeys(s for s in (req.scope, eng.scope) if s))
         cue = eng.session_cues(scopes, req.intent, req.prompt, req.edits, rel=rel)
@@ -173,9 +175,6 @@ class Reads:
         """An image or PDF file through the engine's media entry (engine_media.py): its parts (an image
         sized for the model, a PDF's text), the original image when the layer sends it unchanged;
         parts None when the file is not media (the door reads it as text)."""
-        from capsule import engine_media  # noqa: PLC0415 - Pillow and poppler only where media is read
-        from capsule.observe.media.pdf import Part  # noqa: PLC0415
-
         real = workspace.resolve(req.root, req.target)
         rel = workspace.relative(req.root, real)
         data = workspace.read_inside(req.root, real, rel, MAX_MEDIA_BYTES)
@@ -248,9 +247,6 @@ class Reads:
         return self._row(req, text, view, "doc:listing", f"ctx_doc {rel}", started, path=rel)
 
     def _expand(self, req: Request) -> Emission:
-        from capsule.store.archive import UnknownHandle, normalise  # noqa: PLC0415
-        from capsule.store.sqlite import StoreError  # noqa: PLC0415
-
         started = time.perf_counter()
         h = normalise(req.target)
         if not h:
@@ -278,13 +274,9 @@ class Reads:
 def tool_surface() -> dict:
     """The read door's tools as the standing-context budget counts them (prompt/surface.py): the door
     lists exactly these."""
-    from capsule.prompt import surface  # noqa: PLC0415
-
     return surface.load()
 
 
 def tool_arguments(name: str, given: dict) -> dict:
     """One call's arguments checked against tool_surface() (ValueError naming the argument)."""
-    from capsule.prompt import surface  # noqa: PLC0415
-
     return surface.arguments(name, given)

@@ -11,10 +11,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+import json
+import shutil
+import subprocess
 
 from capsule.agents import clients
 from capsule.agents.common import ConfigError
 from capsule.ground import switches
+from capsule.agents import claude, codex, notes
+from capsule.policy.manifest import load_role
 
 AGENTS = clients.names()                 # every described client (data/clients/*.toml)
 REGISTERABLE = ("claude", "codex")       # `capsule mcp register`: the clients with a user-scope writer
@@ -26,8 +31,6 @@ __all__ = ["AGENTS", "REGISTERABLE", "ConfigError", "RegisterResult", "client_in
 def role_context(name: str):
     """The [context] table of the role `name` (policy/manifest.py), for a door that must not reach
     below the engine; raises what load_role raises."""
-    from capsule.policy.manifest import load_role  # noqa: PLC0415
-
     return load_role(name).context
 
 
@@ -70,8 +73,6 @@ def register(agent: str, scope: str | None = None, project: Path | str = ".", no
     agent's user-level one (the container's supervisor: nothing lands in the workspace), False none.
     `note_text` (the role's standing instructions, compiled by the caller) replaces the plain note.
     A note that cannot be written is reported in the result; the registration stands."""
-    from capsule.agents import claude, codex, notes
-
     env = os.environ if env is None else env
     result = RegisterResult(agent)
     reason = _blocked(env)
@@ -102,8 +103,6 @@ def registration_status(project: Path | str = ".", env=None) -> dict:
 
     For `capsule ctx doctor`; reads only, never writes.
     """
-    from capsule.agents import claude, codex, notes
-
     env = os.environ if env is None else env
     project = Path(project).resolve()
     out = {"claude": claude.status(project, env), "codex": codex.status(env)}
@@ -119,10 +118,6 @@ def footprint(project: Path | str = ".", env=None) -> list[str]:
     `capsule up --local` writes nothing there (session-scoped configuration); these come from
     `capsule mcp register` (or a container's supervisor). For `capsule ctx doctor`; reads only.
     """
-    import json
-
-    from capsule.agents import claude, codex, notes
-
     env = os.environ if env is None else env
     project = Path(project).resolve()
     out = []
@@ -160,10 +155,6 @@ def client_info(command: str, env=None) -> dict:
     The version comes from the npm package.json the binary belongs to (no need to start a 245 MB
     binary for `capsule ctx doctor`), else, for claude and codex only, from `COMMAND --version`
     (5 s budget; another role command is never run). Reads only."""
-    import json
-    import shutil
-    import subprocess
-
     env = os.environ if env is None else env
     path = shutil.which(command, path=env.get("PATH"))
     info: dict = {"command": command, "path": path, "version": None, "source": None}

@@ -16,6 +16,7 @@ import json
 import os
 import shlex
 from pathlib import Path
+import time
 
 from capsule.agents.common import (MARKER_KEY, MARKER_VALUE, SERVER_NAME, ConfigError, is_ours, server_command,
                                    write_atomic)
@@ -33,8 +34,6 @@ GREP_FLAGS = ("-i", "-n", "-A", "-B", "-C")
 
 def grep_command(args: dict) -> str:
     """Claude Code's Grep tool call as the ripgrep command line it stands for."""
-    import shlex  # noqa: PLC0415
-
     words = ["rg"]
     for flag in GREP_FLAGS:
         value = args.get(flag)
@@ -232,8 +231,6 @@ def call_scope(tool_use_id: str | None, env=None, wait_s: float = 2.5, poll_s: f
     the tool_use line ~50 ms after the call arrives, hence the short wait. None (not Claude Code, or
     not found in time) means: send in full and record nothing.
     """
-    import time
-
     env = os.environ if env is None else env
     session = env.get(SESSION_ENV)
     if not session:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from capsule.agents.common import write_atomic
+from capsule.agents import claude, codex
 
 BEGIN = "<!-- capsule:read-door -->"
 END = "<!-- /capsule:read-door -->"
@@ -26,8 +27,6 @@ def user_file(agent: str, env=None) -> Path:
     """The agent's user-level instruction file (Claude Code: $CLAUDE_CONFIG_DIR or ~/.claude;
     Codex: $CODEX_HOME or ~/.codex). In a container that is the agent's home there, so the note
     lands in no file of the mounted workspace."""
-    from capsule.agents import claude, codex  # noqa: PLC0415
-
     base = claude.config_dir(env) if agent == "claude" else codex.codex_home(env)
     return base / FILES[agent]
 

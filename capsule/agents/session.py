@@ -18,10 +18,13 @@ import shutil
 import time
 import tomllib
 from pathlib import Path
+import sys
 
 from capsule.agents import claude, codex, notes
 from capsule.agents.common import MARKER_KEY, MARKER_VALUE, SERVER_NAME, server_command
 from capsule.ground import switches
+from capsule.ground import paths
+import capsule
 
 SESSIONS_DIR = "sessions"
 INTENT_RETENTION_S = 24 * 3600     # recorded Bash descriptions and prompts of past sessions, hook-door answers
@@ -90,13 +93,9 @@ def finish(session_dir: Path | None) -> None:
 
 def _hook_command(session_dir: Path, state_dir: Path, python: str) -> str:
     script = session_dir / "intent_hook.py"
-    import sys  # noqa: PLC0415
-
     # the hook redacts what it keeps with capsule's own pass: it needs capsule's import path (-IS drops it)
     # (an editable install puts capsule on the path through a site hook, which -IS never runs: name
     # the folder that holds the package itself too)
-    import capsule  # noqa: PLC0415
-
     home = str(Path(capsule.__file__).resolve().parent.parent)
     where = [home] + [p for p in sys.path if p and os.path.isdir(p) and p != home]
     text = (HOOK_TEMPLATE.read_text(encoding="utf-8").replace("@INTENTS_DIR@", repr(str(intents_dir(state_dir))))
@@ -106,10 +105,6 @@ def _hook_command(session_dir: Path, state_dir: Path, python: str) -> str:
 
 
 def _boundary_command(session_dir: Path, state_dir: Path, python: str) -> str:
-    import shlex  # noqa: PLC0415
-
-    from capsule.ground import paths  # noqa: PLC0415
-
     script = session_dir / "boundary_hook.py"
     text = BOUNDARY_TEMPLATE.read_text(encoding="utf-8").replace(
         "@BOUNDARIES@", repr(str(Path(state_dir) / paths.BOUNDARIES_FILE)))
@@ -119,8 +114,6 @@ def _boundary_command(session_dir: Path, state_dir: Path, python: str) -> str:
 
 def _tool_hook_command(session_dir: Path, state_dir: Path, python: str, engine_python: str) -> str:
     script = session_dir / "tool_hook.py"
-    from capsule.ground import paths  # noqa: PLC0415
-
     values = {"@SOCKET@": str(paths.socket_path()), "@PYTHON@": engine_python, "@STATE_DIR@": str(state_dir),
               "@SOCKET_ENV@": switches.SOCKET, "@STATE_ENV@": switches.STATE_DIR}
     text = TOOL_TEMPLATE.read_text(encoding="utf-8")

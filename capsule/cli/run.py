@@ -380,9 +380,6 @@ def _drain() -> None:
     def finish(detached: bool = True) -> None:
         engine.reopen_stores(unindexed)    # the full-text rows the parent deferred
         engine.drain(patient=True)         # the agent has its output: wait out any other writer
-        from capsule.ground import tokens
-
-        tokens.save_learned()              # the next run need not search this output's words again
         if detached:                       # nobody waits on a detached finisher: the stores' retention
             from capsule.store import retention
 

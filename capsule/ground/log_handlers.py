@@ -13,6 +13,8 @@ from __future__ import annotations
 import logging
 import os
 
+from capsule.ground import paths
+
 _configured = False
 
 
@@ -44,8 +46,6 @@ class _FirstUseHandler(logging.Handler):
 
 def _file_handler() -> logging.Handler:
     import structlog
-
-    from capsule.ground import paths
 
     try:
         log = paths.log_path()

@@ -5,9 +5,9 @@ Not responsible for the handlers (log_handlers.py) nor for what is logged.
 Invariant: a run that logs nothing never imports logging (~6 ms of a cold `ctx run`): a Logger
 looks its logging.Logger up on first use, and configure() installs the handlers then (at once
 when logging is already imported); configuring twice is harmless.
-Kept on purpose (issue 23 removed the other cold-path tricks): every `ctx run` would pay it, the
-bench_startup row "capsule ctx run -- true" has a 50 ms target (~40 ms at the end of issue 23), and
-tests/cli/test_cold_run.py holds a run that logs nothing to importing no logging.
+Kept on purpose (issue 32 measured it again): the warm-engine client imports this module, and
+`logging` at its top costs that client ~6 ms of CPU (bench_startup row "ctx run, warm engine",
+target <= 60 ms over git); tests/cli/test_engine_daemon.py holds the warm client to importing no logging.
 """
 
 from __future__ import annotations

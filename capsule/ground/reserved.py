@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+import tomllib
 
 DATA = Path(__file__).parent / "data" / "reserved_env.toml"
 
@@ -22,8 +23,6 @@ CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETUID", "
 
 @lru_cache(maxsize=1)
 def _doc() -> dict:
-    import tomllib      # here: `capsule up`'s own path only
-
     return tomllib.loads(DATA.read_text(encoding="utf-8"))
 
 

@@ -9,6 +9,7 @@ kept ones (newline by default) and no bidirectional override; printable text pas
 from __future__ import annotations
 
 import re
+import os
 
 # C0 (but the kept ones), DEL, C1, and the bidi embeddings/overrides/isolates ("Trojan Source").
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -27,8 +28,6 @@ def visible(text: str, keep: str = "\n") -> str:
 
 def colour_on(stream) -> bool:
     """Colour only for a terminal, and never with NO_COLOR set (https://no-color.org) or TERM=dumb."""
-    import os  # noqa: PLC0415
-
     if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
         return False
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import marshal
 import os
+import tomllib
 
 MAX_ENTRIES = 64
 
@@ -29,8 +30,6 @@ def loads(data: bytes) -> dict:
             return doc
     except Exception:  # noqa: BLE001 - a cache miss of any kind: parse
         pass
-    import tomllib
-
     doc = tomllib.loads(data.decode("utf-8"))
     if path is not None:
         try:

@@ -34,6 +34,14 @@ class Limit(namedtuple("Limit", ("client", "model", "unit", "cap", "margin", "co
         return int(self.cap * self.margin)
 
 
+class Part(namedtuple("Part", ("kind", "text", "data", "media_type"), defaults=("", b"", ""))):
+    """One piece of what a door sends for an image or a PDF: kind "text" (its text) or "image" (its
+    bytes and media type). The media layer makes them, the engine's emission carries them, the
+    proxy's memo stores them and the doors write them into their wire format."""
+
+    __slots__ = ()
+
+
 class Media(namedtuple("Media", ("model", "api", "table", "context_mode", "workspace", "media_type", "pages",
                                  "sent_images"),
                        defaults=(None, "anthropic", (), None, None, None, None, None))):

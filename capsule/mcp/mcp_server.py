@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+import base64
 
 import anyio
 import mcp.types as types
@@ -29,6 +30,8 @@ from capsule.agents import claude, codex
 from capsule.engine_read import tool_arguments, tool_surface
 from capsule.ground import switches
 from capsule.ground.types import Observation, Request
+from capsule.agents import intent_log as intents, session
+from capsule.engine_read import RequestError
 
 SERVER_NAME = "capsule"
 MEDIA_EXTENSIONS = ("png", "jpg", "jpeg", "gif", "webp", "pdf")
@@ -87,8 +90,6 @@ class ReadDoor:
     def _ask(self, tool: str, target: str, **kw) -> str:
         """One tool call through the engine; its text answer. A request the engine cannot serve is
         the tool's isError answer."""
-        from capsule.engine_read import RequestError  # noqa: PLC0415
-
         try:
             with self._engine_lock:
                 em = self.engine.request(Observation(request=Request(tool, self.root, target, **kw)))
@@ -126,18 +127,12 @@ class ReadDoor:
         sid = os.environ.get(claude.SESSION_ENV)
         if not sid:
             return None, ()
-        from capsule.agents import intent_log as intents, session  # noqa: PLC0415
-
         return intents.said(session.intents_dir(self.engine.state_dir), sid)
 
     def _read_media(self, path: str, scope: str):
         """An image sized to the agent model's family cap, a screenshot of a workspace file as a pointer,
         a PDF as text with page markers, as MCP content blocks; None when the file is not media."""
-        import base64
-
         from mcp.types import ImageContent, TextContent
-
-        from capsule.engine_read import RequestError  # noqa: PLC0415
 
         req = Request("media", self.root, path, scope=scope, model=os.environ.get(switches.AGENT_MODEL),
                       media=tuple(self._media_table().items()))

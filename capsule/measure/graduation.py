@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from capsule.measure.ledger import Ledger
+from capsule.measure.usage import UsageStore
+
 
 def baseline(ledger_path: Path, usage_path: Path | None = None) -> dict:
-    from capsule.measure.ledger import Ledger  # noqa: PLC0415
-
     if not ledger_path.exists():
         return {"emissions": 0}
     ledger = Ledger(ledger_path)
@@ -42,8 +43,6 @@ def baseline(ledger_path: Path, usage_path: Path | None = None) -> dict:
 
 
 def _calls_between(usage_path: Path, t0: float, t1: float) -> int:
-    from capsule.measure.usage import UsageStore  # noqa: PLC0415
-
     store = UsageStore(usage_path)
     try:
         return sum(1 for c in store.calls(t0) if (c.get("ts") or 0) <= t1)

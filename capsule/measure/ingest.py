@@ -21,6 +21,9 @@ from pathlib import Path
 
 from capsule.measure.transcripts import claude_transcript, codex_transcript, gemini_transcript, opencode_transcript
 from capsule.measure.usage import UsageStore, checked
+from capsule.ground import paths
+from capsule.measure.transcripts.codex_transcript import from_codex_event
+from capsule.store import quota_rows, route_rows
 
 CHUNK_BYTES = 8 << 20
 MAX_LINE_BYTES = 64 << 20      # a longer line is skipped and counted (it would be held whole in memory)
@@ -250,10 +253,6 @@ def ingest(store: UsageStore, claude_dirs: list[Path] = (), codex_dirs: list[Pat
 def _route_facts(store: UsageStore, facts: list[dict], report: Report) -> None:
     """Rate-limit windows and task boundaries a rollout recorded, into the quota store and route log
     next to this usage store (the state dir)."""
-    from capsule.ground import paths  # noqa: PLC0415
-    from capsule.measure.transcripts.codex_transcript import from_codex_event  # noqa: PLC0415
-    from capsule.store import quota_rows, route_rows  # noqa: PLC0415
-
     state = Path(store.path).parent
     try:
         samples = [s for f in facts if f["kind"] == "rate_limits"

@@ -28,7 +28,7 @@ def classify_command(command: str, cwd: str | None = None) -> Classification | N
 
 def sniff_content(head: bytes) -> Classification:
     """Content without a command rule: typed by its first KiB (observe/content/sniff.py)."""
-    from capsule.observe.content.sniff import sniff
+    from capsule.observe.content.sniff import sniff  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"
 
     family, transform_id, reason = sniff(head)
     return Classification(family, transform_id, reason=reason)

@@ -20,6 +20,7 @@ from functools import lru_cache
 from capsule.observe import digits
 from capsule.observe.anomalies import FRAME as _FRAME, anomalies
 from capsule.observe.verbatim import verbatim_flags
+from capsule.observe.verbatim import strip_ansi
 
 CONTINUATION_MAX = 6     # indented lines after an error header that still belong to it
 
@@ -274,8 +275,6 @@ def error_blocks(lines: list[str], verbatim: list[bool]) -> set[int]:
 def missing(original: str, emitted: str, exit_code: int | None) -> list[str]:
     """Protected lines of the original that the emission lost (stripped text compared; a line
     may lose ANSI codes or gain a run count)."""
-    from capsule.observe.verbatim import strip_ansi
-
     analysis = _analyse(original, exit_code not in (0, None))     # its lines split once, with the rules
     lines = analysis.lines
     emitted_lines = {ln.strip() for ln in emitted.split("\n")}

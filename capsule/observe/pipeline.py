@@ -170,7 +170,7 @@ def run(obs: Observation, archive, *, mode: str, languages: tuple[str, ...], mea
         cls = replace(cls, transform_id="reflex", reason=cls.reason + "; intent known: reflex")
     stated = intent  # what the ledger keeps: the client's own goal, not what the session added to it
     if salient:      # (after the reflex choice: a session's failures do not make every output a reflex read)
-        from capsule.observe.salience import with_intent
+        from capsule.observe.salience import with_intent  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"
 
         intent = shorten(with_intent(intent, salient))[0]
     ctx = Context(command=obs.command, family=cls.family, stream=obs.stream, intent=intent, exit_code=obs.exit_code,
@@ -201,7 +201,7 @@ def _huge(obs: Observation, archive, mode: str, measure_only: bool) -> Emission:
     """HUGE: a payload never loaded whole (over the engine's size, or with a line too long to
     tokenise) shows its salient lines, error windows and edges (huge.py), one ranged marker per
     omitted run; its tokens are estimated, and labelled so."""
-    from capsule.observe import huge  # noqa: PLC0415 - only a payload too large to hold comes here (~2 ms)
+    from capsule.observe import huge  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"; only a payload too large to hold comes here (~2 ms)
 
     f = obs.spool
     f.seek(0)
@@ -282,7 +282,7 @@ def process(raw: bytes, ctx: Context, archive=None, classification: Classificati
         return passthrough("small output: untouched")
 
     if ctx.mode == "aggressive":
-        from capsule.observe.content import gate  # noqa: PLC0415 - only the aggressive mode asks it
+        from capsule.observe.content import gate  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"; only the aggressive mode asks it
 
         if not gate.worth_aggressive(text):
             # The Kolmogorov gate: incompressible content gains nothing from aggressive modes.

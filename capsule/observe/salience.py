@@ -15,6 +15,8 @@ import re
 import time
 from pathlib import Path
 
+from capsule.ground import paths
+
 MAX_NAMES = 16
 MAX_AGE_S = 3600.0
 SCAN_BYTES = 1 << 20            # a failure's names are read from its first MiB
@@ -79,8 +81,6 @@ def learn(state_dir: Path, scope: str | None, text: str, exit_code: int | None) 
     found = names_in(text)
     if not found:
         return
-    from capsule.ground import paths
-
     try:
         names = list(dict.fromkeys(found + recall(state_dir, scope)))[:MAX_NAMES]
         path = _file(state_dir, scope)

@@ -16,6 +16,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from capsule.ground import reserved
+from capsule.store import memo
+
 if TYPE_CHECKING:  # jsonschema costs ~60 ms to import; only validation needs it
     import jsonschema
 
@@ -111,8 +114,6 @@ def load_role(name_or_path: str | Path) -> Role:
 def _refuse_reserved(data: dict[str, Any], path: Path, source: str) -> None:
     """A role may not say who the agent runs as, nor where the supervisor (root at its start) writes:
     `[agent] env` setting JACKIN_CTX_RUN_AS = "0:0" would run the agent as root (issue 31)."""
-    from capsule.ground import reserved
-
     for name in (data.get("agent", {}).get("env") or {}):
         why = reserved.refused(name)
         if why:
@@ -128,8 +129,6 @@ def validate(data: dict[str, Any], path: Path, source: str) -> None:
         raise ManifestError(f"role {path} line {line}: key \"schema\" is {version!r}; "
                             f"hint: set schema = {max(SCHEMA_VERSIONS)} (known: {sorted(SCHEMA_VERSIONS)})")
     _finite(data, (), path, source)
-    from capsule.store import memo
-
     # jsonschema costs ~100 ms to import: a role whose exact bytes already passed this exact
     # schema is known valid. Failures are never memoized, so their message is always fresh.
     schema_file = SCHEMA_DIR / SCHEMA_VERSIONS[version]

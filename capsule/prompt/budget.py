@@ -19,6 +19,8 @@ from pathlib import Path
 
 from capsule.policy import plan as planning
 from capsule.prompt import pack, surface as read_door
+from capsule.ground import tokens
+from capsule.store import memo
 
 DATA = Path(__file__).with_name("data")
 SERVER = "capsule"
@@ -123,9 +125,6 @@ def legend_for(role) -> str:
 # -- counting ----------------------------------------------------------------------------------------
 def _count_cl100k(text: str, labels: set[str]) -> int:
     """cl100k count of a fixed text, memoized by content (loading the tokenizer costs ~60 ms)."""
-    from capsule.ground import tokens  # noqa: PLC0415
-    from capsule.store import memo  # noqa: PLC0415
-
     k = memo.key(tokens.ENCODING, text)
     n = memo.get("tokens", k)
     if isinstance(n, int):
@@ -166,8 +165,6 @@ def count_parts(family: str, parts: dict[str, str]) -> dict:
     """The parts' tokens for `family`. An exact count is memoized on everything it is computed from
     (the family's data, the parts, the identity line): loading the o200k tokenizer (bpe-openai's 74 MB
     extension) costs ~0.4 s of CPU, and doctor counts the same standing text on every call."""
-    from capsule.store import memo  # noqa: PLC0415
-
     replaced = None
     if IDENTITY in parts:
         client = next(c for c, f in CLIENT_FAMILY.items() if f == family)

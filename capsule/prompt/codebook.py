@@ -18,6 +18,8 @@ from pathlib import Path
 
 from capsule.ground import paths
 from capsule.prompt import pack
+from capsule.ground import tokens
+from capsule.measure.ledger import Ledger
 
 CANDIDATE = re.compile(r"(?:[\w.-]+/){2,}[\w.-]+|\b[A-Za-z_][A-Za-z0-9_]{23,}\b")
 MIN_CHARS = 24
@@ -89,9 +91,6 @@ def legend(role, state_dir: Path | None = None) -> str:
 
 def pin_from_ledger(role, state_dir: Path | None = None) -> str:
     """At a session start: the ledger's commands since the last pin -> the new pinned legend."""
-    from capsule.ground import tokens  # noqa: PLC0415
-    from capsule.measure.ledger import Ledger  # noqa: PLC0415
-
     state = Path(state_dir or paths.state_dir())
     since = pinned_at(state, role.name)
     try:

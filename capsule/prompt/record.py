@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from capsule.ground import paths
+from capsule.prompt import pack
 
 RUNS_FILE = "prompt_runs.jsonl"
 SLACK_S = 5.0        # a transcript's first timestamp can trail the run's start by a moment
@@ -33,8 +34,6 @@ def _append(path: Path, entry: dict) -> None:
 
 def start(state_dir: Path, *, agent: str, cwd: str, role: str, output: dict, text: str) -> str:
     """Record a run's start; returns its id (for `end`)."""
-    from capsule.prompt import pack
-
     register, guard_lines, codebook = pack.settings(output)
     run = f"{os.getpid()}-{time.time_ns()}"
     _append(runs_path(state_dir), {"run": run, "event": "start", "ts": time.time(), "agent": agent, "cwd": cwd,

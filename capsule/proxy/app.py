@@ -10,6 +10,7 @@ any fault on the way (engine, memo, parse) forwards the original body instead.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import threading
@@ -18,12 +19,12 @@ from pathlib import Path
 
 import anyio
 import httpx2
+from blake3 import blake3
 
-from capsule.ground import paths
+from capsule import engine_api, engine_media
+from capsule.ground.types import Observation, Part
 from capsule.proxy import wire_media as proxy_media
 from capsule.proxy import bodies, rewrite, target, usage_tap
-from capsule.ground.types import Observation
-from capsule.proxy.conversation_memo import Memo
 
 log = logging.getLogger("capsule.proxy")
 
@@ -60,7 +61,7 @@ class Settings:
 class Proxy:
     def __init__(self, settings: Settings):
         self.settings = settings
-        self.memo = Memo(Path(settings.state_dir) / paths.PROXY_DB)
+        self.memo = engine_api.conversation_memo(Path(settings.state_dir))
         self._usage_store = None
         self._usage_lock = threading.Lock()
         # One engine per worker thread, no lock around the engine: one conversation's long transform
@@ -70,8 +71,6 @@ class Proxy:
         self._engines_lock = threading.Lock()
         self._limiter = anyio.CapacityLimiter(rewrite.limit("engine_threads"))
         self._client: httpx2.AsyncClient | None = None
-        from capsule import engine_api  # noqa: PLC0415
-
         self.route = engine_api.route_side(Path(settings.state_dir), settings.routing, settings.agent_kind)
         self.stagger = engine_api.stagger(settings.stagger)
         self.stats = {"requests": 0, "rewritten": 0, "blocks_shrunk": 0, "usage_rows": 0, "fail_open": 0,
@@ -161,8 +160,6 @@ class Proxy:
         routed = False
         if route and info is not None and self.stagger.settings.enabled:
             try:
-                from capsule import engine_api  # noqa: PLC0415
-
                 info["prefix"] = engine_api.stagger_key(api, parsed, self.stagger.settings.min_prefix_chars)
             except Exception:  # noqa: BLE001 - no key: never held
                 info["prefix"] = None
@@ -195,11 +192,9 @@ class Proxy:
 
     def _rewrite_within(self, budget_s: float, api: str, parsed: dict, session: str) -> bytes | None:
         """_rewrite_sync with the request's budget as the media deadline: the wait above abandons this
-        worker at budget_s, and its image and PDF work (capsule.observe.media.media_budget) stops there too
+        worker at budget_s, and its image and PDF work (engine_media.deadline) stops there too
         instead of decoding on beside the next wave's workers."""
-        from capsule.observe.media import media_budget  # noqa: PLC0415
-
-        with media_budget.deadline(budget_s):
+        with engine_media.deadline(budget_s):
             return self._rewrite_sync(api, parsed, session)
 
     def _memo_only(self, api: str, body: bytes, session: str) -> bytes | None:
@@ -210,7 +205,7 @@ class Proxy:
     def _rewrite_sync(self, api: str, parsed: dict, session: str, engine: bool = True) -> bytes | None:
         def shrink(call: rewrite.Call, text: str) -> str:
             found = self.memo.get(api, session, call.call_id, text)
-            if found is not Memo._MISSING:
+            if found is not self.memo.MISSING:
                 return text if found is None else found
             if not engine:
                 stored = self.memo.put(api, session, call.call_id, text, None)
@@ -223,7 +218,7 @@ class Proxy:
 
         def media(blob: proxy_media.Blob):
             found = self.memo.get(api, session, MEDIA_CALL, blob.b64)
-            if found is not Memo._MISSING:
+            if found is not self.memo.MISSING:
                 return None if found is None else _parts(found)
             parts = self._media(blob, parsed.get("model"), session) if engine else None
             stored = self.memo.put(api, session, MEDIA_CALL, blob.b64, None if parts is None else _parts_json(parts))
@@ -232,12 +227,10 @@ class Proxy:
             return None if stored is None else _parts(stored)
 
         def pdf_pages(read: proxy_media.PdfPages):
-            from blake3 import blake3  # noqa: PLC0415
-
             digest = blake3("\0".join(read.b64).encode("ascii", "replace")).hexdigest()
             key = f"pdf-pages\0{read.path}\0{read.pages}\0{digest}"
             found = self.memo.get(api, session, MEDIA_CALL, key)
-            if found is not Memo._MISSING:
+            if found is not self.memo.MISSING:
                 return None if found is None else _parts(found)
             parts = self._pdf_pages(read, parsed.get("model"), session) if engine else None
             stored = self.memo.put(api, session, MEDIA_CALL, key, None if parts is None else _parts_json(parts))
@@ -252,20 +245,11 @@ class Proxy:
     def _pdf_pages(self, read: proxy_media.PdfPages, model, session: str):
         """A PDF page range the client sent as page images: the pages' text from the file itself, read
         only inside the workspace (the path comes from the request: hostile until checked)."""
-        from capsule import engine_media  # noqa: PLC0415
-        from capsule.policy import media_policy as media_policy  # noqa: PLC0415
-        from capsule.retrieve import workspace  # noqa: PLC0415
-
-        policy = media_policy.from_table(self.settings.media, self.settings.mode)
         root = self.settings.workspace
-        if policy.mode == "off" or policy.pdf != "text" or root is None:
+        if root is None or not engine_media.pdf_as_text(self.settings.media, self.settings.mode):
             return None
-        try:
-            real = workspace.resolve(root, read.path)
-            rel = workspace.relative(root, real)
-            data = workspace.read_inside(root, real, rel, rewrite.limit("max_body_bytes"))
-        except (workspace.WorkspaceError, OSError) as exc:
-            log.info("proxy: PDF pages of %s not read (%s); sent as the client's images", read.path, exc)
+        data = engine_media.workspace_file(root, read.path, rewrite.limit("max_body_bytes"))
+        if data is None:
             return None
         images = [proxy_media.decode(proxy_media.Blob("image/jpeg", b, read.path, "anthropic")) for b in read.b64]
         if any(i is None for i in images):
@@ -279,11 +263,7 @@ class Proxy:
 
     def _media(self, blob: proxy_media.Blob, model, session: str):
         """One image or PDF through Engine.observe (a media Observation), at its first sight in the conversation."""
-        from capsule import engine_media  # noqa: PLC0415 - Pillow and poppler only for requests with media
-        from capsule.policy import media_policy as media_policy  # noqa: PLC0415
-
-        policy = media_policy.from_table(self.settings.media, self.settings.mode)
-        if policy.mode == "off":
+        if not engine_media.layer_on(self.settings.media, self.settings.mode):
             return None
         data = proxy_media.decode(blob)
         if data is None:
@@ -377,8 +357,6 @@ class Proxy:
             if row is not None and self.settings.agent_kind not in TRANSCRIPT_ONLY:
                 with self._usage_lock:
                     if self._usage_store is None:
-                        from capsule import engine_api  # noqa: PLC0415
-
                         self._usage_store = engine_api.usage_store(Path(self.settings.state_dir))
                     usage_tap.record(row, store=self._usage_store)
                 self.stats["usage_rows"] += 1
@@ -408,17 +386,11 @@ MEDIA_CALL = "media"     # the memo's call id for image and PDF blocks (keyed by
 
 
 def _parts_json(parts) -> str:
-    import base64  # noqa: PLC0415
-
     return json.dumps([{"kind": p.kind, "text": p.text, "media_type": p.media_type,
                         "data": base64.b64encode(p.data).decode("ascii")} for p in parts])
 
 
 def _parts(stored: str):
-    import base64  # noqa: PLC0415
-
-    from capsule.observe.media.pdf import Part  # noqa: PLC0415
-
     return [Part(d["kind"], d["text"], base64.b64decode(d["data"]), d["media_type"]) for d in json.loads(stored)]
 
 

@@ -13,6 +13,8 @@ import time
 import zlib
 from dataclasses import dataclass, field
 
+from capsule import engine_api
+
 log = logging.getLogger("capsule.proxy")
 
 AGENTS = {"anthropic": "claude", "openai": "codex", "gemini": "gemini"}   # the usage store's agent names, per API
@@ -36,8 +38,6 @@ class Usage:
 
 def record(row: Usage, store=None) -> None:
     """The one writer: a ground-truth row in the usage store (source "proxy"), through the engine."""
-    from capsule import engine_api  # noqa: PLC0415
-
     engine_api.record_call(row.session, AGENTS.get(row.api, row.api), row.model,
                            row.response_id or f"proxy:{row.session}:{row.ts!r}", store=store,
                            input_tokens=row.input_tokens, cache_read_input_tokens=row.cache_read_tokens,

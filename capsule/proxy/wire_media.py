@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from capsule.observe.media import image as media_image
-from capsule.observe.media.pdf import Part
+from capsule import engine_media
+from capsule.ground.types import Part
 from capsule.proxy import rewrite as wire
 
 MIN_B64_CHARS = 64          # smaller "images" are placeholders, not worth a decode
@@ -177,10 +177,10 @@ def _single_image_size(before: list, after: list) -> tuple[int, int] | None:
     if len(was) != 1 or len(now) != 1:
         return None
     try:
-        _, w, h = media_image.probe(base64.b64decode(now[0]["source"]["data"]))
-    except (media_image.MediaError, ValueError, KeyError, TypeError):
+        data = base64.b64decode(now[0]["source"]["data"])
+    except (ValueError, KeyError, TypeError):
         return None
-    return w, h
+    return engine_media.image_size(data)
 
 
 def _image_note(text: str, shown: tuple[int, int]) -> str | None:

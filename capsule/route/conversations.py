@@ -18,6 +18,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from datetime import datetime, timezone
+
+from capsule.ground.wire_json import serialize
+from capsule.route import governor
+from capsule.route.quota import account_of
+from capsule.route.quota import parse_when
 
 log = logging.getLogger("capsule.proxy")
 
@@ -70,8 +76,6 @@ def thread_key(api: str, session: str, body: dict) -> str:
     """One conversation: its session plus what it opened with (system prompt and first message);
     subagents share their parent's session id, /clear and compaction open with new messages."""
     from blake3 import blake3  # noqa: PLC0415
-
-    from capsule.ground.wire_json import serialize  # noqa: PLC0415
 
     if api == "anthropic":
         first = _unmarked((body.get("messages") or [None])[0])
@@ -204,8 +208,6 @@ class RouteSide:
     # ---- request side ----------------------------------------------------------------------------
     def on_request(self, api: str, body: dict, session: str, headers: dict[str, str]) -> bool:
         """Note the request; apply the conversation's pin. True when `body` was changed."""
-        from capsule.route.quota import account_of  # noqa: PLC0415
-
         key = thread_key(api, session, body)
         model, effort = body.get("model"), effort_of(api, body)
         account, regime = account_of(api, headers)
@@ -257,8 +259,6 @@ class RouteSide:
         self._event("boundary", conv, what, {"model": body.get("model"), "effort": effort_of(api, body)})
         if self.table is None:
             return
-        from capsule.route import governor  # noqa: PLC0415
-
         u, window = self.utilization(account, regime, conv.session)
         calls = self.recorded_calls() if u >= self.table.degrade_at else None
         choice = governor.choose(self.table, conv.task_class, u, window, calls)
@@ -316,10 +316,6 @@ class RouteSide:
         """One line per account, window and reset. Whatever the upstream's numbers say (1e30, nan,
         a reset before 1970), the line is printed and the answer stays marked rejected: the
         caller's x-should-retry: false is the retry-storm protection, it must not depend on them."""
-        from datetime import datetime, timezone  # noqa: PLC0415
-
-        from capsule.route.quota import parse_when  # noqa: PLC0415
-
         full = max(samples, key=lambda s: s.utilization, default=None)
         reset = (full.resets_at if full else None) or parse_when(h.get("anthropic-ratelimit-unified-reset")
                                                            or h.get("retry-after"), time.time())

@@ -16,6 +16,8 @@ from datetime import datetime, timedelta, timezone
 
 from capsule.route import payoff
 from capsule.route.lanes import Lane, Table
+from capsule.measure import cost
+from capsule.policy.manifest import Role, load_role
 
 
 @dataclass(frozen=True)
@@ -57,8 +59,6 @@ def choose(table: Table, task_class: str, utilization: float, window: str | None
 def budget_windows(role_arg, now: float | None = None, regime: str = "api_key", calls: list[dict] | None = None) -> list[dict]:
     """Spend windows from the cost engine for an API key: today's (UTC) spend against budget_usd_day,
     the most spent session against budget_usd_session. None apply to a subscription login."""
-    from capsule.policy.manifest import Role, load_role  # noqa: PLC0415
-
     role = role_arg if isinstance(role_arg, Role) else load_role(role_arg)
     routing = role.context.routing or {}
     return spend_windows(routing.get("budget_usd_day"), routing.get("budget_usd_session"), now, regime, calls)
@@ -79,8 +79,6 @@ def spend_windows(day_budget: float | None, session_budget: float | None, now: f
             calls = store.calls()
         finally:
             store.close()
-    from capsule.measure import cost  # noqa: PLC0415
-
     day0 = datetime.fromtimestamp(now, timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
     reset = (day0 + timedelta(days=1)).timestamp()
     out = []

@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from importlib import resources
 
+from capsule.policy.manifest import line_of
+
 CLASSES = ("main", "plan", "explore", "subagent", "background")
 ROUTINE = ("explore", "subagent", "background")    # degrade first; main/plan only when the role allows
 EFFORTS = ("minimal", "low", "medium", "high", "xhigh", "max")
@@ -70,8 +72,6 @@ class Table:
 
 
 def _role_line(role, keys: tuple[str, ...]) -> str:
-    from capsule.policy.manifest import line_of  # noqa: PLC0415 - the manifest parser owns line lookup
-
     try:
         line = line_of(role.path.read_text(encoding="utf-8"), keys)
     except OSError:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 from capsule.ground.switches import Switches
 from capsule.route import lanes as lanes_mod
 from capsule.route.lanes import EFFORTS, Lane, Table, client_effort, client_knobs
+from capsule.route import governor
+from capsule.route import subagents
 
 
 def agent_flags() -> dict:
@@ -40,8 +42,6 @@ def _from_role(lane: Lane, what: str) -> str | None:
 
 def decision_for(table: Table, kind: str, reason: str) -> Decision:
     """What capsule itself passes at launch: the role-sourced entries of the table."""
-    from capsule.route import subagents  # noqa: PLC0415
-
     main = table["main"]
     sub = [table[c] for c in ("plan", "explore", "subagent")]
     shared = {lane.model for lane in sub}
@@ -108,8 +108,6 @@ def degrade_at_start(router: Router, utilization: float, window: str | None,
     """Session start is a task boundary: lanes past the threshold launch degraded, a change of model
     only where it pays for its cache write on the recorded `calls`. Returns the governor's choices
     (one per class that has something to decide) for the route log."""
-    from capsule.route import governor  # noqa: PLC0415
-
     if not router.enabled or router.table is None:
         return []
     choices, lanes = [], dict(router.table.lanes)

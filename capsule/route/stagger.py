@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import anyio
 
 from capsule.ground.switches import NO_STAGGER
+from capsule.ground.switches import is_on
+from capsule.ground.wire_json import serialize
 
 DEFAULT_MAX_WAIT_MS = 8000
 DEFAULT_MIN_PREFIX_CHARS = 4096        # ~1,024 tokens: below this, nothing is cached anyway
@@ -32,8 +34,6 @@ class Settings:
 
 
 def settings_from(spec: dict, env=None) -> Settings:
-    from capsule.ground.switches import is_on  # noqa: PLC0415
-
     env = os.environ if env is None else env
     return Settings(enabled=bool(spec.get("enabled", True)) and not is_on(NO_STAGGER, env),
                     max_wait_ms=int(spec.get("max_wait_ms", DEFAULT_MAX_WAIT_MS)),
@@ -43,8 +43,6 @@ def settings_from(spec: dict, env=None) -> Settings:
 def prefix_key(api: str, body: dict, min_chars: int) -> str | None:
     """The shared prefix's hash, or None when it is too short to be worth a wait."""
     from blake3 import blake3  # noqa: PLC0415
-
-    from capsule.ground.wire_json import serialize  # noqa: PLC0415
 
     parts = [body.get("model"), body.get("tools") or [],
              body.get("system") if api == "anthropic" else body.get("instructions")]

@@ -11,6 +11,7 @@ import os
 import time
 from pathlib import Path
 from io import BufferedIOBase
+import tempfile
 
 import blake3
 
@@ -218,8 +219,6 @@ def _redacted_spool(f: BufferedIOBase) -> tuple[BufferedIOBase, int]:
     """A large original with its secrets redacted, in an unnamed temporary file (0600, gone on
     close): read in 1 MiB pieces cut after a newline, a piece holding a private key's start read on
     to its end (a key never spans two pieces; at most 1 MiB more is joined)."""
-    import tempfile  # noqa: PLC0415 - only the large path needs it
-
     f.seek(0)
     out = tempfile.TemporaryFile()
     carry = b""

@@ -13,6 +13,7 @@ import os
 import time
 from dataclasses import dataclass, asdict, field
 from pathlib import Path
+import json
 
 from capsule.ground import paths
 from capsule.store import finisher
@@ -108,8 +109,6 @@ class Ledger:
         sqlite.ensure_schema(self.conn, self.path, SCHEMA, then=_add_columns)
 
     def record(self, row: Row) -> int:
-        import json     # here: a cold `ctx run` records in its finisher, after the output (~2 ms)
-
         d = asdict(row)
         if d["project"] is None:      # a door that knew no cwd: the recording process's own
             try:
@@ -140,8 +139,6 @@ class Ledger:
                                 (emission_id,)).fetchone()
         if row is None:
             return None
-        import json
-
         out = dict(zip(ALL_COLUMNS, row))
         out["manifest"] = json.loads(out["manifest"])
         out["reports"] = json.loads(out["reports"])

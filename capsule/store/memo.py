@@ -12,6 +12,8 @@ import json
 import os
 from typing import Any
 
+from capsule.ground import paths
+
 MAX_ENTRIES = 256   # small by design: a few roles and a few standing texts
 
 
@@ -45,8 +47,6 @@ def put(name: str, k: str, value: Any) -> None:
 
 
 def _path(name: str):
-    from capsule.ground import paths
-
     return paths.state_dir() / "cache" / f"memo-{name}.json"
 
 

@@ -14,6 +14,7 @@ import json
 import re
 import threading
 from pathlib import Path
+import binascii
 
 from capsule.ground import switches, tomlcache
 
@@ -215,8 +216,6 @@ def _in_base64(text: str) -> list[tuple[int, int, str]]:
     if _b64 is None:
         _b64_re = re.compile(_B64_SOURCE)
         _b64 = _re2(_B64_SOURCE, 0) or _b64_re
-    import binascii
-
     runs: list[tuple[int, int]] = []
     decoded: list[str] = []
     pem: list[tuple[int, int, str]] = []

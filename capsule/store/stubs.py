@@ -22,6 +22,7 @@ from blake3 import blake3
 
 from capsule.ground import paths
 from capsule.ground.lines import split_lines
+from capsule.ground.tokens import count
 
 VERSION = 1
 MAX_CHANGED_LINES = 120      # past this, a changed file goes out in full again
@@ -49,8 +50,6 @@ class Decision:
 
 def stub_text(path: str) -> str:
     """The unchanged stub, kept within STUB_TOKEN_CAP tokens by shortening the path."""
-    from capsule.ground.tokens import count
-
     shown = path
     parts = Path(path).parts
     while True:

@@ -83,25 +83,15 @@ def allowed() -> dict[str, set[str]]:
     return {layer: closure(layer, set()) for layer in direct}
 
 
-def door_listed(a: str, b: str) -> str | None:
-    """The [door_reach] entry that names the import a -> b (an entry's package covers its modules, and
-    `from P import m` for a listed P.m imports the package P first)."""
-    for key in LAYERS.get("door_reach", {}):
-        importer, _, imported = (k.strip() for k in key.partition("->"))
-        if a == importer and (b == imported or b.startswith(imported + ".") or imported.startswith(b + ".")):
-            return key
-    return None
-
-
 def up_imports() -> list[tuple[str, str, int]]:
-    """Imports up the picture, and door imports below the engine not listed in [door_reach]."""
+    """Imports up the picture, and door imports below the engine ([must_not_import]: no exceptions)."""
     may, never = allowed(), LAYERS.get("must_not_import", {})
     out = []
     for a, b, line in imports(modules()):
         la, lb = layer_of(a), layer_of(b)
         if la == lb:
             continue
-        if lb not in may[la] or (lb in never.get(la, ()) and door_listed(a, b) is None):
+        if lb not in may[la] or lb in never.get(la, ()):
             out.append((a, b, line))
     return out
 
@@ -134,28 +124,45 @@ def test_imports_point_down_except_the_listed_few():
     assert not stale, f"exceptions no import needs any more; remove them from [allow]: {sorted(stale)}"
 
 
-def test_every_listed_door_reach_is_still_needed():
-    used = {door_listed(a, b) for a, b, _ in imports(modules())} - {None}
-    listed = LAYERS.get("door_reach", {})
-    assert all(reason.strip() for reason in listed.values()), "every door reach says why"
-    assert all(layer_of(k.partition("->")[0].strip()) in LAYERS["must_not_import"] for k in listed), \
-        "[door_reach] names imports of a door with a [must_not_import] row only"
-    stale = set(listed) - used
-    assert not stale, f"door reaches no import needs any more; remove them from [door_reach]: {sorted(stale)}"
+DOORS = ("mcp", "proxy", "shims")
+DOOR_MAY_REACH = {"engine", "agents", "ground"}   # the engine's entries, client facts, plain facts
 
 
-def test_a_door_import_below_the_engine_is_found():
-    """A proxy module importing the store directly, unlisted, is an up-import; the shims too."""
-    global LAYERS
-    saved = LAYERS
-    LAYERS = {**saved, "door_reach": {}}
+def test_doors_reach_only_the_engine():
+    """A door's [must_not_import] row takes away every layer its [may_import] row lets through below
+    the engine, agents and ground: the door rows are not transitive, with no listed exceptions."""
+    assert "door_reach" not in LAYERS, "no door import below the engine is let through: fix the import"
+    for door in DOORS:
+        below = allowed()[door] - DOOR_MAY_REACH
+        missing = below - set(LAYERS["must_not_import"].get(door, ()))
+        assert not missing, f"{door} could reach {sorted(missing)}: add them to [must_not_import] {door}"
+
+
+def test_a_door_import_below_the_engine_is_found(tmp_path):
+    """A door module importing the store (module level or function-local) or observe is found as an
+    up-import; its import of the engine's entries and of ground is not."""
+    pkg = tmp_path / "capsule"
+    for sub in ("store", "observe", "ground", "proxy", "mcp", "shims"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "engine_api.py").write_text("from capsule.store import sqlite\n")
+    (pkg / "store" / "sqlite.py").write_text("from capsule.ground import paths\n")
+    (pkg / "observe" / "media.py").write_text("")
+    (pkg / "ground" / "paths.py").write_text("")
+    (pkg / "proxy" / "memo.py").write_text("from capsule import engine_api\nfrom capsule.ground import paths\n"
+                                           "def f():\n    from capsule.store import sqlite\n")
+    (pkg / "mcp" / "tools.py").write_text("import capsule.observe.media\n")
+    (pkg / "shims" / "door.py").write_text("from capsule import engine_api\n")
+    global PACKAGE, REPO
+    saved = PACKAGE, REPO
+    PACKAGE, REPO = pkg, tmp_path
     try:
-        found = {(a, b) for a, b, _ in up_imports()}
-        assert ("capsule.proxy.conversation_memo", "capsule.store.sqlite") in found
-        assert all(layer_of(a) in ("proxy",) for a, _ in found), found
+        found = sorted((a, b) for a, b, _ in up_imports())
     finally:
-        LAYERS = saved
-    assert "shims" in LAYERS["must_not_import"] and "store" in LAYERS["must_not_import"]["shims"]
+        PACKAGE, REPO = saved
+    assert found == [("capsule.mcp.tools", "capsule.observe.media"), ("capsule.proxy.memo", "capsule.store"),
+                     ("capsule.proxy.memo", "capsule.store.sqlite")], found
 
 
 def test_the_check_sees_a_circle_and_an_up_import(tmp_path):

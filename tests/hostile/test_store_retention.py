@@ -15,7 +15,7 @@ import apsw
 
 from capsule.measure.ledger import Ledger, Row
 from capsule.measure.usage import Batch, Call, UsageStore
-from capsule.proxy.conversation_memo import Memo
+from capsule.store.conversation_memo import Memo
 from capsule.store import retention
 
 DAY = 86400.0
@@ -84,7 +84,7 @@ def test_a_resumable_conversation_keeps_all_its_rewrites(state_dir):
     memo = Memo(state_dir / "proxy.db")
     try:
         assert all(memo.get("anthropic", "resumed", f"t{i}", f"text resumed {i}") == f"short {i}" for i in range(5))
-        assert memo.get("anthropic", "old", "t0", "text old 0") is Memo._MISSING
+        assert memo.get("anthropic", "old", "t0", "text old 0") is Memo.MISSING
     finally:
         memo.close()
 

@@ -22,7 +22,7 @@ PIECES = list("aZ09'sStT ,.;:!?-_/\\|+*=<>()[]{}\"#$%&@^`~\t\n\r\x0b\x0c\x1c\x1f
 def core(state_dir, monkeypatch):
     monkeypatch.setattr(tokens, "_segment_counts", {})
     monkeypatch.setattr(tokens, "_segment_chars", 0)
-    return tokens._load()._core_bpe
+    return tokens._load()
 
 
 def _whole(text: str) -> int:
@@ -71,3 +71,15 @@ def test_the_cache_starts_over_past_its_size(core, monkeypatch):
     text = "".join(f"line {i} of a log\n" for i in range(5000))
     assert tokens.count(text, remember=True) == _whole(text)
     assert tokens._segment_chars <= 1000 + 40 and len(tokens._segment_counts) < 100
+
+
+def test_unknown_segments_are_encoded_a_chunk_at_a_time(core, monkeypatch):
+    """A long text nobody remembered is encoded in chunks of whole segments (a list of ints per
+    chunk, not per text), and the chunks' counts sum to the whole count."""
+    monkeypatch.setattr(tokens, "CHUNK_CHARS", 2000)
+    text = "".join(f"line {i}: déjà vu, {i * 7919} items\n  indented {i}\n" for i in range(3000))
+    encoded = []
+    real = tokens._encoded_len
+    monkeypatch.setattr(tokens, "_encoded_len", lambda c, t: encoded.append(t) or real(c, t))
+    assert tokens.count(text) == _whole(text)
+    assert len(encoded) > len(text) // 2000 - 2 and max(map(len, encoded)) < 2000 + 100

@@ -130,7 +130,7 @@ def test_bodies_orjson_refuses_are_read_and_written_back_by_the_json_module():
 
 
 def test_memo_memory_is_bounded_and_values_survive_on_disk(tmp_path, monkeypatch):
-    from capsule.proxy import conversation_memo as memo_mod
+    from capsule.store import conversation_memo as memo_mod
 
     monkeypatch.setattr(memo_mod, "LRU_CHARS", 10_000)
     m = memo_mod.Memo(tmp_path / "proxy.db")
@@ -139,7 +139,7 @@ def test_memo_memory_is_bounded_and_values_survive_on_disk(tmp_path, monkeypatch
     assert m._chars <= 10_000 and len(m._lru) < 50
     assert m.get("anthropic", "s", "c0", "x" * 1000 + "0") == "short 0"          # evicted from memory, read from disk
     assert m.put("anthropic", "s", "c0", "x" * 1000 + "0", "other") == "short 0"  # the first value stays (INV-1)
-    assert m.get("anthropic", "s", "c0", "y") is memo_mod.Memo._MISSING
+    assert m.get("anthropic", "s", "c0", "y") is memo_mod.Memo.MISSING
     m.close()
 
 

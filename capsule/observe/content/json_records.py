@@ -14,6 +14,9 @@ import re
 
 from capsule.observe.content import json_text
 from capsule.observe.transform_types import Removal, TransformResult
+from capsule.observe.content import toon  # noqa: F401 - loaded before json_anomaly (their import order)
+from capsule.observe.content.json_anomaly import sample
+from capsule.observe.verbatim import is_verbatim, verbatim_flags
 
 TRANSFORM_ID = "json"
 ID_KEYS = ("id", "name", "version", "_id", "uuid", "key", "sha", "digest")   # by preference, when unique
@@ -121,8 +124,6 @@ def error_records(records: list[dict], lines: list[str]) -> set[int]:
     """Records whose line is verbatim-class (an error, failure, warning…) once its empty fields are
     left out: `"error": null`, `"errors": 0`, `"failed": false` name an error that did not happen,
     and on every record of an export they would make every line an error line."""
-    from capsule.observe.verbatim import is_verbatim, verbatim_flags
-
     out = set()
     for k, flagged in enumerate(verbatim_flags(lines)):
         if flagged and is_verbatim(json_text.dumps({key: v for key, v in records[k].items() if not _empty(v)})):
@@ -135,9 +136,6 @@ def sampled_lines(text: str, intent: str | None, min_rows: int) -> TransformResu
     found = record_lines(text)
     if found is None or len(found[1]) < min_rows:
         return None
-    from capsule.observe.content import toon  # noqa: F401 - loaded before json_anomaly (their import order)
-    from capsule.observe.content.json_anomaly import sample
-
     where, records = found
     s = sample(records, intent)
     lines = text.split("\n")

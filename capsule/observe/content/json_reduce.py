@@ -18,6 +18,7 @@ from capsule.observe.content.json_anomaly import (HEAD_ROWS, TAIL_ROWS, ERROR_KE
                                                   value_anomalies)
 from capsule.observe.transform_types import Removal, TransformResult
 from capsule.observe.verbatim import is_verbatim
+from capsule.observe.content.json_records import identity_line
 
 TRANSFORM_ID = "json"
 LOSSY_MIN_ROWS = 30          # arrays of records shorter than this are never sampled
@@ -201,8 +202,6 @@ class _Reducer:
         self.summaries.append(
             f"{path or '(root)'}: {len(s.kept)} of {s.total} rows shown (first {min(HEAD_ROWS, s.total)}, "
             f"last {TAIL_ROWS}, anomalous {len(s.why)}" + (f": {detail}" if detail else "") + ")")
-        from capsule.observe.content.json_records import identity_line
-
         ident = identity_line(v, kept, path or "(root)")       # what names each record is never sampled away
         if ident:
             self.summaries.append(ident)

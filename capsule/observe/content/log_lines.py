@@ -18,6 +18,7 @@ from collections import defaultdict
 
 from capsule.observe import rarity
 from capsule.observe.transform_types import Context, Removal, TransformResult
+from capsule.observe.keep import extra
 
 TRANSFORM_ID = "logs"
 MIN_REPEAT = 3
@@ -80,8 +81,6 @@ def cluster(text: str, ctx: Context) -> TransformResult:
     if trailing:
         lines = lines[:-1]
     is_verbatim = _verbatim()
-    from capsule.observe.keep import extra
-
     pinned = extra(text, ctx.exit_code) | failed_requests(lines)
     shown_lines = [ln.rsplit("\r", 1)[-1] if "\r" in ln.rstrip("\r") else ln for ln in lines]
     if ctx.intent:

@@ -11,6 +11,10 @@ from __future__ import annotations
 import json
 import re
 
+from capsule.observe.content.binary import is_binary, kind_of
+from capsule.observe.content.outline import language_for
+from capsule.observe.content.tabular import delimiter_of
+
 _TS = re.compile(r"^\s*(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\[?\d{2}:\d{2}:\d{2}|"
                  r"\w{3} [ \d]\d \d{2}:\d{2}:\d{2}|\d{2}\.\d{2}\.\d{4} \d{2}:\d{2}|"
                  r"\[?(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL)\]?[\s:]|"
@@ -73,8 +77,6 @@ def looks_like_json(head: bytes) -> bool:
 
 def language_of(text: str) -> str | None:
     """A source language guessed from declaration-shaped lines (shebang first)."""
-    from capsule.observe.content.outline import language_for
-
     lang = language_for(None, text)
     if lang:
         return lang
@@ -91,8 +93,6 @@ def language_of(text: str) -> str | None:
 
 def sniff(head: bytes) -> tuple[str, str, str]:
     """(family, transform id, reason) for a head of content."""
-    from capsule.observe.content.binary import is_binary, kind_of
-
     head = head[:1024]
     if not head.strip():
         return "unknown", "default", "empty"
@@ -123,8 +123,6 @@ def sniff(head: bytes) -> tuple[str, str, str]:
             return f"source:{lang}", "outline", f"{lang} source"
     if sum(1 for ln in lines if _TS.match(ln)) >= max(3, int(n * 0.5)):
         return "logs", "logs", "timestamped or levelled lines"
-    from capsule.observe.content.tabular import delimiter_of
-
     if n >= 3 and delimiter_of(text) not in (None, "|"):
         return "csv", "tabular", "delimited rows of equal width"
     md = sum(1 for ln in lines if _MD.match(ln))

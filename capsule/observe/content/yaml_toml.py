@@ -18,6 +18,7 @@ import tomllib
 from capsule.observe.content import json_reduce
 from capsule.observe.content.toon import strict_equal
 from capsule.observe.transform_types import Context, Removal, TransformResult
+from capsule.ground.tokens import count
 
 TRANSFORM_ID = "yaml_toml"
 _COMMENT = re.compile(r"^\s*#")
@@ -130,8 +131,6 @@ def yaml(text: str, ctx: Context) -> TransformResult:
 
 
 def _tokens(text: str) -> int:
-    from capsule.ground.tokens import count
-
     return count(text)
 
 

@@ -57,7 +57,7 @@ def builtin_filters() -> dict[str, FilterSpec]:
 
 def _load_extra_file(path: str, pin: str | None = None) -> dict[str, FilterSpec]:
     """Trusted bytes only: read once, verify the pin, parse exactly those bytes. {id: spec}."""
-    from capsule.policy.trust import read_trusted
+    from capsule.policy.trust import read_trusted  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"
 
     data, digest = read_trusted(path, pin)
     if data is None:

@@ -296,7 +296,7 @@ class GitFilter(StreamFilter):
         when a diff must be cut, what the agent is after decides first."""
         if not self.intent or share <= 0:
             return set()
-        from capsule.observe.content.reflex import relevance
+        from capsule.observe.content.reflex import relevance  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"
 
         where = [(i, j) for i, f in enumerate(self.files) for j, _ in enumerate(f.hunks)]
         texts = [" ".join([h.head[1]] + [t for _, t in h.lines]) for f in self.files for h in f.hunks]

@@ -247,7 +247,7 @@ def fold_templates(spec: FilterSpec, lines: list[Line], run: Run) -> list[Line]:
     with the template and what varied; the lines that break a template are pinned, so a later
     head/tail cut keeps them (issue 25: the one test id, log line or name that differs). A
     protected line joins no fold."""
-    from capsule.observe.content import templates
+    from capsule.observe.content import templates  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"
 
     exempt = {i for i, line in enumerate(lines) if _protected(spec, line)}
     folds, outliers = templates.cluster([line.text for line in lines], exempt)
@@ -391,7 +391,7 @@ def _intent_picks(lines: list[Line], head: int, tail: int, intent: str | None) -
     the places of head/tail lines, so a cut keeps the same number of lines."""
     if not intent:
         return set(), head, tail
-    from capsule.observe.content.reflex import relevance
+    from capsule.observe.content.reflex import relevance  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"
 
     scores = relevance([line.text for line in lines], intent)
     ranked = sorted((i for i, s in enumerate(scores) if s > 0), key=lambda i: (-scores[i], i))

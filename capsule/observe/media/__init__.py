@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from capsule.ground import tokens as tok
+from capsule.ground.types import Part
 from capsule.observe.media import caps, image, ocr, pdf, screenshot
 from capsule.observe.media.image import MediaError
-from capsule.observe.media.pdf import Part
 from capsule.policy.media_policy import MediaPolicy
 
 __all__ = ["MediaError", "Part", "Result", "transform", "kind_of", "family_for"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+import warnings
 
 from capsule.observe.media import media_budget, caps
 from capsule.observe.media.media_errors import MediaError
@@ -40,8 +41,6 @@ class Sized:
 
 
 def _open(data: bytes):
-    import warnings
-
     from PIL import Image
 
     try:

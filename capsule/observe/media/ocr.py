@@ -11,6 +11,9 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
+import io
+
+from capsule.store import memo
 
 TIMEOUT_S = 30.0
 # Tesseract reads glyphs best at about 300 dpi (20-30 px letters); a screenshot sized to a model's cap
@@ -37,8 +40,6 @@ def engine() -> str | None:
     exe = shutil.which("tesseract")
     if not exe:
         return None
-    from capsule.store import memo
-
     def ask() -> str | None:
         try:
             out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10)
@@ -77,8 +78,6 @@ def words(png: bytes, timeout: float = TIMEOUT_S, psm: int = 3) -> list[Word] | 
 
 
 def _readable(data: bytes) -> tuple[bytes, int]:
-    import io
-
     from PIL import Image
 
     img = Image.open(io.BytesIO(data))

@@ -24,21 +24,15 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from capsule.ground import tokens as tok
+from capsule.ground.types import Part
 from capsule.observe.media import caps, image
 from capsule.observe.media.image import MediaError
+from capsule.observe.media import media_budget
 
 TIMEOUT_S = 60.0
 MIN_TEXT_CHARS = 16        # a page with fewer non-space characters has no usable text layer
 MAX_PAGES = 600            # the API's own page limit; longer PDFs pass as they came
 MAX_RENDERED_PAGES = 40    # textless pages rendered at most; a longer scan passes as it came
-
-
-@dataclass(frozen=True)
-class Part:
-    kind: str                 # "text" | "image"
-    text: str = ""
-    data: bytes = b""
-    media_type: str = ""
 
 
 @dataclass
@@ -102,8 +96,6 @@ def declared_pages(data: bytes) -> int | None:
     exe = shutil.which("pdfinfo")
     if not exe:
         return None
-    from capsule.observe.media import media_budget  # noqa: PLC0415
-
     with media_budget.deadline(float(media_budget.settings()["pdf_probe_s"])), _tmp_pdf(data) as path:
         proc = _run([exe, path], "pdfinfo")
     found = re.search(rb"^Pages:\s+(\d{1,12})\s*$", proc.stdout, re.M)
@@ -142,8 +134,6 @@ def page_sizes(data: bytes) -> list[tuple[float, float]]:
 
 def _time_left(what: str) -> float:
     """The subprocess timeout: what is left of this PDF's (and the door's) budget, TIMEOUT_S at most."""
-    from capsule.observe.media import media_budget  # noqa: PLC0415
-
     media_budget.check(what)
     return max(0.05, min(TIMEOUT_S, media_budget.remaining(TIMEOUT_S)))
 
@@ -236,8 +226,6 @@ def convert(data: bytes, fam: caps.Family, min_chars: int = MIN_TEXT_CHARS,
     """Text with page markers for pages with a text layer; the others as images sized to the cap.
     `pages` (1-based): only those pages (a client that read a page range). All of it within one
     budget ([decode] pdf_budget_s, within any deadline the door set)."""
-    from capsule.observe.media import media_budget  # noqa: PLC0415
-
     with media_budget.deadline(float(media_budget.settings()["pdf_budget_s"])):
         return _convert(data, fam, min_chars, pages)
 

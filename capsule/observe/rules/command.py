@@ -12,6 +12,7 @@ from __future__ import annotations
 from capsule.observe import lexer
 from capsule.observe.transform_types import Classification
 from capsule.observe.rules import Rule, match, normalise
+from capsule.observe.filters import filter_engine
 
 TRANSFORM_ID = "filter"
 
@@ -24,8 +25,6 @@ def classify_command_line(command: str, cwd: str | None = None) -> Classificatio
     if lexed.unattestable:
         return Classification("unknown", passthrough=True,
                               reason="unattestable: " + ", ".join(lexed.unattestable))
-    from capsule.observe.filters import filter_engine
-
     extra = filter_engine.refresh_extra(cwd)
     chosen: list[tuple[str, str, str, str]] = []      # (filter, family, reason, transform)
     for segment in lexed.segments:

@@ -19,6 +19,12 @@ from dataclasses import replace
 
 from capsule.observe.guard import budgets
 from capsule.observe.transform_types import Context, Removal, TransformResult
+from capsule.ground import tokens
+from capsule.observe import registry
+from capsule.observe.content import outline
+from capsule.observe.content.outline import has_assignment, body_of, split_rows
+from capsule.observe.content.outline import language_for
+from capsule.observe.content.sniff import sniff
 
 # `nl -ba`/`cat -n` output (a right-aligned number and a tab before each line), or an agent's
 # Read tool (`  12→code`)
@@ -46,11 +52,6 @@ def view(text: str, ctx: Context) -> TransformResult:
 
 def read_file(text: str, ctx: Context) -> TransformResult:
     """A whole-file read: whole up to the read budget, then structure with line numbers."""
-    from capsule.observe import registry
-    from capsule.observe.content.sniff import sniff
-
-    from capsule.ground import tokens
-
     budget = budgets()["aggressive" if ctx.mode == "aggressive" else "budgets"]["read_tokens"]
     source = unnumbered(text)
     family, transform_id, _ = sniff((source if source is not None else text)[:1024]
@@ -75,8 +76,6 @@ def read_file(text: str, ctx: Context) -> TransformResult:
 
 
 def _source_path(path: str | None) -> bool:
-    from capsule.observe.content.outline import language_for
-
     return bool(path) and language_for(path, "") is not None
 
 
@@ -97,8 +96,6 @@ def _outline(source: str, ctx: Context, path: str | None, family: str, budget: i
     methods included), decorators, and the top-level imports and constants, each as
     `N: line`; plus, whole, the declarations the intent names (pointed_at); None when no
     grammar reads it."""
-    from capsule.observe.content import outline
-
     name = path or ""
     lang = outline.language_for(name, source)
     if lang is None and family.startswith("source:"):
@@ -155,8 +152,6 @@ def pointed_at(root, kinds, lines: list[str], names: list[str], budget: int) -> 
     about to edit is shown, not outlined (issue 25)."""
     if not names:
         return set()
-    from capsule.ground import tokens
-
     wanted = set(names)
     found: list[tuple[int, int, int]] = []      # (kind rank, start row, end row)
     stack = [root]
@@ -288,8 +283,6 @@ def _import_list(items: list[tuple[str, str | None]]) -> str:
 def _declaration_rows(root, kinds, lines: list[str]) -> tuple[set[int], dict, dict]:
     """(kept rows, {first row of a multi-line head: (its last row, parameter names)},
     {row of a top-level import: what it imports})."""
-    from capsule.observe.content.outline import has_assignment, body_of, split_rows
-
     rows: set[int] = set()
     heads: dict[int, tuple[int, list[str]]] = {}
     imports: dict[int, str] = {}

@@ -1,4 +1,5 @@
-"""The proxy's memory of what it sent: each tool result's rewrite, keyed by conversation and content.
+"""The proxy's memory of what it sent: each tool result's rewrite, keyed by conversation and content,
+its SQL and the redaction of what it stores (the proxy door reaches it through engine_api.py).
 
 Not responsible for deciding a rewrite (the engine does) or for HTTP. Persists in proxy.db in the
 state dir, so a proxy restart sends the same bytes. Invariant (INV-1): once a key has a value it
@@ -87,10 +88,10 @@ class Memo:
         self.hits = 0
         self.misses = 0
 
-    _MISSING = object()
+    MISSING = object()
 
     def get(self, api: str, conversation: str, call_id: str, text: str):
-        """The stored output (None = unchanged), or Memo._MISSING."""
+        """The stored output (None = unchanged), or Memo.MISSING (no row for this block yet)."""
         ident = (api, conversation, call_id, text)
         with self._lock:
             if ident in self._lru:
@@ -104,7 +105,7 @@ class Memo:
                 self._remember(ident, value)
                 return value
             self.misses += 1
-            return self._MISSING
+            return self.MISSING
 
     def put(self, api: str, conversation: str, call_id: str, text: str, output: str | None) -> str | None:
         """Store unless present; returns the value that is stored (the first writer's)."""
