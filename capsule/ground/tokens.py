@@ -39,7 +39,6 @@ def load() -> bool:
     return _load() is not None
 
 
-
 def is_approx() -> bool:
     return _load() is None
 
