@@ -11,7 +11,8 @@ Not responsible for reading trajectories or running the engine. The measure, sai
     `-` inside, or camelCase; at least 4 characters) found on at most RARE_LINES lines of this output
     and not in the task statement (a word the task already gave is no sign the agent read this line);
   - a used line is *kept* when the emission shows it whole on a line of its own (whitespace
-    collapsed; a grouped search view counts as its `path:N:text` lines).
+    collapsed; a grouped search view counts as its `path:N:text` lines, a numbered view's `N: text`
+    as its text).
 Invariant: pure functions of strings; the same inputs give the same answer.
 """
 
@@ -75,8 +76,12 @@ def _quoted(flat: str, later_text: str) -> bool:
     return False
 
 
+NUMBERED = re.compile(r"^\s*\d+(?::|→|\t)\s?(.*)$")    # an outline's or a numbered view's `N: text`
+
+
 def emitted_lines(emitted: str) -> set[str]:
     shown = {norm(line) for line in emitted.split("\n")}
+    shown |= {norm(m.group(1)) for m in map(NUMBERED.match, emitted.split("\n")) if m}
     try:    # a grouped search view states a file's path once above its `N:text` hits
         from capsule.observe.filters.search_stream import ungroup  # noqa: PLC0415 - the capsule under test's own
     except ImportError:

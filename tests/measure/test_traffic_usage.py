@@ -68,3 +68,9 @@ def test_a_diff_line_is_used_when_the_agent_pastes_its_code_without_the_marker()
     diff = 'diff --git a/x.go b/x.go\n+++ b/x.go\n+\treviewtypes "github.com/entireio/cli/review/types"\n-\told "github.com/entireio/cli/old"\n'
     later = ['import (\n\treviewtypes "github.com/entireio/cli/review/types"\n)']
     assert usage.used_lines(diff, later) == ['+\treviewtypes "github.com/entireio/cli/review/types"']
+
+
+def test_a_numbered_view_line_counts_as_its_text():
+    used = ['\tfmt.Fprintln(w, "✓ Settings saved")', "return nil"]
+    emitted = 'func runSetup() error {\n209: \tfmt.Fprintln(w, "✓ Settings saved")\n[3 more lines L210-212]'
+    assert usage.kept(used, emitted) == [True, False]
