@@ -66,7 +66,7 @@ def read_file(text: str, ctx: Context) -> TransformResult:
 
             lang = language_of(body[:8192])      # declarations further down than the first KiB
             family = f"source:{lang}" if lang else family
-        outlined = _outline(body, ctx, path, family, budget)
+        outlined = _focused(body, ctx, path, family) or _outline(body, ctx, path, family, budget)
         if outlined is not None:
             return outlined
     if transform_id in ("outline", "read_file", "read_view"):
@@ -90,6 +90,43 @@ def unnumbered(text: str) -> str | None:
     if [int(m.group(1)) for m in numbered] != list(range(1, len(numbered) + 1)):
         return None
     return "\n".join(_NUMBERED.sub("", ln, count=1) for ln in lines)
+
+
+def _focused(source: str, ctx: Context, path: str | None, family: str) -> TransformResult | None:
+    """The outline with the regions the task points at whole (observe/read_focus.py, the cut ctx_read
+    serves): the session's cues read only here, when a file is over the read budget; None when
+    nothing points (no cue, no region here, no grammar): the plain structure stands."""
+    if ctx.cues is None:
+        return None
+    from capsule.observe import markers, read_focus
+    from capsule.observe.content import outline
+    from capsule.observe.cues import empty
+
+    cue = ctx.cues()
+    if empty(cue):
+        return None
+    name = path or ""
+    if outline.language_for(name, source) is None:
+        lang = family.split(":", 1)[1] if family.startswith("source:") else None
+        ext = next((e for e, known in outline.EXTENSIONS.items() if known == lang), None)
+        if ext is None:
+            return None
+        name = (path or "stdin") + ext
+    bodies = outline.outline(source, name, ctx.languages, detail="signatures")
+    if not bodies.removals:
+        return None
+    got = read_focus.cut(source, path, outline.outline(source, name, ctx.languages).text, bodies, cue)
+    if got is None:
+        return None
+    shown, picked = got
+    lines = source.split("\n")
+    removals = [Removal(FOCUS_REASON, n, a, b, lines[a - 1].strip()[:120])
+                for n, a, b in filter(None, map(markers.parse, shown)) if a is not None]
+    summary = read_focus.summary(path or "FILE", len(lines) - (lines[-1] == ""), picked)
+    return TransformResult("\n".join(shown) + "\n", "focus", removals=removals, notes=[summary])
+
+
+FOCUS_REASON = "outside the declarations and the task's regions: a file read beyond the read budget"
 
 
 def _outline(source: str, ctx: Context, path: str | None, family: str, budget: int = 0) -> TransformResult | None:
