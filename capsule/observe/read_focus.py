@@ -115,19 +115,25 @@ def regions(source_lines: list[str], parts: list[tuple[int, int, str]], cue: Cue
     return out
 
 
-def cut(source: str, rel: str | None, outline_text: str, bodies, cue: Cues) -> tuple[list[str], list[Region]] | None:
+def cut(source: str, rel: str | None, declarations: set[int], bodies, cue: Cues,
+        folds: dict[tuple[int, int], str] | None = None) -> tuple[list[str], list[Region]] | None:
     """(the view's lines, the regions kept whole), or None when the cues point at nothing here. The
-    view: the outline's declaration lines (the plain read's own) with the task's regions whole, every
-    other run of lines one marker, each shown line as `N: text`. `bodies`: the signatures outline
-    (every declaration at every depth), whose elided bodies are the parts ranked."""
+    view: the plain read's own declaration lines (`declarations`, 1-based) with the task's regions
+    whole, every other run of lines one marker, each shown line as `N: text`. `bodies`: the
+    signatures outline (every declaration at every depth), whose elided bodies are the parts ranked.
+    `folds`: what the plain read says of a run it folds (an import run's modules, a long signature's
+    parameters), by its 1-based (first, last) line: an omitted run holding one says it."""
     lines = split_lines(source)
     picked = regions(lines, chunks(bodies.removals, sorted(shown_rows(bodies.text))), cue, hot_lines(cue, rel))
     if not picked:
         return None
-    keep = {n for r in picked for n in range(r.first, r.last + 1)} | shown_rows(outline_text)
+    keep = {n for r in picked for n in range(r.first, r.last + 1)} | declarations
     keep |= {n + 1 for n in keep if n + 2 in keep}        # a one-line gap costs less shown than marked
     shown = {n - 1: f"{n}: {lines[n - 1]}" for n in sorted(keep) if n <= len(lines)}
-    out = markers.render(lines, shown)
+    def said(a: int, b: int) -> str | None:       # the folds inside an omitted run [a, b), 0-based
+        return "; ".join(v for (f, t), v in sorted((folds or {}).items()) if a < f and t <= b) or None
+
+    out = markers.render(lines, shown, said)
     if tokens.count("\n".join(out)) > MAX_VIEW_SHARE * tokens.count(source):
         return None     # a marker between every few short declarations: the plain outline stands
     return out, picked

@@ -92,7 +92,7 @@ def view(source: str, rel: str, outline_text: str, bodies, cue: Cues, archive) -
     """The read door's task-cut view (observe/read_focus.py, the one every door's read uses) with
     its footer: what was kept and how any omitted line comes back; None when the cues point at
     nothing here. `archive()` stores the original and returns its handle."""
-    got = read_focus.cut(source, rel, outline_text, bodies, cue)
+    got = read_focus.cut(source, rel, read_focus.shown_rows(outline_text), bodies, cue)
     if got is None:
         return None
     out, picked = got

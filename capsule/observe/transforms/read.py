@@ -66,9 +66,9 @@ def read_file(text: str, ctx: Context) -> TransformResult:
 
             lang = language_of(body[:8192])      # declarations further down than the first KiB
             family = f"source:{lang}" if lang else family
-        outlined = _focused(body, ctx, path, family) or _outline(body, ctx, path, family, budget)
+        outlined = _outline(body, ctx, path, family, budget)
         if outlined is not None:
-            return outlined
+            return _focused(body, ctx, path, family, outlined) or outlined
     if transform_id in ("outline", "read_file", "read_view"):
         transform_id = "default"      # no outline to give: the line budget
     return registry.get(transform_id)(text, replace(ctx, family=family))
@@ -92,10 +92,10 @@ def unnumbered(text: str) -> str | None:
     return "\n".join(_NUMBERED.sub("", ln, count=1) for ln in lines)
 
 
-def _focused(source: str, ctx: Context, path: str | None, family: str) -> TransformResult | None:
-    """The outline with the regions the task points at whole (observe/read_focus.py, the cut ctx_read
-    serves): the session's cues read only here, when a file is over the read budget; None when
-    nothing points (no cue, no region here, no grammar): the plain structure stands."""
+def _focused(source: str, ctx: Context, path: str | None, family: str, structure: TransformResult) -> TransformResult | None:
+    """The structure's declaration lines with the regions the task points at whole (observe/read_focus.py,
+    the cut ctx_read serves): the session's cues read only here, when a file is over the read budget;
+    None when nothing points (no cue, no region here, no grammar): the plain structure stands."""
     if ctx.cues is None:
         return None
     from capsule.observe import markers, read_focus
@@ -115,17 +115,22 @@ def _focused(source: str, ctx: Context, path: str | None, family: str) -> Transf
     bodies = outline.outline(source, name, ctx.languages, detail="signatures")
     if not bodies.removals:
         return None
-    got = read_focus.cut(source, path, outline.outline(source, name, ctx.languages).text, bodies, cue)
+    lines = source.split("\n")
+    omitted = {n for r in structure.removals for n in range(r.start, r.end + 1)}
+    folds = {(int(m[1]), int(m[2] or m[1])): f"parameters: {m[3]}"
+             for m in map(_FOLD.match, structure.text.split("\n")) if m}
+    got = read_focus.cut(source, path, set(range(1, len(lines) + 1)) - omitted, bodies, cue, folds)
     if got is None:
         return None
     shown, picked = got
-    lines = source.split("\n")
     removals = [Removal(FOCUS_REASON, n, a, b, lines[a - 1].strip()[:120])
                 for n, a, b in filter(None, map(markers.parse, shown)) if a is not None]
     summary = read_focus.summary(path or "FILE", len(lines) - (lines[-1] == ""), picked)
     return TransformResult("\n".join(shown) + "\n", "focus", removals=removals, notes=[summary])
 
 
+# A long signature's folded parameter lines as the structure names them (_render): `    …A-B: a, b, c`.
+_FOLD = re.compile(r"^\s*…(\d+)(?:-(\d+))?: (.*)$")
 FOCUS_REASON = "outside the declarations and the task's regions: a file read beyond the read budget"
 
 
