@@ -26,9 +26,10 @@ from capsule.observe.cues import REGION_BUDGET_TOKENS, Cues, rank, same_file
 MAX_REGION_LINES = 400          # a body longer than this is shown as a window around its hot line
 HEADER_ROWS = 4                 # a body's header: at most this many kept rows above it
 WINDOW = 12                     # lines either side of a hot line outside any body
-# A view past this share of the file's tokens (a marker between every few short declarations, beside
-# the regions' REGION_BUDGET_TOKENS) is no cut: the plain outline is served.
-MAX_VIEW_SHARE = 0.5
+# A view past this share of the file's tokens is no cut (a file of short declarations, a marker between
+# every few): the plain outline is served. A medium file's view is its regions' REGION_BUDGET_TOKENS
+# and its declarations: ~60% of a 4,800-token Go file (benchmarks/data/traffic entire-setup-06).
+MAX_VIEW_SHARE = 0.75
 Region = namedtuple("Region", ("first", "last", "why"))
 
 

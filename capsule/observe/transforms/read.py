@@ -7,8 +7,9 @@ classifying the command (observe/rules) nor for outlining (content/outline.py do
 Invariant: a view within budgets.toml [reads] view_max_lines, and a file within the read
 budget (read_tokens, in tokens), come back unchanged (lossless); beyond, source is outlined with
 its line numbers (every declaration line exact; import runs and long signatures folded into one
-marked line; conflict regions, unparsable spans and the declarations the intent names kept whole)
-and any other content goes to the transform its sniffed type names.
+marked line; conflict regions, unparsable spans and the declarations the intent names kept whole),
+or, when the session's cues point into it, cut by the task as every door's read is
+(observe/read_focus.py), and any other content goes to the transform its sniffed type names.
 """
 
 from __future__ import annotations
@@ -119,6 +120,9 @@ def _focused(source: str, ctx: Context, path: str | None, family: str, structure
     omitted = {n for r in structure.removals for n in range(r.start, r.end + 1)}
     folds = {(int(m[1]), int(m[2] or m[1])): f"parameters: {m[3]}"
              for m in map(_FOLD.match, structure.text.split("\n")) if m}
+    for m in filter(None, map(_IMPORTS.match, structure.text.split("\n"))):    # one marker naming them, as folded
+        folds[int(m[1]), int(m[2])] = m[3]
+        omitted.update(range(int(m[1]), int(m[2]) + 1))
     got = read_focus.cut(source, path, set(range(1, len(lines) + 1)) - omitted, bodies, cue, folds)
     if got is None:
         return None
@@ -129,8 +133,10 @@ def _focused(source: str, ctx: Context, path: str | None, family: str, structure
     return TransformResult("\n".join(shown) + "\n", "focus", removals=removals, notes=[summary])
 
 
-# A long signature's folded parameter lines as the structure names them (_render): `    …A-B: a, b, c`.
+# The runs the structure folds into one line (_render): a long signature's parameter lines
+# (`    …A-B: a, b, c`) and a run of imports (`A-B: imports: a; b (c, d)`).
 _FOLD = re.compile(r"^\s*…(\d+)(?:-(\d+))?: (.*)$")
+_IMPORTS = re.compile(r"^(\d+)-(\d+): (imports: .*)$")
 FOCUS_REASON = "outside the declarations and the task's regions: a file read beyond the read budget"
 
 
