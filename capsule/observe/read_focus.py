@@ -26,7 +26,6 @@ from capsule.observe.cues import REGION_BUDGET_TOKENS, Cues, rank, same_file
 MAX_REGION_LINES = 400          # a body longer than this is shown as a window around its hot line
 HEADER_ROWS = 4                 # a body's header: at most this many kept rows above it
 WINDOW = 12                     # lines either side of a hot line outside any body
-MIN_WORD_NAME = 4               # a plain lowercase word of the task this long names a body called so
 # A view past this share of the file's tokens is no cut (a file of short declarations, a marker between
 # every few): the plain outline is served. A medium file's view is its regions' REGION_BUDGET_TOKENS
 # and its declarations: ~60% of a 4,800-token Go file (benchmarks/data/traffic entire-setup-06).
@@ -87,10 +86,9 @@ def regions(source_lines: list[str], parts: list[tuple[int, int, str]], cue: Cue
         if 1 <= n <= len(source_lines):
             picked.append(_around(parts, source_lines, n, f"a failure's frame, line {n}"))
     lowered = {x.lower() for x in cue.names}
-    said = {t for t in cue.terms if len(t) >= MIN_WORD_NAME}
     for p in parts:                                      # bodies the task names exactly
         leaf = p[2].rsplit(".", 1)[-1]
-        if leaf in cue.names or leaf.lower() in lowered or leaf in said:     # `find register`: a plain word too
+        if leaf in cue.names or leaf.lower() in lowered:
             picked.append((Region(p[0], p[1], f"{p[2]} (named)"), None))
     for n, q in quoted(source_lines, cue):               # lines holding what the task quoted
         picked.append(_around(parts, source_lines, n, f'quotes "{q}", line {n}'))
