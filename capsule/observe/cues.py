@@ -1,11 +1,11 @@
 """The task's cues and the one ranking by them (issue 29.3): what the task points at, read from what
 the session said and did, and which of a text's parts those words point at.
 
-Responsible for the cues (exact names and ranking terms from the intent, the user's last prompt,
+Responsible for the cues (exact names, quoted phrases and ranking terms from the intent, the user's last prompt,
 the session's failure names and failing frames, what its recent commands searched for or touched,
 the paths and identifiers of its recent edits) and for ranking parts of one text against them
 (tantivy BM25 over the parts, in memory). Every cut by the task uses it: a read over the size gate
-(retrieve/focus.py), a search with context over its view size (filters/search_focus.py) and the
+(observe/read_focus.py, every door's), a search with context over its view size (filters/search_focus.py) and the
 read door's ctx_search (retrieve/packer.py), the last two through point().
 Not responsible for where the cues are stored (observe/salience.py, retrieve/focus.py, the ledger,
 the doors' prompt and edit records) nor for what a caller keeps of the parts it ranked.
@@ -42,10 +42,14 @@ _SUFFIXES = frozenset("py pyi txt toml json jsonl yaml yml md rst js mjs ts tsx 
                       "java rb php cpp hpp csv xml sql".split())     # `focus.py` names a file, not a member
 _PATH = re.compile(r"(?:^|[\s'\"=(])((?:/|\.{1,2}/)?(?:[\w.-]+/)*[\w-]+\.[A-Za-z]{1,5})(?=$|[\s'\":)])")
 
-Cues = namedtuple("Cues", ("names", "terms", "lines", "frames", "paths"), defaults=((), ()))
+# What a prompt quotes as text: a message, an output line ("✓ Settings saved"), found in a file as written.
+_PHRASE = re.compile(r'"([^"\n]{0,120})"|\u201c([^\u201d\n]{0,120})\u201d')
+MAX_QUOTES = 8
+
+Cues = namedtuple("Cues", ("names", "terms", "lines", "frames", "paths", "quotes"), defaults=((), (), ()))
 """names: exact names, first said first;  terms: their ranking terms;  lines: hot line numbers of one
 file (a read's);  frames: (path, line) of the session's failing frames, newest first;  paths: files
-the session touched (edits) or named."""
+the session touched (edits) or named;  quotes: phrases the intent or the user's prompt quoted."""
 
 NONE = Cues((), (), ())
 
@@ -77,6 +81,11 @@ def said_in(text: str) -> list[str]:
     return out
 
 
+def quoted_in(text: str) -> list[str]:
+    """The phrases a text quotes in double quotes (straight or curly), each stripped, in order."""
+    return [p.strip() for m in _PHRASE.finditer(text[:SCAN_CHARS]) for p in m.groups() if p and p.strip()]
+
+
 def edited_in(edit: str) -> tuple[list[str], list[str]]:
     """(names, paths) an edit record points at: the path it changed (and its stem), the names its new
     text defines and uses."""
@@ -90,7 +99,8 @@ def cues(intent: str | None, names: list[str], commands: list[str], lines: list[
          prompt: str | None = None, edits: list[str] = (), frames: list[tuple[str, int]] = ()) -> Cues:
     """The task's pointers: exact names (the intent's and the user's last prompt's identifiers, the
     session's failure names, what its recent commands searched for or named, its recent edits'),
-    their ranking terms, a read's hot lines, the session's failing frames and the paths it edited.
+    their ranking terms, a read's hot lines, the session's failing frames, the paths it edited and
+    the phrases the intent and the prompt quote.
     `commands` and `edits` newest first."""
     said: list[str] = IDENT.findall((intent or "")[:SCAN_CHARS]) + said_in(prompt or "")
     said += list(names)
@@ -105,11 +115,12 @@ def cues(intent: str | None, names: list[str], commands: list[str], lines: list[
     exact = [n for n in dict.fromkeys(said) if len(n) > 2 and n.lower() not in STOPWORDS][:MAX_NAMES]
     words = [w for w in query_terms(" ".join([intent or "", prompt or "", *exact]))
              if len(w) > 2 and w not in STOPWORDS]
-    return Cues(tuple(exact), tuple(words), tuple(lines), tuple(frames), tuple(dict.fromkeys(paths)))
+    quotes = [q for q in dict.fromkeys(quoted_in(intent or "") + quoted_in(prompt or "")) if len(q) >= 4][:MAX_QUOTES]
+    return Cues(tuple(exact), tuple(words), tuple(lines), tuple(frames), tuple(dict.fromkeys(paths)), tuple(quotes))
 
 
 def empty(cue: Cues | None) -> bool:
-    return cue is None or not (cue.names or cue.terms or cue.lines or cue.frames)
+    return cue is None or not (cue.names or cue.terms or cue.lines or cue.frames or cue.quotes)
 
 
 def rank(texts: list[str], cue: Cues, titles: list[str] | None = None) -> list[int]:

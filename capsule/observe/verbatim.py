@@ -116,7 +116,8 @@ def verbatim_flags(lines: list[str], masked: list[str] | None = None) -> list[bo
 # or a field value, not a tool reporting failure. Each of these keeps its own guarantees
 # (outline: every declaration; json: every anomalous row; prose: preserved spans), and a
 # re-serialising transform (TOON) changes lines by design, so a line check cannot judge it.
-EXEMPT_TRANSFORMS = frozenset({"outline", "markdown", "html", "prose", "json", "tabular", "yaml", "toml"})
+# (focus: a file read's outline with the task's regions whole, observe/read_focus.py.)
+EXEMPT_TRANSFORMS = frozenset({"outline", "focus", "markdown", "html", "prose", "json", "tabular", "yaml", "toml"})
 
 
 def verbatim_lines(text: str) -> list[str]:

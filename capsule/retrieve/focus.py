@@ -1,11 +1,10 @@
-"""A read cut by the task: a source file over the read budget as its outline plus, whole, the regions
-the task points at (issue 29.3).
+"""The session's failing frames, and the read door's task-cut view (issue 29.3).
 
-Responsible for picking the file's regions by the task's cues (observe/cues.py: the one cue reader and
-BM25 ranking, shared with the search cut) and for rendering the view. The session's frames (file,
-line) of recent failures are remembered here, one small owner-only JSON file per session.
-Not responsible for the outline itself (observe/content/outline.py), for archiving the original
-(the engine does; the footer names its handle), for the session's failure names (observe/salience.py)
+Responsible for remembering the (file, line) frames of the session's recent failures, one small
+owner-only JSON file per session, and for the ctx_read footer of a task-cut view. Not responsible
+for picking the regions or rendering the view (observe/read_focus.py: the one implementation every
+door's read uses), for the outline (observe/content/outline.py), for archiving the original (the
+engine does; the footer names its handle), for the session's failure names (observe/salience.py)
 nor for the cues themselves (observe/cues.py).
 Invariant: deterministic (same text and cues -> same bytes); every kept region is whole and in file
 order; every line is one `ctx expand --lines A-B` away; no cue -> None (the plain outline is served).
@@ -17,22 +16,16 @@ import json
 import os
 import re
 import time
-from collections import namedtuple
 from pathlib import Path
 
-from capsule.ground import tokens
 from capsule.ground.lines import split_lines
-from capsule.observe import markers
-from capsule.observe.cues import REGION_BUDGET_TOKENS, Cues, rank, same_file
+from capsule.observe import read_focus
+from capsule.observe.cues import Cues, same_file
 
-MAX_REGION_LINES = 400          # a body longer than this is shown as a window around its hot line
-HEADER_ROWS = 4                 # a body's header: at most this many kept rows above it
-WINDOW = 12                     # lines either side of a hot line outside any body
 MAX_FRAMES = 32
 MAX_AGE_S = 3600.0
 SCAN_CHARS = 1 << 20
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)|(?:^|[\s(])([\w./-]+\.\w+):(\d+)(?::\d+)?(?=[:)\s]|$)')
-Region = namedtuple("Region", ("first", "last", "why"))
 
 
 def frames_in(text: str) -> list[tuple[str, int]]:
@@ -95,80 +88,15 @@ def _load(path: Path) -> list:
         return []
 
 
-def chunks(outline_removals, kept_rows: list[int]) -> list[tuple[int, int, str]]:
-    """(first, last, name) of each elided body, its first line its header: the kept rows just above
-    it (a signature over several lines, or a first comment line the outline kept; at most HEADER_ROWS)."""
-    kept = set(kept_rows)
-    out = []
-    for r in outline_removals:
-        if not r.reason.startswith("body of ") or r.start is None:
-            continue
-        first = r.start
-        while first - 1 in kept and r.start - first < HEADER_ROWS:
-            first -= 1
-        out.append((first, r.end, r.reason[8:]))
-    return out
-
-
-def regions(source_lines: list[str], parts: list[tuple[int, int, str]], cue: Cues) -> list[Region]:
-    """The regions to show whole, in priority order, within REGION_BUDGET_TOKENS (the first always)."""
-    picked: list[Region] = []
-
-    def enclosing(n: int):
-        return next((p for p in parts if p[0] <= n <= p[1]), None)
-
-    for n in cue.lines:                                  # the session's failures, newest first
-        if not 1 <= n <= len(source_lines):
-            continue
-        p = enclosing(n)
-        if p is not None and p[1] - p[0] < MAX_REGION_LINES:
-            picked.append(Region(p[0], p[1], f"{p[2]} (a failure's frame, line {n})"))
-        else:
-            picked.append(Region(max(1, n - WINDOW), min(len(source_lines), n + WINDOW), f"a failure's frame, line {n}"))
-    lowered = {x.lower() for x in cue.names}
-    for p in parts:                                      # bodies the task names exactly
-        leaf = p[2].rsplit(".", 1)[-1]
-        if leaf in cue.names or leaf.lower() in lowered:
-            picked.append(Region(p[0], p[1], f"{p[2]} (named)"))
-    texts = [] if picked else ["\n".join(source_lines[a - 1:b]) for a, b, _ in parts]
-    for i in rank(texts, cue, [name for _, _, name in parts]):        # else what the words point at
-        p = parts[i]
-        picked.append(Region(p[0], p[1], f"{p[2]} (matches)"))
-    out: list[Region] = []
-    used = 0
-    for r in picked:
-        if r.last - r.first >= MAX_REGION_LINES or any(o.first <= r.first and r.last <= o.last for o in out):
-            continue
-        cost = tokens.count("\n".join(source_lines[r.first - 1:r.last]))
-        if out and used + cost > REGION_BUDGET_TOKENS:
-            continue
-        out.append(r)
-        used += cost
-    return out
-
-
 def view(source: str, rel: str, outline_text: str, bodies, cue: Cues, archive) -> str | None:
-    """The outline's declaration lines (the plain read's own) with the task's regions whole, every
-    other run of lines one marker (observe/markers.py: its count and line range), each shown line
-    as `N: text`; None when the cues point at nothing here. `bodies`: the signatures outline (every
-    declaration at every depth), whose elided bodies are the chunks ranked. `archive()` stores the
-    original and returns its handle."""
-    lines = split_lines(source)
-    picked = regions(lines, chunks(bodies.removals, sorted(_rows(bodies.text))), cue)
-    if not picked:
+    """The read door's task-cut view (observe/read_focus.py, the one every door's read uses) with
+    its footer: what was kept and how any omitted line comes back; None when the cues point at
+    nothing here. `archive()` stores the original and returns its handle."""
+    got = read_focus.cut(source, rel, read_focus.shown_rows(outline_text), bodies, cue)
+    if got is None:
         return None
-    keep = {n for r in picked for n in range(r.first, r.last + 1)} | set(_rows(outline_text))
-    keep |= {n + 1 for n in keep if n + 2 in keep}        # a one-line gap costs less shown than marked
-    shown = {n - 1: f"{n}: {lines[n - 1]}" for n in sorted(keep) if n <= len(lines)}
-    out = markers.render(lines, shown)
+    out, picked = got
     handle = archive()
-    kept = ", ".join(f"{r.first}-{r.last} {r.why}" for r in sorted(picked))
-    out.append(f"[{rel}: declarations of {len(lines)} lines with the task's regions whole: {kept}; any omitted "
+    out.append(f"[{read_focus.summary(rel, len(split_lines(source)), picked)}; any omitted "
                f"lines: capsule ctx expand '<<ccr:{handle}>>' --lines A-B (ctx_expand lines=A-B)]")
     return "\n".join(out) + "\n"
-
-
-def _rows(outline_text: str) -> set[int]:
-    """The line numbers an outline shows."""
-    return {int(head) for head, sep, _ in (row.partition(": ") for row in outline_text.split("\n"))
-            if sep and head.isdigit()}

@@ -149,8 +149,10 @@ def test_a_numbered_whole_file_read_is_outlined_with_its_own_numbers(engine):
 def test_a_big_module_outline_folds_signatures_and_imports(engine):
     """`cat` of a real 1,000-line module: every declaration line with its number stays, a
     multi-line signature keeps its first and last line (the parameters named between), a run
-    of imports becomes one line naming the modules; the outline is far smaller than the code."""
-    out, raw, _ = seen(engine, "cat_packaging_tags")
+    of imports becomes one line naming the modules; the outline is far smaller than the code.
+    (A session of its own: the module's other commands would be cues, and a read they point into
+    keeps their regions whole, tests/observe/test_read_regions.py.)"""
+    out, raw, _ = seen(Engine(engine.state_dir, mode="standard", scope="no-cues"), "cat_packaging_tags")
     src = raw.decode().splitlines()
     rows = [ln for ln in out.splitlines() if re.match(r"^\d+: ", ln)]
     for no, line in enumerate(src, 1):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 import apsw
 import pytest
@@ -96,6 +97,23 @@ def test_grep_glob_and_other_mcp_servers_keep_their_shapes(engine):
             "tool_response": {"filenames": names.split("\n"), "numFiles": 3000, "truncated": False, "durationMs": 5}}
     value = hook_door.answer(engine, glob)
     assert value is None or (value["numFiles"] == len(value["filenames"]) < 3000 and value["durationMs"] == 5)
+
+
+def test_a_read_the_users_prompt_points_into_keeps_the_quoted_lines_whole(engine, state_dir, tmp_path):
+    """Claude Code's native Read of a long Go file (the real miss, benchmarks/data/traffic entire-setup-03):
+    the lines the user's last prompt quotes come back whole beside the outline (observe/read_focus.py)."""
+    from tests.observe.test_read_regions import PROMPT, SAVED, setup_go
+
+    source = setup_go()
+    quoted = [f"{n}: {line}" for n, line in enumerate(source.split("\n"), 1) if line == SAVED]
+    plain = hook_door.answer(engine, _read_event(source, "toolu_p0", "/w/setup.go"))["file"]["content"]
+    assert "[structure:" in plain and not any(q in plain.split("\n") for q in quoted)
+    d = session.intents_dir(state_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "s-1.jsonl").write_text(json.dumps({"kind": "prompt", "prompt": PROMPT, "t": time.time()}) + "\n")
+    got = hook_door.answer(engine, _read_event(source, "toolu_p1", "/w/setup.go"))["file"]["content"]
+    assert got.startswith(hook_door.READ_NOTE) and all(q in got.split("\n") for q in quoted)
+    assert len(got) < len(source) // 2
 
 
 def test_a_failing_engine_leaves_the_output_alone(engine, state_dir, monkeypatch):

@@ -7,8 +7,9 @@ classifying the command (observe/rules) nor for outlining (content/outline.py do
 Invariant: a view within budgets.toml [reads] view_max_lines, and a file within the read
 budget (read_tokens, in tokens), come back unchanged (lossless); beyond, source is outlined with
 its line numbers (every declaration line exact; import runs and long signatures folded into one
-marked line; conflict regions, unparsable spans and the declarations the intent names kept whole)
-and any other content goes to the transform its sniffed type names.
+marked line; conflict regions, unparsable spans and the declarations the intent names kept whole),
+or, when the session's cues point into it, cut by the task as every door's read is
+(observe/read_focus.py), and any other content goes to the transform its sniffed type names.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def read_file(text: str, ctx: Context) -> TransformResult:
             family = f"source:{lang}" if lang else family
         outlined = _outline(body, ctx, path, family, budget)
         if outlined is not None:
-            return outlined
+            return _focused(body, ctx, path, family, outlined) or outlined
     if transform_id in ("outline", "read_file", "read_view"):
         transform_id = "default"      # no outline to give: the line budget
     return registry.get(transform_id)(text, replace(ctx, family=family))
@@ -89,6 +90,53 @@ def unnumbered(text: str) -> str | None:
     if [int(m.group(1)) for m in numbered] != list(range(1, len(numbered) + 1)):
         return None
     return "\n".join(_NUMBERED.sub("", ln, count=1) for ln in lines)
+
+
+def _focused(source: str, ctx: Context, path: str | None, family: str, structure: TransformResult) -> TransformResult | None:
+    """The structure's declaration lines with the regions the task points at whole (observe/read_focus.py,
+    the cut ctx_read serves): the session's cues read only here, when a file is over the read budget;
+    None when nothing points (no cue, no region here, no grammar): the plain structure stands."""
+    if ctx.cues is None:
+        return None
+    from capsule.observe import markers, read_focus
+    from capsule.observe.content import outline
+    from capsule.observe.cues import empty
+
+    cue = ctx.cues()
+    if empty(cue):
+        return None
+    name = path or ""
+    if outline.language_for(name, source) is None:
+        lang = family.split(":", 1)[1] if family.startswith("source:") else None
+        ext = next((e for e, known in outline.EXTENSIONS.items() if known == lang), None)
+        if ext is None:
+            return None
+        name = (path or "stdin") + ext
+    bodies = outline.outline(source, name, ctx.languages, detail="signatures")
+    if not bodies.removals:
+        return None
+    lines = source.split("\n")
+    omitted = {n for r in structure.removals for n in range(r.start, r.end + 1)}
+    folds = {(int(m[1]), int(m[2] or m[1])): f"parameters: {m[3]}"
+             for m in map(_FOLD.match, structure.text.split("\n")) if m}
+    for m in filter(None, map(_IMPORTS.match, structure.text.split("\n"))):    # one marker naming them, as folded
+        folds[int(m[1]), int(m[2])] = m[3]
+        omitted.update(range(int(m[1]), int(m[2]) + 1))
+    got = read_focus.cut(source, path, set(range(1, len(lines) + 1)) - omitted, bodies, cue, folds)
+    if got is None:
+        return None
+    shown, picked = got
+    removals = [Removal(FOCUS_REASON, n, a, b, lines[a - 1].strip()[:120])
+                for n, a, b in filter(None, map(markers.parse, shown)) if a is not None]
+    summary = read_focus.summary(path or "FILE", len(lines) - (lines[-1] == ""), picked)
+    return TransformResult("\n".join(shown) + "\n", "focus", removals=removals, notes=[summary])
+
+
+# The runs the structure folds into one line (_render): a long signature's parameter lines
+# (`    …A-B: a, b, c`) and a run of imports (`A-B: imports: a; b (c, d)`).
+_FOLD = re.compile(r"^\s*…(\d+)(?:-(\d+))?: (.*)$")
+_IMPORTS = re.compile(r"^(\d+)-(\d+): (imports: .*)$")
+FOCUS_REASON = "outside the declarations and the task's regions: a file read beyond the read budget"
 
 
 def _outline(source: str, ctx: Context, path: str | None, family: str, budget: int = 0) -> TransformResult | None:
