@@ -56,6 +56,9 @@ _NEEDED = ("://", "/", "-", None, ":", "-", ".", None, None, None)
 # of request, so a 404 or a POST never shares a template with the 200 GETs around it.
 REQUEST = re.compile(r'"([A-Z]{3,7}) (\S+) (HTTP/[\d.]+)" (\d{3})\b')
 _HOLE = "\x00"
+# What a template writes where it masked: its slots (content/templates.py reads a line back as its
+# template's words and these slots' values).
+SLOT = re.compile("|".join(re.escape(r) for r in dict.fromkeys([r for _, r in _MASKS] + ["<target>"])))
 # A table's header: three or more words of capitals (`%CPU`, `CONTAINER ID`, `RESTARTS`).
 _HEADER = re.compile(r"\s*[A-Z%][A-Z0-9%_/()-]*(?:\s+[A-Z%][A-Z0-9%_/()-]*){2,}\s*$")
 _INK = re.compile(r"\S")
@@ -104,6 +107,18 @@ def templates(lines: list[str]) -> list[str]:
         if "HTTP/" in t and REQUEST.search(t):
             out[i] = template(lines[i])
     return out
+
+
+def slot_values(tpl: str, line: str) -> list[str] | None:
+    """What the line holds at each slot of its template `tpl`, in order; None when the line does
+    not read as that template (a template's literal text is the line's, so its own line always does)."""
+    m = _reader(tpl).fullmatch(line.strip())
+    return list(m.groups()) if m else None
+
+
+@lru_cache(maxsize=1024)
+def _reader(tpl: str) -> re.Pattern:
+    return re.compile("(.+?)".join(map(re.escape, SLOT.split(tpl))))
 
 
 def salient(lines: list[str]) -> set[int]:
