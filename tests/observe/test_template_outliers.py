@@ -91,6 +91,6 @@ def test_a_fold_reads_lines_by_the_salience_templates_masks():
     assert len(set(rarity.templates(lines))) == 2
     folds, outliers = cluster(lines)
     assert outliers == {12} and len(folds) == 1 and len(folds[0].members) == 29
-    assert folds[0].template == "<ts> fetched object <hex> from remote <id>"
+    assert folds[0].template == "<ts> fetched object <hex> from remote pack-<N>a"
     assert folds[0].ranges[0] == "<ts> 2024-05-01T10:00:00Z…2024-05-09T10:26:00Z"     # first…last
     assert folds[0].ranges[1].startswith("<hex> ") and folds[0].ranges[1].endswith("(+23)")    # 29 hashes

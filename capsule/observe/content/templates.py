@@ -1,11 +1,12 @@
 """Runs of lines that share a template, and the lines that break it (search hits, listings, logs, records).
 
 A line is read as its salience template (rarity.template: numbers, ids, hashes, timestamps, urls
-and paths masked; the one masking for every door and family): the masked parts are free slots, a
-path's or url's own words and numbers excepted (`/admin/export.csv` breaks 300 `/orders/<n>`; the
-masks read them alike). What is this module's own: lines of one shape whose words mostly agree join
-one template (a word position where they disagree becomes a word slot, `module <*>.<N>`); within a
-template, a word that nearly every member shares but a rare few do not marks those few as outliers.
+and paths masked; the one masking for every door and family): a number, hash, uuid, address or
+timestamp is one free slot; a path's, url's, request target's or id's own words and numbers are
+read as words and `<N>` (`/admin/export.csv` breaks 300 `/orders/<N>`, which the masks read alike).
+What is this module's own: lines of one shape whose words mostly agree join one template (a word
+position where they disagree becomes a word slot, `module <*>.<N>`); within a template, a word that
+nearly every member shares but a rare few do not marks those few as outliers.
 Not responsible for the masks (rarity.py), nor for what to do with a fold (the caller drops the
 members and shows `summary`).
 Invariant: deterministic in the order of the lines; a member of a fold is never an outlier, never
@@ -23,8 +24,10 @@ from capsule.ground import tomlcache
 from capsule.observe import rarity
 
 _TOKEN = re.compile(r"\d+|[^\W\d_]+|_+|\s+|[^\w\s]")
-_SPELLED = ("<path>", "<url>")          # slots read as their words (a listing's names, an endpoint)
-_RANGED = ("<ts>", "<date>", "<time>")  # slots whose values say what varied as first…last
+# Slots read as their words and numbers: a name's words say what its line is about (a listing's
+# files, an endpoint, a test id `t::a<N>`); the other masks' values are one slot each.
+_SPELLED = ("<path>", "<url>", "<target>", "<id>")
+_RANGED = ("<ts>", "<date>", "<time>")      # slots whose values say what varied as first…last
 
 # by path, not importlib.resources (~6 ms of a cold `ctx run`)
 _CFG = tomlcache.loads((Path(__file__).parent / "data" / "templates.toml").read_bytes())["templates"]
