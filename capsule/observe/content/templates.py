@@ -92,7 +92,7 @@ def _split(line: str, tpl: str) -> tuple[tuple[str, ...], list[str], list[str | 
 class _Cluster:
     shape: tuple[str, ...]
     template: list[str | None]           # a word, or None for a slot
-    slot: list[str | None]             # per word position: None (a word) or the mask of a slot
+    slot: list[str | None]               # per word position: None (a word) or the mask of a slot
     members: list[int] = field(default_factory=list)
 
 
@@ -202,7 +202,10 @@ def _fold(c: _Cluster, members: list[int], split) -> Fold:
 
 
 def _number(value: str) -> tuple[float, str]:
-    return float(value), value
+    try:        # (a slot read back as any text, where its own mask did not read it, sorts last)
+        return float(value), value
+    except ValueError:
+        return float("inf"), value
 
 
 def describe(values: list[str]) -> str | None:
