@@ -2,7 +2,9 @@
 the line that differs is kept whatever family the output belongs to, and routine lines fold.
 
 A line's template is the line with its numbers, ids, hashes, paths, urls and timestamps masked
-(template()/templates(); the log family and every door use these). A line is salient when it is
+(template()/templates(); the log family, every door and content/templates.py's folds, which
+read a line back as its template's words and slots, slot_values(), use these: one notion of a
+line's template). A line is salient when it is
 rare in this output: its template seen once among a repetitive rest, a one-token variant of a
 frequent template, a level above the dominant one, a categorical value seen once in a column of
 records (a status), or a number far outside its column (anomalies.py scores records of four
@@ -56,6 +58,10 @@ _NEEDED = ("://", "/", "-", None, ":", "-", ".", None, None, None)
 # of request, so a 404 or a POST never shares a template with the 200 GETs around it.
 REQUEST = re.compile(r'"([A-Z]{3,7}) (\S+) (HTTP/[\d.]+)" (\d{3})\b')
 _HOLE = "\x00"
+# What a template writes where it masked: its slots (content/templates.py reads a line back as its
+# template's words and these slots' values).
+SLOT = re.compile("|".join(re.escape(r) for r in dict.fromkeys([r for _, r in _MASKS] + ["<target>"])))
+_MASK_OF = {r: pat.pattern for pat, r in _MASKS} | {"<target>": r"\S+"}
 # A table's header: three or more words of capitals (`%CPU`, `CONTAINER ID`, `RESTARTS`).
 _HEADER = re.compile(r"\s*[A-Z%][A-Z0-9%_/()-]*(?:\s+[A-Z%][A-Z0-9%_/()-]*){2,}\s*$")
 _INK = re.compile(r"\S")
@@ -104,6 +110,20 @@ def templates(lines: list[str]) -> list[str]:
         if "HTTP/" in t and REQUEST.search(t):
             out[i] = template(lines[i])
     return out
+
+
+def slot_values(tpl: str, line: str) -> list[str] | None:
+    """What the line holds at each slot of its template `tpl`, in order; None when the line does
+    not read as that template (a template's literal text is the line's, so its own line always does)."""
+    m = _reader(tpl).fullmatch(line.strip())
+    return list(m.groups()) if m else None
+
+
+@lru_cache(maxsize=1024)
+def _reader(tpl: str) -> re.Pattern:
+    # each slot tries its own mask first (a timestamp's space is not a separator), then any text
+    slots = [f"({_MASK_OF.get(s, '')}|.+?)" for s in SLOT.findall(tpl)] + [""]
+    return re.compile("".join(re.escape(lit) + slot for lit, slot in zip(SLOT.split(tpl), slots)))
 
 
 def salient(lines: list[str]) -> set[int]:

@@ -76,3 +76,21 @@ def test_routine_hits_in_a_file_the_intent_names_fold_within_that_file(tmp_path)
     at = lines.index("src/checkout.py")
     assert lines[at + 1].startswith("2:    # TODO tidy imports in module 3.0"), out      # its sample
     assert lines[at + 2].startswith("(+24 more hits of the template"), out               # and its count
+
+
+def test_a_fold_reads_lines_by_the_salience_templates_masks():
+    # One notion of a line's template (issue 29 item 1): the hashes, timestamps and ids that
+    # rarity.template masks are one slot each here too, so lines that differ only in them fold
+    # (read word by word, a hash's letters and digits gave each line its own shape: no fold).
+    import hashlib
+
+    from capsule.observe import rarity
+    shas = [hashlib.sha1(str(i).encode()).hexdigest()[:12] for i in range(30)]
+    lines = [f"2024-05-0{1 + i % 9}T10:{i:02d}:00Z fetched object {sha} from remote pack-{i}a" for i, sha in enumerate(shas)]
+    lines[12] = lines[12].replace("fetched", "skipped")
+    assert len(set(rarity.templates(lines))) == 2
+    folds, outliers = cluster(lines)
+    assert outliers == {12} and len(folds) == 1 and len(folds[0].members) == 29
+    assert folds[0].template == "<ts> fetched object <hex> from remote pack-<N>a"
+    assert folds[0].ranges[0] == "<ts> 2024-05-01T10:00:00Z…2024-05-09T10:26:00Z"     # first…last
+    assert folds[0].ranges[1].startswith("<hex> ") and folds[0].ranges[1].endswith("(+23)")    # 29 hashes
