@@ -20,22 +20,21 @@ sessions of entireio/cli and a Codex subagent of entireio/marvin; too few to ran
 later-used lines kept:
 
     .venv/bin/python benchmarks/bench_traffic.py --before WORKTREE_OF_42e5b6e/.venv/bin/python --misses
-    rows (obs, raw tok)        blind 40+40      42e5b6e no intent / intent     main no intent / intent / +prompt
-    all steps (37, 68,920)     62.7% 33/45      24.9% 33/45 / 24.6% 33/45      24.9% 33/45 / 24.6% 33/45 / 24.6% 33/45
-    >= 1,000 tok (17, 61,836)  68.4%  0/12      27.1%  0/12 / 26.8%  0/12      27.1%  0/12 / 26.8%  0/12 / 26.8%  0/12
-    read (17, 38,254)          70.4% 31/43      24.6% 31/43 (all conditions, both capsules)
-    git (7, 21,999)            70.4%  0/0       31.2% no intent, 31.2% with intent (both capsules)
-    rg (8 Grep/rg results)      0.0%  2/2       12.3%  2/2 (all conditions)
-    gh (gh pr diff, 1)         45.2%  0/0       12.0% no intent, 0.0% with intent (both capsules)
+    rows (obs, raw tok)        blind 40+40      42e5b6e no intent / intent     main no intent / intent (= +prompt)
+    all steps (37, 68,920)     62.7% 35/47      24.9% 35/47 / 24.6% 35/47      23.6% 35/47 / 16.9% 47/47
+    >= 1,000 tok (17, 61,836)  68.4%  2/14      27.1%  2/14 / 26.8%  2/14      25.6%  2/14 / 18.1% 14/14
+    read (17, 38,254)          70.4% 33/45      24.6% 33/45 (both conditions)  24.6% 33/45 / 12.8% 45/45
+    git (7, 21,999)            70.4%  0/0       31.2% / 31.2%                  26.9% / 27.4% (ranged markers)
+    rg (8 Grep/rg results)      0.0%  2/2       12.3%  2/2 (all conditions, both capsules)
+    gh (gh pr diff, 1)         45.2%  0/0       12.0% / 0.0% (both capsules)
     unknown/generic (4)        pass whole everywhere
-Misses (every condition, both capsules): a whole-file Read of setup.go (672 lines, hook door `cat PATH`)
-becomes a 25-line outline; the line `fmt.Fprintln(w, "✓ Settings saved")` (lines 209 and 312), which the
-user's prompt names and the agent's answer quotes next, is not shown; with the prompt as intent and as
-prompt too. The re-read of the same file (577 lines) loses the 11 lines the agent's two Edits quote next.
-The 19 observations added second (Codex `sed -n`/`cat`/`rg`/`git diff` outputs, a review's `git diff`s) add
-one later-used line: their next steps are commands, which rarely quote a line, and a diff line's `+`
-keeps an Edit or heredoc that quotes it from matching verbatim. `sed -n` ranges and `| head`/`| tail`
-pipelines pass whole (family read), so these outputs lose nothing and save little.
+The misses of 42e5b6e (and of main without a cue): a whole-file Read of setup.go (672 lines, hook door
+`cat PATH`) becomes a 25-line outline; the line `fmt.Fprintln(w, "✓ Settings saved")` (lines 209 and
+312), which the user's prompt names and the agent's answer quotes next, is not shown; the re-read of
+the same file (577 lines) loses the 11 lines the agent's two Edits quote next. Main with the prompt as
+cue keeps all of them (observe/read_focus.py: the outline plus the regions the cues point at), at the
+token cost shown. The Codex observations' next steps are commands, which rarely quote a line; `sed -n`
+ranges and `| head`/`| tail` pipelines pass whole (family read), so they lose nothing and save little.
 """
 
 from __future__ import annotations
