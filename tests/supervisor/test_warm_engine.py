@@ -19,10 +19,10 @@ from capsule.supervisor import subsystems
 
 subsystems.warm_engine(Path(sys.argv[1]), "standard", load_role("python-dev"))
 rng = random.Random(7)
-# distinct lines well past the short-lived process's rank-subset budget (tokens.SUBSET_BUDGET_BYTES)
+# distinct lines well past the size counted by segments (tokens.SEGMENTED_FROM): the long-text path
 text = "".join(f"{rng.getrandbits(64):x} worker-{rng.randrange(10**6)} took {rng.random():.6f}s\\n"
                for _ in range(6000))
-assert len(text) > 2 * tokens.SUBSET_BUDGET_BYTES
+assert len(text) > 2 * tokens.SEGMENTED_FROM
 before = set(sys.modules)
 n = tokens.count(text)
 print(json.dumps({"count": n, "imported": sorted(set(sys.modules) - before), "label": tokens.label()}))
@@ -40,7 +40,7 @@ def _probe(state) -> dict:
 
 def test_a_warm_engines_first_large_count_loads_and_imports_nothing(tmp_path):
     state = tmp_path / "state"
-    first = _probe(state)           # a fresh state dir: its tokenizer cache is written here
+    first = _probe(state)           # a fresh state dir
     again = _probe(state)           # a supervisor restarted on the same state dir (the usual case)
     for got in (first, again):
         assert got["imported"] == [], got["imported"]      # e.g. tiktoken, loaded by a request
