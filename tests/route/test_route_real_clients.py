@@ -49,8 +49,10 @@ degraded_model = "claude-haiku-4-5"
 model = "claude-haiku-4-5"
 """
 SESSIONS = 3
-# answer n carries STEPS[n-1]: 10% .. 95% over the run
-STEPS = [0.10, 0.20, 0.30, 0.40, 0.50, 0.60, 0.70, 0.78, 0.82, 0.86, 0.90, 0.92, 0.94, 0.95]
+# answer n carries STEPS[n-1]: 10% .. 98% over the run, still rising at call 20 so that the third
+# session sees a rise however many calls Claude Code makes in the first two (each makes 5-7)
+STEPS = [0.10, 0.20, 0.30, 0.40, 0.50, 0.60, 0.70, 0.78, 0.82, 0.86, 0.90, 0.92, 0.94, 0.95,
+         0.955, 0.96, 0.965, 0.97, 0.975, 0.98]
 
 
 def is_sub(body) -> bool:
