@@ -442,6 +442,20 @@ static char *argv0_for(const char *name, const char *real, char *given) {
 
 /* `capsule ctx run`'s options before REAL (cli/warm.py builds them): how many argv entries they took,
  * or -1 for one that is not known or lacks its value. REAL never starts with "--" (a path). */
+/* End this process by `sig`, as the command (or the signal sent to it) ended: its parent sees what a
+   direct run would show. Forwarding handlers go first so no later signal is caught instead. */
+static void die_by(int sig) {
+    struct sigaction dflt = {0};
+    dflt.sa_handler = SIG_DFL;
+    for (int i = 0; i < NSIG_FWD; i++) sigaction(SIGNALS[i], &dflt, NULL);
+    sigaction(sig, &dflt, NULL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    sigprocmask(SIG_UNBLOCK, &one, NULL);
+    kill(getpid(), sig);
+}
+
 static int run_options(int argc, char **argv) {
     int i = 1;
     while (i < argc && strncmp(argv[i], "--", 2) == 0) {
@@ -612,29 +626,9 @@ int main(int argc, char **argv) {
         }
     }
     journal_stop();                         /* shown (or streamed): nothing to keep */
-    if (ours && !WIFSIGNALED(status)) {      /* a terminating signal once the command was gone: ours */
-        status = 0;
-        int sig = ours;
-        struct sigaction dflt = {0};
-        dflt.sa_handler = SIG_DFL;
-        sigaction(sig, &dflt, NULL);
-        sigset_t one;
-        sigemptyset(&one);
-        sigaddset(&one, sig);
-        sigprocmask(SIG_UNBLOCK, &one, NULL);
-        kill(getpid(), sig);
-    }
-    if (WIFSIGNALED(status)) {
-        int sig = WTERMSIG(status);
-        struct sigaction dflt = {0};
-        dflt.sa_handler = SIG_DFL;
-        for (int i = 0; i < NSIG_FWD; i++) sigaction(SIGNALS[i], &dflt, NULL);
-        sigaction(sig, &dflt, NULL);
-        sigset_t one;
-        sigemptyset(&one);
-        sigaddset(&one, sig);
-        sigprocmask(SIG_UNBLOCK, &one, NULL);
-        kill(getpid(), sig);
-    }
+    if (ours && !WIFSIGNALED(status))        /* a terminating signal once the command was gone: ours */
+        die_by(ours);
+    if (WIFSIGNALED(status))
+        die_by(WTERMSIG(status));
     return code;
 }
