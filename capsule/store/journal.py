@@ -121,12 +121,16 @@ class Journal:
             f.close()
             _unlink(f"{self._base}.{stream}")
 
+    def _stop_timer(self) -> None:
+        """(under the mutex) No timed write of held lines from now on."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
     def close(self) -> None:
         """Write all that is held and let go of the files, which stay for recover() (a run that died)."""
         with self._mutex:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+            self._stop_timer()
             for s in list(self.files):
                 self._ended.add(s)
                 self._put(s)
@@ -142,9 +146,7 @@ class Journal:
     def discard(self) -> None:
         """The output was shown (or the journal cannot be kept): remove it."""
         with self._mutex:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+            self._stop_timer()
             for s in list(self.files):
                 self._drop(s)
             self._redactors.clear()
