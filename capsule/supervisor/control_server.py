@@ -78,6 +78,9 @@ class EngineServer:
         over scratch stores, one at a time under the engine's lock, so every module the pipeline
         loads on first use is loaded before the agent's first call of that kind, and a request that
         arrives meanwhile waits for one sample at most (the lock serves its waiters in order)."""
+        # Requests that waited for the warming engine were woken by set_engine(): they reach the lock
+        # first, so the engine serves them now, not after a sample (the first costs ~100 ms of imports).
+        await anyio.lowlevel.checkpoint()
         if self.engine is None:
             return
         try:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import anyio
 
+from capsule.agents import clients
 from capsule.ground import paths
 from capsule.policy.manifest import Role
 
@@ -67,6 +68,11 @@ def start_proxy(*, kind: str, env: dict[str, str], state_dir: Path, mode: str, s
                 workspace: Path, routing, hooks_on: bool = False):
     """The proxy door for the agent's client -> (ProxyServer or None, Redirect or None, info for
     doctor). If it cannot start, the agent keeps its own base URL and the info says why."""
+    if clients.get(kind) is None:
+        # No described client, no model API to redirect: the proxy's stack (httpx2, its apps: ~100 ms
+        # of CPU, in a thread beside the warming engine) is not loaded at all.
+        log.info("proxy not used: agent kind %s has no known model API", kind)
+        return None, None, {"state": "not used", "reason": f"agent kind {kind} has no known model API"}
     try:
         from capsule.proxy import redirect  # noqa: PLC0415
         from capsule.proxy.app import Settings  # noqa: PLC0415

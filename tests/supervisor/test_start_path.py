@@ -1,0 +1,89 @@
+"""What stands between the supervisor's exec and its engine serving (issue 32: start to ready): a
+request that waited for the warming engine is answered when the engine is set, before the warm-up
+rehearsal's samples (which only a later first call of their kind needs), and an agent with no model
+API never loads the proxy's stack (httpx2 and the apps: ~100 ms of CPU beside the warming engine)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import anyio
+
+from capsule.policy.manifest import load_role
+from capsule.supervisor import control_server, subsystems
+from capsule.supervisor.control_server import EngineServer
+
+RAW = b"".join(b"step %d: processed shard-%d of the nightly batch\n" % (i, i * 7) for i in range(2000))
+CMD = b"sh nightly.sh"
+
+
+def test_requests_waiting_for_the_warming_engine_are_answered_before_its_rehearsal(tmp_path):
+    engine = subsystems.warm_engine(tmp_path / "state", "standard", load_role("python-dev"))
+    rehearsed: list[float] = []             # when each rehearsal sample ended
+    understudy = engine.understudy
+
+    def watched_understudy(state_dir):
+        twin = understudy(state_dir)
+        rehearse = twin.rehearse
+        twin.rehearse = lambda obs: (rehearse(obs), rehearsed.append(time.monotonic()))
+        return twin
+
+    engine.understudy = watched_understudy
+    server = EngineServer(tmp_path / "engine.sock", None, lambda: {"samples": len(rehearsed)}, warming=True)
+    replies: dict[str, tuple[float, bytes]] = {}
+
+    def ask(name: str, payload: bytes) -> None:
+        reply = control_server.request(server.path, payload, timeout=60)
+        replies[name] = (time.monotonic(), reply)
+
+    async def main() -> None:
+        await server.listen()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve)
+            clients = [threading.Thread(target=ask, args=("status", b"STATUS\n")),
+                       threading.Thread(target=ask, args=("obs", b"OBS1 0 1000 %d %d 0 0\n" % (len(CMD), len(RAW))
+                                                          + CMD + RAW))]
+            for c in clients:
+                c.start()
+            await anyio.sleep(0.3)          # both wait for the engine (warming)
+            assert replies == {}
+            server.set_engine(engine)       # as core.Supervisor._start_engine does: set, then rehearse
+            await server.rehearse()
+            await anyio.to_thread.run_sync(lambda: [c.join(60) for c in clients])
+            tg.cancel_scope.cancel()
+
+    try:
+        anyio.run(main)
+    finally:
+        engine.close()
+    assert len(rehearsed) == len(engine.warm_up_samples()) > 1     # the rehearsal still ran whole
+    assert json.loads(replies["status"][1])["samples"] == 0
+    assert replies["obs"][1].startswith(b"OK ")
+    assert len(replies["obs"][1]) < len(RAW)                        # shaped, not passed raw
+    assert max(t for t, _ in replies.values()) < rehearsed[0]       # both answered before the first sample
+
+
+def test_an_agent_with_no_model_api_loads_no_proxy_stack(tmp_path):
+    probe = f"""
+import json, sys
+from pathlib import Path
+from capsule.policy.manifest import load_role
+from capsule.supervisor import subsystems
+proxy, redirect, info = subsystems.start_proxy(kind="shell", env={{}}, state_dir=Path({str(tmp_path)!r}),
+    mode="standard", shims_on=True, role=load_role("python-dev"), workspace=Path({str(tmp_path)!r}), routing=None)
+print(json.dumps({{"proxy": proxy is None and redirect is None, "info": info,
+                  "loaded": sorted(m for m in sys.modules if m.startswith(("capsule.proxy", "httpx")))}}))
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JACKIN_CTX_")}
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout.splitlines()[-1])
+    assert got["proxy"] and got["info"]["state"] == "not used"
+    assert "shell" in got["info"]["reason"]
+    assert got["loaded"] == []
