@@ -92,6 +92,7 @@ class Supervisor:
         self.ready_s: float | None = None
         self.engine = None
         self.server: EngineServer | None = None
+        self.engine_started: anyio.Event | None = None     # set once the engine serves or failed to start
         self.registration: dict[str, str] = {}
         self.proxy = None                          # capsule.proxy.proxy_server.ProxyServer when running
         self.proxy_info: dict = {}                 # what doctor shows: url and upstream, or why not
@@ -108,6 +109,7 @@ class Supervisor:
 
     async def _main(self) -> int:
         self.pid1.prepare()
+        self.engine_started = anyio.Event()
         async with anyio.create_task_group() as tg:
             with anyio.open_signal_receiver(*FORWARDED, signal.SIGCHLD) as signals:
                 self._register_agents()  # before the socket answers: "ready" means configured
@@ -128,7 +130,7 @@ class Supervisor:
                          self.role.name, self.mode, self.socket_path if self.server else "-")
                 self._spawn_agent()
                 if self.plan["mcp"].on:
-                    subsystems.warm_index(Path(self.opts.workdir or Path.cwd()))
+                    tg.start_soon(self._warm_index)
                 tg.start_soon(self.pid1.on_signals, signals)
                 tg.start_soon(self.pid1.reap_periodically)
                 if self.plan["engine"].on:
@@ -171,7 +173,15 @@ class Supervisor:
             engine = None
         self.engine = engine
         self.server.set_engine(engine)
+        self.engine_started.set()
         await self.server.rehearse()     # serving already: the pipeline's first-use imports, off every request
+
+    async def _warm_index(self) -> None:
+        """The workspace index warm-up, once the engine serves (or failed): its child is seconds of
+        CPU that took a core from the engine's warm-up; the agent's first search comes later."""
+        if self.server is not None:
+            await self.engine_started.wait()
+        subsystems.warm_index(Path(self.opts.workdir or Path.cwd()))
 
     def _start_proxy(self) -> None:
         """The proxy door, then the agent pointed at it (fail open: subsystems.start_proxy)."""

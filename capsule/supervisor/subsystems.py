@@ -18,7 +18,6 @@ from pathlib import Path
 
 import anyio
 
-from capsule.agents import clients
 from capsule.ground import paths
 from capsule.policy.manifest import Role
 
@@ -68,6 +67,8 @@ def start_proxy(*, kind: str, env: dict[str, str], state_dir: Path, mode: str, s
                 workspace: Path, routing, hooks_on: bool = False):
     """The proxy door for the agent's client -> (ProxyServer or None, Redirect or None, info for
     doctor). If it cannot start, the agent keeps its own base URL and the info says why."""
+    from capsule.agents import clients  # noqa: PLC0415 - the index warm-up child imports this module too
+
     if clients.get(kind) is None:
         # No described client, no model API to redirect: the proxy's stack (httpx2, its apps: ~100 ms
         # of CPU, in a thread beside the warming engine) is not loaded at all.
@@ -109,6 +110,7 @@ def warm_index(root: Path) -> None:
         subprocess.Popen([sys.executable, "-c", "from capsule.supervisor import subsystems as s; s.build_index()",
                           str(root)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, close_fds=True)
+        log.info("workspace index warm-up started: %s", root)
     except OSError as exc:      # the MCP server builds on demand instead
         log.warning("workspace index warm-up failed to start: %r", exc)
 

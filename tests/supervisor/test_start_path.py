@@ -87,3 +87,40 @@ print(json.dumps({{"proxy": proxy is None and redirect is None, "info": info,
     assert got["proxy"] and got["info"]["state"] == "not used"
     assert "shell" in got["info"]["reason"]
     assert got["loaded"] == []
+
+
+def test_the_supervise_command_parses_without_the_other_command_groups():
+    """`capsule supervise` (the image's PID 1) registers only its own group: the others are ~30 ms of
+    imports before its socket answers. It parses as the whole parser does."""
+    probe = """
+import json, sys
+from capsule.cli import main
+argv = ["supervise", "--role", "python-dev", "--grace", "2", "--", "sh", "-c", "true"]
+fast = vars(main.build_parser(argv).parse_args(argv))
+loaded = sorted(m for m in main.COMMAND_MODULES if m in sys.modules)
+whole = vars(main.build_parser().parse_args(argv))
+print(json.dumps({"loaded": loaded, "same": fast == whole, "func": fast["func"].__name__}))
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout.splitlines()[-1])
+    assert got["loaded"] == ["capsule.cli.runtime"]
+    assert got["same"] and got["func"] == "cmd_supervise"
+
+
+def test_the_index_warm_up_starts_once_the_engine_serves(tmp_path):
+    """The index build's child (seconds of CPU) would take a core from the engine's warm-up: it starts
+    after, and still finishes while the agent runs."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for i in range(20):
+        (ws / f"m{i}.py").write_text(f"def f{i}():\n    return {i}\n")
+    state = tmp_path / "state"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JACKIN_CTX_")}
+    env["JACKIN_CTX_STATE_DIR"] = str(state)
+    done = subprocess.run([sys.executable, "-m", "capsule", "up", "--role", "python-dev", "--local", "--workspace",
+                           str(ws), "--", "sleep", "3"], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    log = (state / "capsule.log").read_text()
+    assert "workspace index warm: 20 files" in log, log
+    assert log.index("engine warm") < log.index("workspace index warm-up started"), log
