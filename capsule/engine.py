@@ -203,9 +203,15 @@ class Engine:
     def warm(self) -> None:
         """Before a long-lived door (the supervisor, the engine daemon) serves: the whole tokenizer
         (a request never pays its load) and this state dir's stores open. What the pipeline imports
-        on first use is loaded after, by rehearsals (rehearse) while the door already serves."""
-        tokens.load()
-        self.archive, self.ledger   # noqa: B018 - open before the first request
+        on first use is loaded after, by rehearsals (rehearse) while the door already serves.
+        The stores open in a thread beside the load: a fresh state dir's are tens of ms of disk
+        waits (files created and synced) that the load's CPU hides. Raises what opening raises."""
+        from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415 - only long-lived doors warm
+
+        with ThreadPoolExecutor(1, thread_name_prefix="capsule-stores") as pool:
+            stores = pool.submit(lambda: (self.archive, self.ledger))
+            tokens.load()
+            stores.result()
 
     def understudy(self, state_dir: Path) -> Engine:
         """An engine like this one (mode, languages, deferred rows) over the stores of another state

@@ -124,3 +124,55 @@ def test_the_index_warm_up_starts_once_the_engine_serves(tmp_path):
     log = (state / "capsule.log").read_text()
     assert "workspace index warm: 20 files" in log, log
     assert log.index("engine warm") < log.index("workspace index warm-up started"), log
+
+
+WARM = """
+import json, sys, threading, time
+from pathlib import Path
+from capsule.engine import Engine
+from capsule.ground import tokens
+spans = {}
+def timed(name, fn):
+    def run(*a, **k):
+        t0 = time.monotonic()
+        try:
+            return fn(*a, **k)
+        finally:
+            spans[name] = (t0, time.monotonic(), threading.get_ident())
+    return run
+tokens.load = timed("tokenizer", tokens.load)
+Engine.archive = property(timed("archive", Engine.archive.fget))
+engine = Engine(Path(sys.argv[1]), mode="standard")
+try:
+    engine.warm()
+    print(json.dumps({"spans": spans, "label": tokens.label(),
+                      "open": all((Path(sys.argv[1]) / f).is_file() for f in ("archive.db", "ledger.db"))}))
+except Exception as exc:
+    print(json.dumps({"error": type(exc).__name__}))
+"""
+
+
+def _warm(state) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JACKIN_CTX_")}
+    done = subprocess.run([sys.executable, "-c", WARM, str(state)], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_the_engine_opens_its_stores_while_the_tokenizer_loads(tmp_path):
+    """A fresh state dir's stores are tens of ms of disk waits (their files created, synced): they
+    open beside the tokenizer's load (CPU), not after it; warm still ends with both done."""
+    got = _warm(tmp_path / "state")
+    assert got["label"] == "cl100k_base" and got["open"]
+    (t0, t1, tok_thread), (s0, s1, store_thread) = got["spans"]["tokenizer"], got["spans"]["archive"]
+    assert tok_thread != store_thread
+    assert s0 < t1 and t0 < s1          # the two spans overlap
+
+
+def test_a_store_that_cannot_open_still_fails_the_warm_up(tmp_path):
+    """What core.py fails open on (raw output, the agent runs): warm() raises as it did serially."""
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "archive.db").mkdir()      # not a database file: the archive cannot open
+    assert _warm(state)["error"] == "StoreError"
