@@ -104,8 +104,8 @@ def warm_index(root: Path) -> None:
     the engine serves), so its first ctx_search finds a warm index on disk. In a child process at
     low priority, not a thread: a build is seconds of CPU-bound Python that, beside the control
     socket in this process, held the GIL against every shim's round trip (up to 5 ms per hand-off,
-    several per request: bench_shim's door column). pid1 reaps it; it dies with the supervisor; an interrupted build leaves only
-    uncommitted segments, which tantivy discards."""
+    several per request: bench_shim's door column). pid1 reaps it; it dies with the supervisor; an
+    interrupted build leaves only uncommitted segments, which tantivy discards."""
     try:
         subprocess.Popen([sys.executable, "-c", "from capsule.supervisor import subsystems as s; s.build_index()",
                           str(root)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
