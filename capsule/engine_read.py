@@ -15,12 +15,12 @@ nothing else raises.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from capsule.ground import logs
 from capsule.ground.types import Observation, Part, Request
 from capsule.policy.modes import passive
 from capsule.retrieve import focus, read_modes, packer, workspace
@@ -37,7 +37,7 @@ from capsule.store.sqlite import StoreError
 if TYPE_CHECKING:       # the pipeline is imported with the engine, not with the door's tool list
     from capsule.observe.pipeline import Emission
 
-log = logs.get("capsule.engine.read")
+log = logging.getLogger("capsule.engine.read")
 
 REFRESH_EVERY_S = 30.0
 MAX_MEDIA_BYTES = 32 << 20     # the model APIs' own request cap

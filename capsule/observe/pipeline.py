@@ -12,11 +12,12 @@ lines survive or raw is emitted (INV-7); a lossy emission has one footer and mar
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass, field, replace
 
-from capsule.ground import logs, switches, tokens
+from capsule.ground import switches, tokens
 from capsule.ground.types import Limit, Observation
 from capsule.observe import fit, guard, markers, rarity, registry
 from capsule.observe.classify import Classification, classify
@@ -26,7 +27,7 @@ from capsule.observe.transform_types import Context, Removal, StageReport
 from capsule.observe.verbatim import EXEMPT_TRANSFORMS
 from capsule.store.archive import handle_of
 
-log = logs.get("capsule.pipeline")
+log = logging.getLogger("capsule.pipeline")
 
 
 # Transforms that cut an output by dropping its lines (not re-shaping a document, not a read): the
