@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import stat
 import sys
+import time
 from pathlib import Path
 
 from capsule.ground.terminal import visible
@@ -17,6 +20,7 @@ from capsule import __version__
 from capsule.ground import paths
 from capsule.ground.errors import UserError
 from capsule.ground import switches
+from capsule.policy.manifest import DEFAULT_ROLE, ManifestError, load_role
 
 
 def register(sub) -> None:
@@ -77,7 +81,6 @@ LOW_FREE_BYTES = 64 << 20     # below this the stores may fail their next write:
 
 def _volume(state: Path) -> dict | None:
     """Free space where the state dir lives: a full volume makes every output pass unarchived."""
-    import shutil  # noqa: PLC0415
 
     try:
         u = shutil.disk_usage(state if state.exists() else state.parent)
@@ -87,7 +90,7 @@ def _volume(state: Path) -> dict | None:
 
 
 def _retention(state: Path) -> dict:
-    from capsule.store import retention  # noqa: PLC0415
+    from capsule.store import retention  # noqa: PLC0415 - bench_startup "capsule --help"
 
     return retention.describe(state)
 
@@ -95,7 +98,6 @@ def _retention(state: Path) -> dict:
 def _permissions(state: Path) -> dict:
     """The state dir and what is directly in it: anything others can read, write or enter is a
     problem (capsule creates all of it owner-only; an older capsule or a volume may not have)."""
-    import stat  # noqa: PLC0415
 
     problems = []
     try:
@@ -113,15 +115,14 @@ def _permissions(state: Path) -> dict:
 
 
 def collect(role_arg: str | None = None) -> dict:
-    # Imported here, not at the top: every `capsule ctx run` builds the parser that registers this
-    # module, and these (anyio, the shims, the role manifest) are ~40 ms of its cold start.
-    from capsule.store import journal  # noqa: PLC0415
-    from capsule.policy import modes
-    from capsule.shims import conflicts  # noqa: PLC0415
-    from capsule.policy.manifest import DEFAULT_ROLE, ManifestError, load_role  # noqa: PLC0415
-    from capsule.prompt import budget  # noqa: PLC0415
-    from capsule.policy import plan as planning  # noqa: PLC0415
-    from capsule.supervisor import control_server  # noqa: PLC0415
+    # Imported here, not at the top: every command but `ctx run` and `statusline` builds the whole
+    # parser, which imports this module, and these (anyio, the shims) are tens of ms of its start.
+    from capsule.store import journal  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.policy import modes  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.shims import conflicts  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.prompt import budget  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.policy import plan as planning  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.supervisor import control_server  # noqa: PLC0415 - bench_startup "capsule --help"
 
     sock = paths.socket_path()
     running = control_server.status(sock) if sock.exists() else None
@@ -246,7 +247,7 @@ def _proxy(running: dict | None, state: Path) -> dict:
     """The proxy door: the supervisor's (with why it is not used), else a standalone `capsule proxy serve`."""
     info = dict((running or {}).get("proxy") or {})
     if not info:
-        from capsule.proxy.proxy_server import read_state  # noqa: PLC0415
+        from capsule.proxy.proxy_server import read_state  # noqa: PLC0415 - bench_startup "capsule --help"
 
         found = read_state(state)
         if found and _alive(found.get("pid")):
@@ -342,7 +343,7 @@ def render(r: dict) -> str:
     if px.get("store"):
         lines.append("  store      " + ", ".join(f"{t}={n}" for t, n in px["store"].items()) + _keep(r, "proxy"))
     if r.get("graduation") is not None:
-        from capsule.measure import graduation  # noqa: PLC0415
+        from capsule.measure import graduation  # noqa: PLC0415 - bench_startup "capsule --help"
 
         g = r["graduation"]
         lines.append(f"baseline     {'error: ' + g['error'] if 'error' in g else graduation.describe(g)}")
@@ -400,7 +401,6 @@ def _keep(r: dict, key: str) -> str:
     d = (r["state"].get("retention") or {}).get(key)
     if not isinstance(d, dict):
         return ""
-    import time  # noqa: PLC0415
 
     last = f", pruned {(time.time() - d['last_pruned']) / 60:.0f} min ago" if d.get("last_pruned") else ""
     return f"  keep {d['max_age_days']}d/{d['max_mb']}MB{last}"

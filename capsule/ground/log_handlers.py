@@ -46,7 +46,7 @@ class _FirstUseHandler(logging.Handler):
 
 
 def _file_handler() -> logging.Handler:
-    import structlog  # noqa: PLC0415 - bench_startup "ctx run cold, no engine": ~100 ms, only with a first record
+    import structlog  # noqa: PLC0415 - bench_startup "ctx run cold, no engine": a run that logs nothing never loads it
 
     try:
         log = paths.log_path()

@@ -17,6 +17,8 @@ import os
 import time
 from pathlib import Path
 
+import apsw
+
 LEDGER_DB = "ledger.db"
 
 
@@ -57,7 +59,6 @@ def saved(state: Path, session_id: str | None, since: float | None) -> tuple[int
     path = state / LEDGER_DB
     if not path.is_file():
         return None
-    import apsw  # noqa: PLC0415
 
     try:
         conn = apsw.Connection(f"file:{path}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)

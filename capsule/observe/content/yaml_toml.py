@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 import tomllib
 
+import yaml as pyyaml
+
 from capsule.observe.content import json_reduce
 from capsule.observe.content.toon import strict_equal
 from capsule.observe.transform_types import Context, Removal, TransformResult
@@ -137,7 +139,6 @@ def _tokens(text: str) -> int:
 def _text_yaml():
     """A SafeLoader whose numbers remember their text and whose timestamps stay text, and the
     Dumper that writes both back as written (a sampled document keeps every digit it shows)."""
-    import yaml as pyyaml
 
     class Num:
         def __init__(self, value, text):
