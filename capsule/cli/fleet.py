@@ -137,7 +137,7 @@ def has_password(dsn: str) -> bool:
 
 def _engine(dsn: str, timeout_s: float | None = None):
     try:
-        from capsule.fleet import migrate
+        from capsule.fleet import migrate  # noqa: PLC0415 - bench_startup "capsule ctx gain"
     except ImportError as exc:
         raise UserError(f"capsule fleet needs {exc.name}: {FLEET_EXTRA}") from None
     try:

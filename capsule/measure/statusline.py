@@ -46,7 +46,7 @@ def _session_start(data: dict) -> float | None:
                     break
                 stamp = json.loads(line).get("timestamp") if line.strip().startswith("{") else None
                 if isinstance(stamp, str):
-                    from datetime import datetime  # noqa: PLC0415
+                    from datetime import datetime  # noqa: PLC0415 - bench_startup "capsule statusline"
 
                     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
     except (OSError, ValueError, AttributeError):

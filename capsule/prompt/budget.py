@@ -115,7 +115,7 @@ def legend_for(role) -> str:
     if role is None or not pack.settings(role.context.output)[2]:
         return ""
     try:
-        from capsule.prompt import codebook  # noqa: PLC0415
+        from capsule.prompt import codebook  # noqa: PLC0415 - bench_startup "capsule ctx doctor"
 
         return codebook.legend(role)
     except Exception:  # noqa: BLE001 - no codebook is a smaller context, never a failure

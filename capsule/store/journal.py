@@ -52,13 +52,13 @@ class Journal:
             fcntl.flock(fd, fcntl.LOCK_EX)        # held until we exit, however we exit
             # The command line redacted when it may hold a secret; loading the patterns costs a cold run
             # ~100 ms, so a command that cannot hold one is written as it is.
-            from capsule.store import redact
+            from capsule.store import redact  # noqa: PLC0415 - bench_startup "ctx run, warm engine"
 
             line = redact.redacted(command) if redact.may_hold_secret(command) else command
             os.write(fd, f"{line}\n{os.getcwd() if cwd is None else cwd}\n".encode("utf-8", "surrogateescape"))
             os.rename(tmp, f"{base}.cmd")       # seen by recover() only once locked
             self._lock, self._base = fd, base
-            from capsule.store.redact_stream import StreamRedactor
+            from capsule.store.redact_stream import StreamRedactor  # noqa: PLC0415 - bench_startup "ctx run, warm engine"
 
             for s in STREAMS:
                 fd = paths.open_private(f"{base}.{s}", os.O_WRONLY | os.O_CREAT | os.O_EXCL)

@@ -354,7 +354,7 @@ def _re2(source: str, flags: int):
         return None
     inline = "".join(c for f, c in ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s")) if flags & f)
     try:
-        import re2
+        import re2  # noqa: PLC0415 - bench_startup "capsule ctx doctor"
 
         quiet = re2.Options()
         quiet.log_errors = False        # a pattern RE2 cannot take is expected here, not news for stderr

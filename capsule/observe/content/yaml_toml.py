@@ -53,9 +53,7 @@ def _protected(lines: list[str], kind: str) -> set[int]:
 
 
 def _load_yaml(text: str):
-    import yaml
-
-    return list(yaml.safe_load_all(text))
+    return list(pyyaml.safe_load_all(text))
 
 
 def _load_toml(text: str):

@@ -65,7 +65,7 @@ def tool() -> str | None:
         if found is not None:
             return found
     try:
-        import pypdf
+        import pypdf  # noqa: PLC0415 - bench_startup "capsule ctx doctor"
     except ImportError:
         return None
     return f"pypdf {pypdf.__version__} (poppler's pdftotext missing)"
