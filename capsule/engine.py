@@ -16,12 +16,13 @@ close) waits as long as any writer (sqlite.BUSY_TIMEOUT_MS).
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 import tomllib
 from pathlib import Path
 
-from capsule.ground import logs, paths, switches, tokens
+from capsule.ground import paths, switches, tokens
 from capsule.ground.types import Observation
 from capsule.observe import pipeline
 from capsule.observe.pipeline import Emission
@@ -29,7 +30,7 @@ from capsule.policy.modes import default_mode
 from capsule.store import sqlite
 from capsule.store.archive import Archive
 
-log = logs.get("capsule.engine")
+log = logging.getLogger("capsule.engine")
 
 STORE_BUDGET_MS = 1000     # the longest the agent's output waits on another writer's lock
 RECENT_COMMANDS = 12      # the session's last shell commands read for the task's cues

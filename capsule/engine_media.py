@@ -11,9 +11,10 @@ measure -> parts None and a row of what would have been sent.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
-from capsule.ground import logs, tokens
+from capsule.ground import tokens
 from capsule.ground.types import Media, Observation, Part
 from capsule.observe import media, pipeline
 from capsule.observe.media import caps, media_budget
@@ -21,7 +22,7 @@ from capsule.observe.media import image as media_image
 from capsule.policy import media_policy as media_policy
 from capsule.retrieve import workspace as workspace_files
 
-log = logs.get("capsule.media")
+log = logging.getLogger("capsule.media")
 
 
 def observation(raw: bytes, *, door: str, path: str | None, scope: str | None, media_type: str | None,

@@ -15,12 +15,12 @@ nothing else raises.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from capsule.ground import logs
 from capsule.ground.types import Observation, Part, Request
 from capsule.policy.modes import passive
 from capsule.retrieve import focus, read_modes, packer, workspace
@@ -29,6 +29,8 @@ from capsule.retrieve.reader import Reader, load_text
 from capsule.store.stubs import StubStore
 from capsule import engine_media
 from capsule.observe.content.outline import outline
+from capsule.observe.cues import empty
+from capsule.observe.pipeline import Emission
 from capsule.prompt import surface
 from capsule.retrieve.index import WorkspaceIndex
 from capsule.store.archive import UnknownHandle, normalise
@@ -37,7 +39,7 @@ from capsule.store.sqlite import StoreError
 if TYPE_CHECKING:       # the pipeline is imported with the engine, not with the door's tool list
     from capsule.observe.pipeline import Emission
 
-log = logs.get("capsule.engine.read")
+log = logging.getLogger("capsule.engine.read")
 
 REFRESH_EVERY_S = 30.0
 MAX_MEDIA_BYTES = 32 << 20     # the model APIs' own request cap
@@ -183,8 +185,6 @@ class Reads:
                                        model=req.model, api="anthropic", table=table,
                                        context_mode=self.engine.mode, workspace=req.root)
         if obs is None:
-            from capsule.observe.pipeline import Emission  # noqa: PLC0415
-
             return Emission(b"", 0, 0, "media", "not-media", applied=False)
         em = self.engine.observe(obs)
         if em.parts is None:
@@ -214,7 +214,6 @@ class Reads:
 
     def _search_cues(self, req: Request):
         """The session's cues for a search (as a read gets them), or None when there are none."""
-        from capsule.observe.cues import empty  # noqa: PLC0415
 
         eng = self.engine
         scopes = list(dict.fromkeys(s for s in (req.scope, eng.scope) if s))

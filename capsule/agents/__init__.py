@@ -55,8 +55,6 @@ def _blocked(env) -> str | None:
     role = env.get(switches.ROLE)
     if role:
         try:
-            from capsule.policy.manifest import load_role
-
             subsystems = load_role(role).context.subsystems
         except Exception:  # a broken role is reported by doctor; registration follows the switches alone
             return None

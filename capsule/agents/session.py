@@ -166,8 +166,6 @@ def claude_argv(argv: list[str], session_dir: Path, state_dir: Path, *, mcp: boo
         for event in BOUNDARY_EVENTS:
             hooks.setdefault(event, []).append({"hooks": [hook]})
     if tool_hook:
-        import sys  # noqa: PLC0415
-
         hook = {"type": "command", "command": _tool_hook_command(session_dir, state_dir, python, sys.executable),
                 "timeout": TOOL_HOOK_TIMEOUT_S}
         settings.setdefault("hooks", {}).setdefault("PostToolUse", []).append(

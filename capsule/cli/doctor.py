@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import stat
 import sys
+import time
 from pathlib import Path
 
 from capsule.ground.terminal import visible
@@ -17,6 +20,7 @@ from capsule import __version__
 from capsule.ground import paths
 from capsule.ground.errors import UserError
 from capsule.ground import switches
+from capsule.policy.manifest import DEFAULT_ROLE, ManifestError, load_role
 
 
 def register(sub) -> None:
@@ -38,7 +42,7 @@ def _store(path: Path) -> dict:
         return info
     info["bytes"] = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
     try:
-        import apsw  # noqa: PLC0415
+        import apsw  # noqa: PLC0415 - bench_startup "capsule --help"
 
         con = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
         info["integrity"] = con.execute("PRAGMA quick_check").fetchall()[0][0]
@@ -56,7 +60,7 @@ def _usage_store(path: Path) -> dict:
     info = _store(path)
     if info.get("exists") and "rows" in info:
         try:
-            import apsw  # noqa: PLC0415
+            import apsw  # noqa: PLC0415 - bench_startup "capsule --help"
 
             con = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
             try:
@@ -77,7 +81,6 @@ LOW_FREE_BYTES = 64 << 20     # below this the stores may fail their next write:
 
 def _volume(state: Path) -> dict | None:
     """Free space where the state dir lives: a full volume makes every output pass unarchived."""
-    import shutil  # noqa: PLC0415
 
     try:
         u = shutil.disk_usage(state if state.exists() else state.parent)
@@ -87,7 +90,7 @@ def _volume(state: Path) -> dict | None:
 
 
 def _retention(state: Path) -> dict:
-    from capsule.store import retention  # noqa: PLC0415
+    from capsule.store import retention  # noqa: PLC0415 - bench_startup "capsule --help"
 
     return retention.describe(state)
 
@@ -95,7 +98,6 @@ def _retention(state: Path) -> dict:
 def _permissions(state: Path) -> dict:
     """The state dir and what is directly in it: anything others can read, write or enter is a
     problem (capsule creates all of it owner-only; an older capsule or a volume may not have)."""
-    import stat  # noqa: PLC0415
 
     problems = []
     try:
@@ -113,15 +115,14 @@ def _permissions(state: Path) -> dict:
 
 
 def collect(role_arg: str | None = None) -> dict:
-    # Imported here, not at the top: every `capsule ctx run` builds the parser that registers this
-    # module, and these (anyio, the shims, the role manifest) are ~40 ms of its cold start.
-    from capsule.store import journal  # noqa: PLC0415
-    from capsule.policy import modes
-    from capsule.shims import conflicts  # noqa: PLC0415
-    from capsule.policy.manifest import DEFAULT_ROLE, ManifestError, load_role  # noqa: PLC0415
-    from capsule.prompt import budget  # noqa: PLC0415
-    from capsule.policy import plan as planning  # noqa: PLC0415
-    from capsule.supervisor import control_server  # noqa: PLC0415
+    # Imported here, not at the top: every command but `ctx run` and `statusline` builds the whole
+    # parser, which imports this module, and these (anyio, the shims) are tens of ms of its start.
+    from capsule.store import journal  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.policy import modes  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.shims import conflicts  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.prompt import budget  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.policy import plan as planning  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.supervisor import control_server  # noqa: PLC0415 - bench_startup "capsule --help"
 
     sock = paths.socket_path()
     running = control_server.status(sock) if sock.exists() else None
@@ -142,20 +143,20 @@ def collect(role_arg: str | None = None) -> dict:
     shim = conflicts.shim_state()
     found = conflicts.probe()
     try:
-        from capsule.agents import registration_status  # noqa: PLC0415
+        from capsule.agents import registration_status  # noqa: PLC0415 - bench_startup "capsule --help"
 
         mcp = registration_status(Path.cwd())
     except Exception as exc:  # noqa: BLE001
         mcp = {"error": str(exc)}
     try:
-        from capsule.agents import footprint  # noqa: PLC0415
+        from capsule.agents import footprint  # noqa: PLC0415 - bench_startup "capsule --help"
 
         outside = footprint(Path.cwd())
     except Exception as exc:  # noqa: BLE001 - a finding, not a crash
         outside = [f"(could not check: {exc})"]
     try:
-        from capsule.agents import AGENTS, client_info, doors  # noqa: PLC0415
-        from capsule.agents import clients as described  # noqa: PLC0415
+        from capsule.agents import AGENTS, client_info, doors  # noqa: PLC0415 - bench_startup "capsule --help"
+        from capsule.agents import clients as described  # noqa: PLC0415 - bench_startup "capsule --help"
 
         # The client the running supervisor launched (`up -- opencode …`), else the role's; its doors
         # are live as that supervisor's plan says.
@@ -208,7 +209,7 @@ def _routing(role, running: dict | None, on: bool) -> dict:
     if running and running.get("routing"):
         return running["routing"]
     try:
-        from capsule.route import lanes  # noqa: PLC0415
+        from capsule.route import lanes  # noqa: PLC0415 - bench_startup "capsule ctx gain"
 
         kind = role.agent.kind
         table = lanes.resolve(role, kind, dict(os.environ), list(role.agent.command))
@@ -220,8 +221,8 @@ def _routing(role, running: dict | None, on: bool) -> dict:
 def _media(role) -> dict:
     """The media layer's policy for the role, and the tools it would use (PDF text, page images, OCR)."""
     try:
-        from capsule.observe.media import ocr, pdf  # noqa: PLC0415
-        from capsule.policy import media_policy  # noqa: PLC0415
+        from capsule.observe.media import ocr, pdf  # noqa: PLC0415 - bench_startup "capsule ctx gain"
+        from capsule.policy import media_policy  # noqa: PLC0415 - bench_startup "capsule --help"
 
         pol = media_policy.from_table(role.context.media, role.context.mode)
         return {"mode": pol.mode, "reason": pol.reason, "pdf_text": pdf.tool(), "pdf_pages": pdf.renderer(),
@@ -235,7 +236,7 @@ def _graduation(mode: str, state: Path) -> dict | None:
     if mode != "measure":
         return None
     try:
-        from capsule.measure import graduation  # noqa: PLC0415
+        from capsule.measure import graduation  # noqa: PLC0415 - bench_startup "capsule --help"
 
         return graduation.baseline(state / paths.LEDGER_DB, state / paths.USAGE_DB)
     except Exception as exc:  # noqa: BLE001 - a broken store is a finding, not a crash
@@ -246,7 +247,7 @@ def _proxy(running: dict | None, state: Path) -> dict:
     """The proxy door: the supervisor's (with why it is not used), else a standalone `capsule proxy serve`."""
     info = dict((running or {}).get("proxy") or {})
     if not info:
-        from capsule.proxy.proxy_server import read_state  # noqa: PLC0415
+        from capsule.proxy.proxy_server import read_state  # noqa: PLC0415 - bench_startup "capsule --help"
 
         found = read_state(state)
         if found and _alive(found.get("pid")):
@@ -342,7 +343,7 @@ def render(r: dict) -> str:
     if px.get("store"):
         lines.append("  store      " + ", ".join(f"{t}={n}" for t, n in px["store"].items()) + _keep(r, "proxy"))
     if r.get("graduation") is not None:
-        from capsule.measure import graduation  # noqa: PLC0415
+        from capsule.measure import graduation  # noqa: PLC0415 - bench_startup "capsule --help"
 
         g = r["graduation"]
         lines.append(f"baseline     {'error: ' + g['error'] if 'error' in g else graduation.describe(g)}")
@@ -400,7 +401,6 @@ def _keep(r: dict, key: str) -> str:
     d = (r["state"].get("retention") or {}).get(key)
     if not isinstance(d, dict):
         return ""
-    import time  # noqa: PLC0415
 
     last = f", pruned {(time.time() - d['last_pruned']) / 60:.0f} min ago" if d.get("last_pruned") else ""
     return f"  keep {d['max_age_days']}d/{d['max_mb']}MB{last}"

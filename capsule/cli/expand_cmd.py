@@ -34,8 +34,8 @@ def _say_redacted(n: int) -> None:
 
 
 def cmd_expand(args) -> int:
-    from capsule.retrieve.expand import ExpandError, Selection, check
-    from capsule.store.archive import Archive, UnknownHandle, normalise
+    from capsule.retrieve.expand import ExpandError, Selection, check  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.store.archive import Archive, UnknownHandle, normalise  # noqa: PLC0415 - bench_startup "capsule --help"
 
     if not re.fullmatch(r"[0-9a-f]{24}", normalise(args.handle)):
         raise UserError(f"{args.handle!r} is not a capsule handle (24 hex characters, e.g. from <<ccr:HASH>>)")

@@ -15,7 +15,11 @@ import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+from capsule.cli import report_out
+from capsule.cli.gain import parse_since
+from capsule.cli.runtime import DEFAULT_IMAGE, IMAGE_ENV, resolve_role, run_as
 from capsule.ground.errors import UserError
+from capsule.ground.terminal import visible
 
 FLEET_EXTRA = "pip install 'capsule[fleet]'"
 REPORT_TIMEOUT_S = 5.0      # a report is asked for by a person: a down database is said in seconds, not a minute
@@ -133,7 +137,7 @@ def has_password(dsn: str) -> bool:
 
 def _engine(dsn: str, timeout_s: float | None = None):
     try:
-        from capsule.fleet import migrate
+        from capsule.fleet import migrate  # noqa: PLC0415 - bench_startup "capsule ctx gain"
     except ImportError as exc:
         raise UserError(f"capsule fleet needs {exc.name}: {FLEET_EXTRA}") from None
     try:
@@ -145,7 +149,7 @@ def _engine(dsn: str, timeout_s: float | None = None):
 def _open(dsn: str, retry_for: float = 60.0):
     """The fleet database at the schema's head (waiting for it while it starts or restarts)."""
     migrate, eng = _engine(dsn, retry_for)   # first: without capsule[fleet] it says what to install
-    import sqlalchemy as sa
+    import sqlalchemy as sa  # noqa: PLC0415 - bench_startup "capsule --help"
 
     deadline = time.monotonic() + retry_for
     while True:
@@ -165,7 +169,7 @@ def _open(dsn: str, retry_for: float = 60.0):
 
 
 def _sources(args):
-    from capsule.fleet import sources
+    from capsule.fleet import sources  # noqa: PLC0415 - bench_startup "capsule --help"
 
     try:
         found = sources.from_dirs(args.state, container=args.container, role=args.role, host=args.host,
@@ -185,8 +189,7 @@ def cmd_sync(args) -> int:
         raise UserError(f"--source-budget {args.source_budget}: a positive number of seconds")
     _sources(args)              # bad input (a missing dir) exits 2 before any wait for the database
     eng = _open(dsn, args.retry_for)
-    from capsule.fleet.sync import SyncError, sync
-    from capsule.ground.terminal import visible
+    from capsule.fleet.sync import SyncError, sync  # noqa: PLC0415 - bench_startup "capsule --help"
 
     while True:
         try:
@@ -210,9 +213,6 @@ def cmd_sync(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from capsule.cli import report_out
-    from capsule.cli.gain import parse_since
-
     target = report_out.html_target(args.html)
     timeout = getattr(args, "timeout", REPORT_TIMEOUT_S)     # `ctx report --dsn` has no --timeout
     if not timeout > 0 or timeout == float("inf"):
@@ -220,15 +220,13 @@ def cmd_report(args) -> int:
     dsn = dsn_of(args)
     _must_exist(dsn)
     eng = _open(dsn, timeout)
-    from capsule.fleet import fleet_report
-    from capsule.prompt import budget
+    from capsule.fleet import fleet_report  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.prompt import budget  # noqa: PLC0415 - bench_startup "capsule --help"
 
     since = parse_since(args.since) if args.since else None
     until = parse_since(args.until) if args.until else None
     data = fleet_report.build(eng, budget.everything_on(), since, until)
     if not report_out.write(data, target, args.json, _fleet_html):
-        from capsule.ground.terminal import visible   # container names, roles, windows: agent-written
-
         print(visible(fleet_report.render_text(data)))
     return 0
 
@@ -244,16 +242,13 @@ def _must_exist(dsn: str) -> None:
 
 
 def _fleet_html(data: dict) -> str:
-    from capsule.fleet import fleet_html
+    from capsule.fleet import fleet_html  # noqa: PLC0415 - bench_startup "capsule --help"
 
     return fleet_html.render(data)
 
 
 def cmd_render(args) -> int:
-    import os
-
-    from capsule.cli.runtime import DEFAULT_IMAGE, IMAGE_ENV, resolve_role
-    from capsule.fleet import render
+    from capsule.fleet import render  # noqa: PLC0415 - bench_startup "capsule --help"
 
     if args.replicas < 1:
         raise UserError(f"--replicas {args.replicas}: at least 1")
@@ -263,8 +258,6 @@ def cmd_render(args) -> int:
         text = render.kubernetes_yaml(role, args.replicas, image, namespace=args.namespace,
                                       sync_image=args.sync_image)
     else:
-        from capsule.cli.runtime import run_as  # noqa: PLC0415 - the rule `capsule up` uses
-
         workspace = args.workspace.resolve()
         if not workspace.is_dir():
             raise UserError(f"--workspace {workspace}: not a directory")

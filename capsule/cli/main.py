@@ -38,7 +38,7 @@ FAST_GROUPS = {"supervise": "capsule.cli.runtime"}
 def build_parser(argv: list[str] | None = None):
     """The whole parser (cli/parser.Parser); with argv naming a FAST_COMMANDS entry, only what parses
     that command."""
-    from capsule.cli.parser import Parser  # noqa: PLC0415 - `capsule statusline` runs without argparse
+    from capsule.cli.parser import Parser  # noqa: PLC0415 - bench_startup "capsule statusline"; `capsule statusline` runs without argparse
 
     if argv and argv[0] == "statusline":   # runs after each message of a Claude Code session: its module alone
         parser = Parser(prog="capsule")
@@ -67,7 +67,7 @@ def build_parser(argv: list[str] | None = None):
 def main(argv: list[str] | None = None) -> int:
     argv_list = sys.argv[1:] if argv is None else argv
     if argv_list == ["statusline"]:       # after each message of a Claude Code session: no parser at all
-        from capsule.cli.statusline_cmd import cmd_statusline  # noqa: PLC0415
+        from capsule.cli.statusline_cmd import cmd_statusline  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"
 
         return cmd_statusline(None)
     parser = build_parser(argv_list)
@@ -103,7 +103,7 @@ def _quiet_stdout() -> None:
 
 def _store_failure(exc: Exception) -> str | None:
     """The message for a failure of a state database (apsw), else None (a bug: let it show)."""
-    from capsule.store.sqlite import StoreError
+    from capsule.store.sqlite import StoreError  # noqa: PLC0415 - bench_startup "capsule --help"
 
     if isinstance(exc, StoreError):
         return str(exc)

@@ -7,9 +7,12 @@ register's switch, not registration's).
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 import sys
 
 from capsule.ground import switches
+from capsule.ground.errors import UserError
 
 
 def register(subparsers) -> None:
@@ -55,18 +58,15 @@ def _serve(args) -> int:
     if switches.is_on(switches.DISABLE) or switches.is_on(switches.NO_MCP):
         print("capsule mcp: off (JACKIN_CTX_NO_MCP or JACKIN_CTX_DISABLE is set)", file=sys.stderr)
         return 0
-    from capsule.mcp.mcp_server import serve
+    from capsule.mcp.mcp_server import serve  # noqa: PLC0415 - bench_startup "capsule --help"
 
     return serve(args.root, args.scope)
 
 
 def _register(args) -> int:
-    from capsule import agents
-    from capsule.ground.errors import UserError
+    from capsule import agents  # noqa: PLC0415 - bench_startup "capsule --help"
 
-    from pathlib import Path
-
-    from capsule.cli import mcp_undo
+    from capsule.cli import mcp_undo  # noqa: PLC0415 - bench_startup "capsule --help"
 
     note = False if args.no_note else ("user" if args.note == "user" else True)
     project = Path(args.project).resolve()
@@ -83,7 +83,7 @@ def _register(args) -> int:
 
 
 def _unregister(args) -> int:
-    from capsule.cli import mcp_undo
+    from capsule.cli import mcp_undo  # noqa: PLC0415 - bench_startup "capsule --help"
 
     for line in mcp_undo.undo(args.agent):
         print(line)
@@ -91,7 +91,7 @@ def _unregister(args) -> int:
 
 
 def _status(args) -> int:
-    from capsule import agents
+    from capsule import agents  # noqa: PLC0415 - bench_startup "capsule --help"
 
     for agent, state in agents.registration_status(project=args.project).items():
         where = ", ".join(state["locations"]) or "-"
@@ -101,10 +101,8 @@ def _status(args) -> int:
 
 
 def _forget(args) -> int:
-    import json
-
-    from capsule.agents import claude
-    from capsule.store.stubs import StubStore
+    from capsule.agents import claude  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.store.stubs import StubStore  # noqa: PLC0415 - bench_startup "capsule --help"
 
     store = StubStore()
     session = None

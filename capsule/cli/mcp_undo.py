@@ -14,6 +14,7 @@ import json
 import os
 from pathlib import Path
 
+from capsule.agents import claude, codex, notes
 from capsule.ground import paths
 
 RECORD = "registrations.json"
@@ -21,7 +22,6 @@ RECORD = "registrations.json"
 
 def candidates(agent: str, scope: str | None, project: Path, note, env) -> list[Path]:
     """Every file `agents.register` may write for these arguments."""
-    from capsule.agents import claude, codex, notes  # noqa: PLC0415
 
     if agent == "claude":
         out = ([project / ".mcp.json", project / ".claude" / "settings.local.json"] if scope == "project" else

@@ -8,6 +8,7 @@ Invariant: it binds 127.0.0.1 only; a bad URL or a busy port exits 2 with the re
 
 from __future__ import annotations
 
+from pathlib import Path
 import sys
 from urllib.parse import urlsplit
 
@@ -41,7 +42,6 @@ def register(subparsers) -> None:
 def _workspace(value: str | None):
     if value is None:
         return None
-    from pathlib import Path  # noqa: PLC0415
 
     path = Path(value).expanduser()
     if not path.is_dir():
@@ -59,8 +59,8 @@ def _url(value: str | None, name: str) -> str | None:
 
 
 def _serve(args) -> int:
-    from capsule.proxy.app import ANTHROPIC_DEFAULT, GEMINI_DEFAULT, GEMINI_PREFIX, OPENAI_DEFAULT, Settings  # noqa: PLC0415
-    from capsule.proxy.proxy_server import ProxyServer  # noqa: PLC0415
+    from capsule.proxy.app import ANTHROPIC_DEFAULT, GEMINI_DEFAULT, GEMINI_PREFIX, OPENAI_DEFAULT, Settings  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.proxy.proxy_server import ProxyServer  # noqa: PLC0415 - bench_startup "capsule --help"
 
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port {args.port}: expected 0..65535")

@@ -47,11 +47,11 @@ def render(q: dict) -> str:
 
 
 def cmd_quota(args) -> int:
-    from capsule.route.quota import picture  # noqa: PLC0415
+    from capsule.route.quota import picture  # noqa: PLC0415 - bench_startup "capsule --help"
 
     q = picture(args.role)
     if args.json:
-        from capsule.ground.numbers import finite_json  # noqa: PLC0415
+        from capsule.ground.numbers import finite_json  # noqa: PLC0415 - bench_startup "capsule --help"
 
         json.dump(finite_json(q), sys.stdout, indent=2, sort_keys=True, allow_nan=False)
         print()

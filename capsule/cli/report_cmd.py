@@ -9,8 +9,11 @@ same dict; --html writes one self-contained file (no network).
 from __future__ import annotations
 
 from capsule.ground.terminal import visible
-from capsule.cli import report_out
+from capsule.cli import report_out, whatif_cmd
+from capsule.cli.fleet import cmd_report as fleet_report
 from capsule.cli.gain import parse_since
+from capsule.cli.usage_cmd import load
+from capsule.ground import paths
 
 
 def register(sub) -> None:
@@ -31,10 +34,9 @@ def register(sub) -> None:
 
 
 def build(args) -> dict:
-    from capsule.cli.usage_cmd import load
-    from capsule.measure import report
-    from capsule.measure.ledger import Ledger
-    from capsule.prompt import budget
+    from capsule.measure import report  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.measure.ledger import Ledger  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.prompt import budget  # noqa: PLC0415 - bench_startup "capsule --help"
 
     since = parse_since(args.since) if args.since else None
     data = load(args.claude_dir, args.codex_dir, since)
@@ -47,21 +49,18 @@ def build(args) -> dict:
     out["window"] = {"since": since, "until": None}
     out["ingest"] = data["ingest"]
     out["route"] = _route(data["calls"], since)
-    from capsule.prompt import record
+    from capsule.prompt import record  # noqa: PLC0415 - bench_startup "capsule --help"
 
     out["by_register"] = record.by_register(out["sessions"], record.runs())
     if getattr(args, "whatif", False):
-        from capsule.cli import whatif_cmd
-
         out["whatif"] = whatif_cmd.build(args)
     return out
 
 
 def _route(calls: list[dict], since) -> dict:
     """Boundaries, decisions, the INV-9 audit and utilization over time (capsule.route.route_report)."""
-    from capsule.ground import paths
-    from capsule.route import quota, route_report
-    from capsule.store import route_rows
+    from capsule.route import quota, route_report  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.store import route_rows  # noqa: PLC0415 - bench_startup "capsule --help"
 
     state = paths.state_dir()
     samples = []
@@ -76,24 +75,22 @@ def _route(calls: list[dict], since) -> dict:
 
 def cmd_report(args) -> int:
     if getattr(args, "dsn", None):
-        from capsule.cli.fleet import cmd_report as fleet_report
-
         args.until = None
         return fleet_report(args)
     target = report_out.html_target(args.html)
     data = build(args)
     if report_out.write(data, target, args.json, _measure_html):
         return 0
-    from capsule.measure import report_text
+    from capsule.measure import report_text  # noqa: PLC0415 - bench_startup "capsule --help"
 
     print(visible(report_text.render(data)))
     if data.get("route"):
-        from capsule.route import route_report
+        from capsule.route import route_report  # noqa: PLC0415 - bench_startup "capsule --help"
 
         print()
         print(visible("\n".join(route_report.render_text(data["route"]))))
     if data.get("whatif"):
-        from capsule.measure import whatif
+        from capsule.measure import whatif  # noqa: PLC0415 - bench_startup "capsule --help"
 
         print()
         print(visible(whatif.render(data["whatif"])))
@@ -101,6 +98,6 @@ def cmd_report(args) -> int:
 
 
 def _measure_html(data: dict) -> str:
-    from capsule.measure import report_html
+    from capsule.measure import report_html  # noqa: PLC0415 - bench_startup "capsule --help"
 
     return report_html.render(data)

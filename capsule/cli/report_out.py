@@ -33,7 +33,7 @@ def write(data: dict, target: Path | None, as_json: bool, render_html) -> bool:
         print(f"wrote {target} ({target.stat().st_size:,} bytes)")
         return True
     if as_json:
-        from capsule.ground.numbers import finite_json  # noqa: PLC0415 - JSON has no Infinity/NaN
+        from capsule.ground.numbers import finite_json  # noqa: PLC0415 - bench_startup "capsule --help"; JSON has no Infinity/NaN
 
         json.dump(finite_json(data), sys.stdout, indent=2, default=str, allow_nan=False)
         print()

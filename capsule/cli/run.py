@@ -24,7 +24,6 @@ import sys
 import threading
 import time
 
-from capsule.ground import logs
 from capsule.ground.errors import UserError
 from capsule.ground.types import Observation
 from capsule.ground import switches
@@ -326,12 +325,15 @@ def _emit(spool, digest, stream, out, command, status, duration_ms, intent) -> N
         return
     data, notice = None, None
     try:
-        logs.configure()
+        from capsule.ground import log_handlers  # noqa: PLC0415 - bench_startup "ctx run, warm engine": the warm client, which loads this module, imports no logging
+        log_handlers.install()
         em = _engine().observe(Observation(spool=spool, size=size, digest=digest, command=command, stream=stream,
                                            exit_code=status, duration_ms=duration_ms, intent=intent))
         data, notice = em.data or None, em.notice
     except Exception as exc:  # noqa: BLE001 - whatever happened, the agent gets the raw output
-        logs.get("capsule.run").warning("engine failed on %s of %r: %r; raw output passed through",
+        import logging  # noqa: PLC0415 - bench_startup "ctx run, warm engine", as above
+
+        logging.getLogger("capsule.run").warning("engine failed on %s of %r: %r; raw output passed through",
                                                  stream, command, exc)
         data = None
     out.flush()

@@ -19,7 +19,7 @@ def register(sub) -> None:
 
 
 def cmd_statusline(args) -> int:
-    from capsule.measure.statusline import line  # noqa: PLC0415
+    from capsule.measure.statusline import line  # noqa: PLC0415 - bench_startup "capsule --help"
 
     try:
         data = json.loads(sys.stdin.read() or "{}")

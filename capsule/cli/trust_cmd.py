@@ -23,7 +23,7 @@ def register(sub) -> None:
 
 
 def cmd_trust(args) -> int:
-    from capsule.policy import trust
+    from capsule.policy import trust  # noqa: PLC0415 - bench_startup "capsule --help"
 
     try:
         if args.list:
@@ -53,8 +53,8 @@ def cmd_trust(args) -> int:
 
 def _check_parses(path: str) -> None:
     """Refuse to pin a file that would not load anyway."""
-    from capsule.observe.filters.spec import FilterError, parse_file
-    from capsule.policy.trust import read_filter_file
+    from capsule.observe.filters.spec import FilterError, parse_file  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.policy.trust import read_filter_file  # noqa: PLC0415 - bench_startup "capsule --help"
 
     try:
         data = read_filter_file(path)

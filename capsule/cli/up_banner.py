@@ -18,6 +18,11 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from capsule.ground import paths
+from capsule.measure.cost import total_cost
+from capsule.measure.ledger import Ledger, summarise
+from capsule.measure.usage import UsageStore
+
 DOORS = ("shims", "proxy", "mcp", "register", "routing")
 PACKAGES = {"claude": "Claude Code", "codex": "Codex"}
 
@@ -70,9 +75,6 @@ def after(state_dir: Path, since: float, code: int) -> str:
 
 
 def _saved(state_dir: Path, since: float) -> tuple[int, int, float]:
-    from capsule.ground import paths  # noqa: PLC0415
-    from capsule.measure.ledger import Ledger, summarise  # noqa: PLC0415
-
     path = state_dir / paths.LEDGER_DB
     if not path.exists():
         return 0, 0, 0.0
@@ -86,14 +88,10 @@ def _saved(state_dir: Path, since: float) -> tuple[int, int, float]:
 
 def _cost(state_dir: Path, since: float) -> float | None:
     """What the agent's transcripts price this session at; None when none were read or priced."""
-    from capsule.ground import paths  # noqa: PLC0415
 
     if not (state_dir / paths.usage_path().name).exists():
         return None
     try:
-        from capsule.measure.cost import total_cost  # noqa: PLC0415
-        from capsule.measure.usage import UsageStore  # noqa: PLC0415
-
         store = UsageStore(state_dir / paths.usage_path().name)
         try:
             calls = store.calls(since)

@@ -34,8 +34,8 @@ def register(sub) -> None:
 
 def load(claude_dirs, codex_dirs, since: float | None) -> dict:
     """Ingest (the given folders, else the agents' defaults), then the stored rows to report on."""
-    from capsule.measure import ingest
-    from capsule.measure.usage import UsageStore
+    from capsule.measure import ingest  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.measure.usage import UsageStore  # noqa: PLC0415 - bench_startup "capsule --help"
 
     explicit = bool(claude_dirs or codex_dirs)
     for d in [*(claude_dirs or []), *(codex_dirs or [])]:
@@ -58,9 +58,9 @@ def load(claude_dirs, codex_dirs, since: float | None) -> dict:
 
 
 def collect(claude_dirs, codex_dirs, since: float | None) -> dict:
-    from capsule.measure import summary
+    from capsule.measure import summary  # noqa: PLC0415 - bench_startup "capsule --help"
 
-    from capsule.prompt import record
+    from capsule.prompt import record  # noqa: PLC0415 - bench_startup "capsule --help"
 
     data = load(claude_dirs, codex_dirs, since)
     rows = summary.sessions(data["calls"], data["meta"])

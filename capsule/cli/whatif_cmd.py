@@ -10,6 +10,7 @@ transcripts and role give byte-identical output; nothing here is sent anywhere.
 
 from __future__ import annotations
 
+import binascii
 import json
 import os
 import re
@@ -17,8 +18,12 @@ import tempfile
 from pathlib import Path
 
 from capsule.cli.gain import parse_since
+from capsule.cli.usage_cmd import load
 from capsule.ground import switches
+from capsule.ground.switches import Switches
 from capsule.ground.terminal import visible
+from capsule.ground.types import Observation
+from capsule.policy.manifest import DEFAULT_ROLE, load_role
 
 # a removed line's words that would show the agent used it later: identifiers, paths, ids, long
 # numbers — a word with a digit, `_`, `/`, `.` or `-` in it (a plain English word proves nothing)
@@ -41,15 +46,12 @@ def register(sub) -> None:
 
 
 def _role(name: str | None):
-    from capsule.policy.manifest import DEFAULT_ROLE, load_role
-
     return load_role(name or os.environ.get(switches.ROLE) or DEFAULT_ROLE)
 
 
 def build(args) -> dict:
-    from capsule.cli.usage_cmd import load
-    from capsule.measure import ingest, whatif
-    from capsule.measure.transcripts import exchanges
+    from capsule.measure import ingest, whatif  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.measure.transcripts import exchanges  # noqa: PLC0415 - bench_startup "capsule --help"
 
     role = _role(args.role)
     mode = role.context.mode if role.context.mode in ("standard", "aggressive") else "standard"
@@ -69,9 +71,8 @@ def build(args) -> dict:
 
 
 def _standing(role) -> int:
-    from capsule.ground.switches import Switches
-    from capsule.policy.plan import plan
-    from capsule.prompt import budget
+    from capsule.policy.plan import plan  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.prompt import budget  # noqa: PLC0415 - bench_startup "capsule --help"
 
     return int(budget.standing_context(plan(role, Switches.read()), role)["tokens"])
 
@@ -79,8 +80,8 @@ def _standing(role) -> int:
 def _lanes(role):
     """The role's lane model for a call's thread: main for the main thread, subagent for the others;
     only for the role's own client (a Claude role's lanes say nothing of a Codex session)."""
-    from capsule.measure import cost
-    from capsule.route import lanes
+    from capsule.measure import cost  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.route import lanes  # noqa: PLC0415 - bench_startup "capsule --help"
 
     table = lanes.from_role(role)
 
@@ -100,9 +101,9 @@ def _lanes(role):
 
 
 def _replay(found, said, mode: str, languages, media_table: dict) -> tuple[list, list, dict, list]:
-    from capsule.engine import Engine
-    from capsule.ground import tokens
-    from capsule.measure.whatif import Bounce, Change
+    from capsule.engine import Engine  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.ground import tokens  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.measure.whatif import Bounce, Change  # noqa: PLC0415 - bench_startup "capsule --help"
 
     saved, bounces, media_saved, images = [], [], [], 0
     later: dict[tuple, list] = {}
@@ -138,10 +139,9 @@ def _replay(found, said, mode: str, languages, media_table: dict) -> tuple[list,
 
 def _media_removed(engine, e, media_type: str, data: str, mode: str, table: dict) -> int:
     """Tokens an image or PDF block would have cost less through the engine's media stage."""
-    import base64
-    import binascii
+    import base64  # noqa: PLC0415 - bench_startup "capsule --help"
 
-    from capsule import engine_media
+    from capsule import engine_media  # noqa: PLC0415 - bench_startup "capsule --help"
 
     try:
         raw = base64.b64decode(data, validate=True)
@@ -160,8 +160,7 @@ def _media_removed(engine, e, media_type: str, data: str, mode: str, table: dict
 
 def _shaped(engine, e) -> str | None:
     """The result as the proxy door would have shaped it: the same request rewrite, the same engine."""
-    from capsule.ground.types import Observation
-    from capsule.proxy import rewrite
+    from capsule.proxy import rewrite  # noqa: PLC0415 - bench_startup "capsule --help"
 
     if e.api == "anthropic":
         body = {"messages": [
@@ -192,9 +191,9 @@ def _shaped(engine, e) -> str | None:
 
 def _bounces(e, after: str, said: list) -> list:
     """Lines cut from this result whose distinct words the agent wrote or asked for later."""
-    from capsule.ground.tokens import count
-    from capsule.measure.whatif import Bounce
-    from capsule.store import redact
+    from capsule.ground.tokens import count  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.measure.whatif import Bounce  # noqa: PLC0415 - bench_startup "capsule --help"
+    from capsule.store import redact  # noqa: PLC0415 - bench_startup "capsule --help"
 
     kept = set(after.splitlines())
     # what the agent already had: the shaped result, the call itself, everything said before it
@@ -220,7 +219,7 @@ def _bounces(e, after: str, said: list) -> list:
 
 
 def cmd_whatif(args) -> int:
-    from capsule.measure import whatif
+    from capsule.measure import whatif  # noqa: PLC0415 - bench_startup "capsule --help"
 
     report = build(args)
     if args.json:

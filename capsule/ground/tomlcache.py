@@ -13,16 +13,16 @@ import marshal
 import os
 import tomllib
 
+from blake3 import blake3
+
+from capsule.ground import paths
+
 MAX_ENTRIES = 64
 
 
 def loads(data: bytes) -> dict:
     path = None
     try:
-        from blake3 import blake3
-
-        from capsule.ground import paths
-
         path = paths.state_dir() / "cache" / f"toml-{blake3(data).hexdigest()[:32]}.marshal"
         with open(path, "rb") as f:
             doc = marshal.load(f)
@@ -34,8 +34,6 @@ def loads(data: bytes) -> dict:
     if path is not None:
         try:
             blob = marshal.dumps(doc)       # ValueError for a TOML date: such a file is parsed each time
-            from capsule.ground import paths
-
             paths.private_dir(path.parent)
             paths.write_private(path, blob)
             _prune(path.parent)

@@ -24,6 +24,7 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
+from mcp.types import ImageContent, TextContent
 
 from capsule import agents
 from capsule.agents import claude, codex
@@ -31,6 +32,7 @@ from capsule.engine_read import tool_arguments, tool_surface
 from capsule.ground import switches
 from capsule.ground.types import Observation, Request
 from capsule.agents import intent_log as intents, session
+from capsule.engine import Engine
 from capsule.engine_read import RequestError
 
 SERVER_NAME = "capsule"
@@ -70,8 +72,6 @@ class ReadDoor:
         """The door's one engine, made by the first call (or warm()), not at the handshake."""
         with self._made_lock:
             if self._engine is None:
-                from capsule.engine import Engine  # noqa: PLC0415
-
                 self._engine = Engine(languages=self.languages, role_mode=self.role_mode)
             return self._engine
 
@@ -82,8 +82,6 @@ class ReadDoor:
     def _media_engine(self):
         found = getattr(self._media_engines, "engine", None)
         if found is None:
-            from capsule.engine import Engine  # noqa: PLC0415
-
             found = self._media_engines.engine = Engine(languages=self.languages, role_mode=self.role_mode)
         return found
 
@@ -132,7 +130,6 @@ class ReadDoor:
     def _read_media(self, path: str, scope: str):
         """An image sized to the agent model's family cap, a screenshot of a workspace file as a pointer,
         a PDF as text with page markers, as MCP content blocks; None when the file is not media."""
-        from mcp.types import ImageContent, TextContent
 
         req = Request("media", self.root, path, scope=scope, model=os.environ.get(switches.AGENT_MODEL),
                       media=tuple(self._media_table().items()))

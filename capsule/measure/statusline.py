@@ -17,6 +17,8 @@ import os
 import time
 from pathlib import Path
 
+import apsw
+
 LEDGER_DB = "ledger.db"
 
 
@@ -44,7 +46,7 @@ def _session_start(data: dict) -> float | None:
                     break
                 stamp = json.loads(line).get("timestamp") if line.strip().startswith("{") else None
                 if isinstance(stamp, str):
-                    from datetime import datetime  # noqa: PLC0415
+                    from datetime import datetime  # noqa: PLC0415 - bench_startup "capsule statusline"
 
                     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
     except (OSError, ValueError, AttributeError):
@@ -57,7 +59,6 @@ def saved(state: Path, session_id: str | None, since: float | None) -> tuple[int
     path = state / LEDGER_DB
     if not path.is_file():
         return None
-    import apsw  # noqa: PLC0415
 
     try:
         conn = apsw.Connection(f"file:{path}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)

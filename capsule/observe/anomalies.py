@@ -14,6 +14,7 @@ import string
 from collections import Counter, defaultdict
 from itertools import compress
 from operator import le
+from statistics import median
 
 from capsule.observe import digits
 
@@ -191,10 +192,6 @@ def _field_outliers(idx: list[int], columns: list) -> set[int]:
             rare = {v for v, c in values.items() if is_rare(c, total)}
             keep |= {i for i, v in zip(idx, column) if v in rare}
         else:
-            # statistics (with fractions, decimal, random: ~4 ms) is loaded only when a numeric,
-            # unordered column reaches here, not on every cold `ctx run` (tests/cli/test_cold_run.py)
-            from statistics import median  # noqa: PLC0415
-
             med = median(nums)
             spread = median([abs(x - med) for x in nums])
             bar = max(OUTLIER_FACTOR * abs(med), med + OUTLIER_FACTOR * spread, 1.0)

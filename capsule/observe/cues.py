@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from collections import namedtuple
 
+import tantivy
+
 REGION_BUDGET_TOKENS = 2000     # what the kept regions may take beside what always shows (~ the size gate's 8 KB)
 MIN_SHARE = 0.35                # a BM25 hit below this share of the best is noise (a word in passing)
 MAX_NAMES = 48                  # exact names kept, first said first
@@ -129,7 +131,6 @@ def rank(texts: list[str], cue: Cues, titles: list[str] | None = None) -> list[i
     indexed with its text. Identifiers are indexed with their snake/camel parts."""
     if not cue.terms or not texts:
         return []
-    import tantivy  # noqa: PLC0415 - only a cut with cues ranks
 
     schema = tantivy.SchemaBuilder().add_text_field("body").add_integer_field("i", stored=True).build()
     index = tantivy.Index(schema)

@@ -12,21 +12,23 @@ lines survive or raw is emitted (INV-7); a lossy emission has one footer and mar
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass, field, replace
 
-from capsule.ground import logs, switches, tokens
+from capsule.ground import switches, tokens
 from capsule.ground.types import Limit, Observation
 from capsule.observe import fit, guard, markers, rarity, registry
 from capsule.observe.classify import Classification, classify
 from capsule.observe.intent import shorten
 from capsule.observe.keep import missing, split as keep_split
+from capsule.observe.salience import with_intent
 from capsule.observe.transform_types import Context, Removal, StageReport
 from capsule.observe.verbatim import EXEMPT_TRANSFORMS
 from capsule.store.archive import handle_of
 
-log = logs.get("capsule.pipeline")
+log = logging.getLogger("capsule.pipeline")
 
 
 # Transforms that cut an output by dropping its lines (not re-shaping a document, not a read): the
@@ -170,7 +172,6 @@ def run(obs: Observation, archive, *, mode: str, languages: tuple[str, ...], mea
         cls = replace(cls, transform_id="reflex", reason=cls.reason + "; intent known: reflex")
     stated = intent  # what the ledger keeps: the client's own goal, not what the session added to it
     if salient:      # (after the reflex choice: a session's failures do not make every output a reflex read)
-        from capsule.observe.salience import with_intent  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"
 
         intent = shorten(with_intent(intent, salient))[0]
     ctx = Context(command=obs.command, family=cls.family, stream=obs.stream, intent=intent, exit_code=obs.exit_code,

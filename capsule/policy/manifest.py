@@ -142,7 +142,7 @@ def validate(data: dict[str, Any], path: Path, source: str) -> None:
 
 
 def _first_error(data: dict[str, Any], path: Path, source: str, version: int) -> str | None:
-    import jsonschema
+    import jsonschema  # noqa: PLC0415 - bench_startup "capsule --help"
 
     validator = jsonschema.Draft202012Validator(_schema(version))
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))

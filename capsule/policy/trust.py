@@ -13,15 +13,16 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import logging
 import os
 import stat
 import tempfile
 import time
 from pathlib import Path
 
-from capsule.ground import logs, paths
+from capsule.ground import paths
 
-_log = logs.get("capsule")
+_log = logging.getLogger("capsule")
 
 
 class TrustError(ValueError):

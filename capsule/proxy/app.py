@@ -22,6 +22,7 @@ import httpx2
 from blake3 import blake3
 
 from capsule import engine_api, engine_media
+from capsule.engine import Engine
 from capsule.ground.types import Observation, Part
 from capsule.proxy import wire_media as proxy_media
 from capsule.proxy import bodies, rewrite, target, usage_tap
@@ -296,8 +297,6 @@ class Proxy:
         store connections, and WAL lets them write at once)."""
         found = getattr(self._local, "engine", None)
         if found is None:
-            from capsule.engine import Engine  # noqa: PLC0415 - heavy; the first tool result pays it
-
             found = self._local.engine = Engine(self.settings.state_dir, mode=self.settings.mode,
                                                 languages=self.settings.languages)
             with self._engines_lock:

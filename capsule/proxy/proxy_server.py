@@ -81,7 +81,7 @@ class ProxyServer:
         self.port = sock.getsockname()[1]
 
     def _uvicorn(self):
-        import uvicorn  # noqa: PLC0415
+        import uvicorn  # noqa: PLC0415 - bench_startup "capsule ctx doctor"
 
         class Server(uvicorn.Server):
             """uvicorn re-raises SIGTERM/SIGINT when its loop ends, which would kill the process before

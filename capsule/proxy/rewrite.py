@@ -17,6 +17,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Callable
 
+from blake3 import blake3
+
 from capsule.agents import claude
 from capsule.ground.wire_json import parse, serialize  # noqa: F401 - the body's one reader and writer
 
@@ -99,7 +101,6 @@ def conversation(api: str, body: dict, headers: dict[str, str]) -> str:
         first = next((i for i in body.get("input") or [] if isinstance(i, dict) and i.get("role") == "user"), None)
     if isinstance(sid, str) and sid:
         return sid[:80]
-    from blake3 import blake3  # noqa: PLC0415
 
     return f"root-{blake3(serialize(first)).hexdigest()[:16]}"
 

@@ -20,10 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from datetime import datetime, timezone
 
+from blake3 import blake3
+
+from capsule.ground import paths
 from capsule.ground.wire_json import serialize
-from capsule.route import governor
-from capsule.route.quota import account_of
-from capsule.route.quota import parse_when
+from capsule.measure.usage import UsageStore
+from capsule.route import governor, subagents
+from capsule.route.governor import spend_windows
+from capsule.route.lanes import client_effort
+from capsule.route.quota import account_of, from_headers, model, parse_when, peak
+from capsule.store.quota_rows import QUOTA_DB, QuotaStore
+from capsule.store.route_rows import RouteLog
 
 log = logging.getLogger("capsule.proxy")
 
@@ -75,7 +82,6 @@ def effort_of(api: str, body: dict) -> str | None:
 def thread_key(api: str, session: str, body: dict) -> str:
     """One conversation: its session plus what it opened with (system prompt and first message);
     subagents share their parent's session id, /clear and compaction open with new messages."""
-    from blake3 import blake3  # noqa: PLC0415
 
     if api == "anthropic":
         first = _unmarked((body.get("messages") or [None])[0])
@@ -144,8 +150,6 @@ class RouteSide:
         defs = {}
         if table is not None and agent_kind == "claude":
             try:
-                from capsule.route import subagents  # noqa: PLC0415
-
                 defs = {cls: subagents.templates()[cls] for cls in subagents.templates()}
             except Exception:  # noqa: BLE001
                 defs = {}
@@ -154,16 +158,11 @@ class RouteSide:
     # ---- stores --------------------------------------------------------------------------------
     def route_log(self):
         if self._log is None:
-            from capsule.ground import paths  # noqa: PLC0415
-            from capsule.store.route_rows import RouteLog  # noqa: PLC0415
-
             self._log = RouteLog(self.state_dir / paths.LEDGER_DB)
         return self._log
 
     def quota_store(self):
         if self._quota is None:
-            from capsule.store.quota_rows import QUOTA_DB, QuotaStore  # noqa: PLC0415
-
             self._quota = QuotaStore(self.state_dir / QUOTA_DB)
         return self._quota
 
@@ -172,15 +171,10 @@ class RouteSide:
         """The fullest window of this account; with an API key and a role budget, the cost
         engine's spend windows (today, this session) count as windows too."""
         try:
-            from capsule.route.quota import model, peak  # noqa: PLC0415
-
             q = model(self.quota_store().samples(time.time() - 8 * 86400))
             u, w = peak(q, account)
             t = self.table
             if t is not None and regime != "subscription" and (t.budget_usd_day or t.budget_usd_session):
-                from capsule.ground import paths  # noqa: PLC0415
-                from capsule.route.governor import spend_windows  # noqa: PLC0415
-
                 for sw in spend_windows(t.budget_usd_day, t.budget_usd_session, regime=regime, session=session,
                                         usage_db=self.state_dir / paths.USAGE_DB):
                     if sw["utilization"] >= u:
@@ -193,9 +187,6 @@ class RouteSide:
     def recorded_calls(self) -> list[dict] | None:
         """The last 30 days of recorded calls: what a lane change is priced on (route/payoff.py)."""
         try:
-            from capsule.ground import paths  # noqa: PLC0415
-            from capsule.measure.usage import UsageStore  # noqa: PLC0415
-
             store = UsageStore(self.state_dir / paths.USAGE_DB)
             try:
                 return store.calls(since=time.time() - 30 * 86400)
@@ -271,8 +262,6 @@ class RouteSide:
             conv.pin_model = wanted
             self.stats["pinned"] += 1
         if choice.degraded and lane.effort and effort_of(api, body) and lane.effort != effort_of(api, body):
-            from capsule.route.lanes import client_effort  # noqa: PLC0415
-
             conv.pin_effort = client_effort(self.agent_kind or "claude", lane.effort)
         self.stats["degraded"] += choice.degraded
         self._event("decision", conv, choice.reason,
@@ -293,7 +282,6 @@ class RouteSide:
     def on_response(self, api: str, status: int, resp_headers: dict[str, str], req_headers: dict[str, str],
                     session: str | None) -> bool:
         """Quota samples from the headers; True when the answer is a rate-limit rejection."""
-        from capsule.route.quota import account_of, from_headers  # noqa: PLC0415
 
         account, regime = account_of(api, req_headers)
         try:

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta, timezone
 from capsule.route import payoff
 from capsule.route.lanes import Lane, Table
 from capsule.measure import cost
+from capsule.measure.usage import UsageStore
 from capsule.policy.manifest import Role, load_role
 
 
@@ -72,8 +73,6 @@ def spend_windows(day_budget: float | None, session_budget: float | None, now: f
         return []
     now = time.time() if now is None else now
     if calls is None:
-        from capsule.measure.usage import UsageStore  # noqa: PLC0415
-
         store = UsageStore(usage_db)
         try:
             calls = store.calls()

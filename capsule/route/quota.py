@@ -21,7 +21,11 @@ import re
 import time
 from datetime import datetime
 
+from blake3 import blake3
+
+from capsule.ground.errors import UserError
 from capsule.ground.numbers import bounded
+from capsule.policy.manifest import ManifestError
 from capsule.store.quota_rows import (MAX_UTILIZATION, QUOTA_DB, READ_ROWS, TIME_MAX,  # noqa: F401 - the rows' API
                                       QuotaStore, Sample)
 
@@ -35,7 +39,6 @@ MAX_STATUS = 40            # a status is a word ("allowed_warning"); a longer he
 
 def account_of(api: str, headers: dict[str, str]) -> tuple[str, str]:
     """(account, regime) from the request's credential: a hash, never the credential itself."""
-    from blake3 import blake3  # noqa: PLC0415
 
     key = headers.get("x-api-key") or ""
     auth = headers.get("authorization") or ""
@@ -167,9 +170,7 @@ def picture(role_arg: str | None = None, now: float | None = None) -> dict:
         store.close()
     role = role_arg or os.environ.get("JACKIN_CTX_ROLE")
     if role:
-        from capsule.ground.errors import UserError  # noqa: PLC0415
-        from capsule.policy.manifest import ManifestError  # noqa: PLC0415
-        from capsule.route import governor  # noqa: PLC0415
+        from capsule.route import governor  # noqa: PLC0415 - bench_startup "capsule ctx report"
 
         try:
             q["windows"] += governor.budget_windows(role, now or time.time(), regime=q["regime"])

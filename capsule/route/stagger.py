@@ -16,6 +16,7 @@ import os
 import time
 from dataclasses import dataclass
 
+from blake3 import blake3
 import anyio
 
 from capsule.ground.switches import NO_STAGGER
@@ -42,7 +43,6 @@ def settings_from(spec: dict, env=None) -> Settings:
 
 def prefix_key(api: str, body: dict, min_chars: int) -> str | None:
     """The shared prefix's hash, or None when it is too short to be worth a wait."""
-    from blake3 import blake3  # noqa: PLC0415
 
     parts = [body.get("model"), body.get("tools") or [],
              body.get("system") if api == "anthropic" else body.get("instructions")]

@@ -14,6 +14,7 @@ own output: neither is touched here.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shlex
 import sys
@@ -21,10 +22,10 @@ from pathlib import Path
 
 from capsule.agents import intent_log as intents
 from capsule.agents import claude, limits, session
-from capsule.ground import logs, switches
+from capsule.ground import switches
 from capsule.ground.types import Observation
 
-log = logs.get("capsule.hook")
+log = logging.getLogger("capsule.hook")
 
 MEMO_DIR = session.HOOK_MEMO_DIR  # in the state dir: one file per answered tool call (kept 24 h)
 MIN_CHARS = 256                   # shorter results are not worth an engine call (as the proxy's)

@@ -52,13 +52,13 @@ class Journal:
             fcntl.flock(fd, fcntl.LOCK_EX)        # held until we exit, however we exit
             # The command line redacted when it may hold a secret; loading the patterns costs a cold run
             # ~100 ms, so a command that cannot hold one is written as it is.
-            from capsule.store import redact
+            from capsule.store import redact  # noqa: PLC0415 - bench_startup "ctx run, warm engine"
 
             line = redact.redacted(command) if redact.may_hold_secret(command) else command
             os.write(fd, f"{line}\n{os.getcwd() if cwd is None else cwd}\n".encode("utf-8", "surrogateescape"))
             os.rename(tmp, f"{base}.cmd")       # seen by recover() only once locked
             self._lock, self._base = fd, base
-            from capsule.store.redact_stream import StreamRedactor
+            from capsule.store.redact_stream import StreamRedactor  # noqa: PLC0415 - bench_startup "ctx run, warm engine"
 
             for s in STREAMS:
                 fd = paths.open_private(f"{base}.{s}", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
@@ -209,7 +209,7 @@ def orphans(state_dir) -> list[str]:
 
 def _command(base: str) -> str:
     """The command line of a journalled run, secrets redacted (the file holds it as typed)."""
-    from capsule.store import redact
+    from capsule.store import redact  # noqa: PLC0415 - bench_startup "ctx run, warm engine"
 
     with open(f"{base}.cmd", "rb") as f:
         return redact.redacted(f.read().decode("utf-8", "surrogateescape").split("\n", 1)[0])
@@ -245,9 +245,9 @@ def recover(state_dir) -> list[str]:
 
 
 def _recover_one(base: str) -> list[str]:
-    import blake3
+    import blake3  # noqa: PLC0415 - bench_startup "capsule ctx doctor"
 
-    from capsule.store.archive import Archive
+    from capsule.store.archive import Archive  # noqa: PLC0415 - bench_startup "ctx run, warm engine"
 
     command = _command(base)
     notes = []
@@ -265,8 +265,6 @@ def _recover_one(base: str) -> list[str]:
             while chunk := f.read(1 << 20):
                 hasher.update(chunk)
             if archive is None:
-                from capsule.ground import paths
-
                 archive = Archive(paths.state_dir() / paths.ARCHIVE_DB)
             handle = archive.put_file(f, size, hasher.hexdigest()[:24], command)
         notes.append(f"capsule: `{command}` was killed before its output was shown; the {size:,} bytes of "

@@ -38,8 +38,6 @@ def put(name: str, k: str, value: Any) -> None:
     if len(table) > MAX_ENTRIES:
         table = dict(list(table.items())[-MAX_ENTRIES:])
     try:
-        from capsule.ground import paths
-
         paths.private_dir(path.parent)
         paths.write_private(path, json.dumps(table))
     except OSError:

@@ -354,7 +354,7 @@ def _re2(source: str, flags: int):
         return None
     inline = "".join(c for f, c in ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s")) if flags & f)
     try:
-        import re2
+        import re2  # noqa: PLC0415 - bench_startup "capsule ctx doctor"
 
         quiet = re2.Options()
         quiet.log_errors = False        # a pattern RE2 cannot take is expected here, not news for stderr
@@ -441,8 +441,8 @@ def _detect_secrets(skip: set[str]) -> list[tuple[str, str, int]]:
 def patterns_from_library() -> list[list]:
     """[class, kind, pattern, flags] for every regex plugin of the installed detect-secrets (dev tool:
     writes nothing; `python -m capsule.store.redact > capsule/store/data/detect_secrets_patterns.json`)."""
-    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-    from detect_secrets.plugins.base import RegexBasedDetector
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class  # noqa: PLC0415 - bench_startup "capsule ctx gain"
+    from detect_secrets.plugins.base import RegexBasedDetector  # noqa: PLC0415 - bench_startup "capsule ctx gain"
 
     rows = []
     for secret_type, cls in sorted(get_mapping_from_secret_type_to_class().items()):

@@ -14,6 +14,7 @@ import time
 import tomllib
 from pathlib import Path
 
+from capsule.ground import paths
 from capsule.store import sqlite
 
 DATA = Path(__file__).parent / "data" / "retention.toml"
@@ -102,8 +103,6 @@ def prune_all(state_dir, min_interval_s: float | None = None, now: float | None 
             pass
         out[name] = prune(state_dir, name, now, conf)
         try:
-            from capsule.ground import paths
-
             paths.private_dir(stamp.parent)
             os.close(paths.open_private(stamp))
             os.utime(stamp)

@@ -17,6 +17,7 @@ state dir's pending lock, so a ledger reader right after a run sees its row (sto
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import sys
 import time
@@ -24,10 +25,10 @@ import time
 import anyio
 
 from capsule import shims
-from capsule.ground import logs, paths, switches
+from capsule.ground import log_handlers, paths, switches
 from capsule.supervisor.control_server import EngineServer
 
-log = logs.get("capsule.daemon")
+log = logging.getLogger("capsule.daemon")
 
 TICK_S = 1.0        # how often the idle clock and the socket file are looked at
 
@@ -85,7 +86,7 @@ def main() -> int:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         return 0            # another daemon has this socket (BlockingIOError), or no state dir to run in
-    logs.configure()
+    log_handlers.install()
     os.chdir("/")           # a run's cwd comes with its request; never pin a directory
     started = time.monotonic()
     try:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from capsule.ground import paths
+from capsule.ground.log_handlers import QuietFileHandler
 
 
 class _QuietStderr(logging.StreamHandler):
@@ -22,8 +23,6 @@ class _QuietStderr(logging.StreamHandler):
 
 
 def setup_logging(state_dir: Path, verbose: bool = False) -> None:
-    from capsule.ground.log_handlers import QuietFileHandler  # noqa: PLC0415
-
     handlers: list[logging.Handler] = [_QuietStderr(sys.stderr)]
     try:
         # created owner-only first: logging's FileHandler would make it 0644 under umask 022

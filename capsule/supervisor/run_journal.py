@@ -12,14 +12,14 @@ follow (another user's process, no pidfd, not the capture's memory files) journa
 
 from __future__ import annotations
 
+import logging
 import os
 import select
 import threading
 
-from capsule.ground import logs
 from capsule.store import journal
 
-log = logs.get("capsule.run_journal")
+log = logging.getLogger("capsule.run_journal")
 
 MEMFD_PREFIX = "/memfd:capsule-journal-"    # the names the capture gives its memory files
 STREAMS = ("stdout", "stderr")

@@ -125,14 +125,21 @@ def test_no_daemon_keeps_every_run_in_process(run, state_dir):
 
 
 PROBE = """
-import json, os, sys
+import json, os, re, sys
 sys.argv = ["capsule", "ctx", "run", "--", sys.argv[1]]
 execv = os.execv
 
 
+def logs(module):   # a module that logs holds its logging.getLogger(...) from an import at its top
+    with open(module.__file__, encoding="utf-8") as f:
+        return re.search(r"^(import logging|from logging )", f.read(), re.M) is not None
+
+
 def seen(path, args):   # what the interpreter loaded by the time it becomes the compiled capture
     print(json.dumps([os.path.basename(path)] + [m for m in ("capsule.engine", "capsule.observe", "tiktoken",
-          "logging", "dataclasses", "anyio", "capsule.store.redact") if m in sys.modules]), file=sys.stderr, flush=True)
+          "logging", "dataclasses", "anyio", "capsule.store.redact") if m in sys.modules]
+          + [f"{name} logs" for name, m in sorted(sys.modules.items()) if name.startswith("capsule") and logs(m)]),
+          file=sys.stderr, flush=True)
     execv(path, args)
 
 
@@ -145,7 +152,8 @@ print("still in Python after the run", file=sys.stderr)
 
 def test_a_run_through_the_daemon_loads_no_engine_and_becomes_the_compiled_capture(run, state_dir):
     """The client's side of a warm run: find the socket, exec the compiled capture (the design's
-    <= 60 ms of CPU); the capture runs the command and makes the one request."""
+    <= 60 ms of CPU); the capture runs the command and makes the one request. The client loads only
+    modules that do not log (and so no logging: ~6 ms of CPU)."""
     run(run.talk)
     sock = _socket(state_dir)
     control_server.wait_ready(sock, 60)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import apsw
+
 from capsule.measure.transcripts.transcript_common import guarded, text
 from capsule.measure.usage import Batch, Call, Session
 
@@ -31,7 +33,6 @@ def usage_buckets(t: dict) -> dict:
 
 def read(db: Path, state: dict) -> Batch:
     """Every call and session in `db` (state["bad_lines"] counts the rows skipped)."""
-    import apsw  # noqa: PLC0415
 
     batch = Batch()
     conn = apsw.Connection(f"file:{Path(db)}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)

@@ -9,6 +9,7 @@ Invariant: never returns raw control bytes; never drops a mostly-printable text.
 
 from __future__ import annotations
 
+from capsule.observe.content import log_lines
 from capsule.observe.transform_types import Context, Removal, TransformResult
 
 TRANSFORM_ID = "binary"
@@ -62,8 +63,6 @@ def describe(text: str, ctx: Context) -> TransformResult:
     """Transform entry point."""
     data = text.encode("utf-8", "surrogateescape")
     if not is_binary(data):
-        from capsule.observe.content import log_lines
-
         result = log_lines.cluster(text, ctx)
         result.notes.insert(0, "not binary: mostly printable text (non-UTF-8 bytes kept)")
         return result

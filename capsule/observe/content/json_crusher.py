@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from capsule.observe.content import json_reduce, json_text, toon
+from capsule.observe.content import json_records, json_reduce, json_text, toon
 from capsule.observe.content.json_anomaly import (ERROR_KEY, Sampled, rows_schema, anomalies,  # noqa: F401
                                                   sample, value_anomalies)
 from capsule.observe.content.json_reduce import (AGGRESSIVE_MIN_ROWS, LONG_STRING, LONG_STRING_KEEP,  # noqa: F401
@@ -109,8 +109,6 @@ def _crush(text: str, ctx: Context) -> TransformResult:
     if isinstance(value, list) and len(value) >= min_rows:
         # One record a line (an array written so, JSON Lines, a JSON log stream): sampled like
         # pretty JSON, each shown record its own line as written (issue 25: these passed whole).
-        from capsule.observe.content import json_records
-
         lined = json_records.sampled_lines(text, ctx.intent, min_rows)
         # not the line check: it reads `"error": null` on every record as an error line;
         # sampled_lines keeps every record that reports one by its values

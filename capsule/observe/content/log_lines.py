@@ -17,6 +17,8 @@ import re
 from collections import defaultdict
 
 from capsule.observe import rarity
+from capsule.observe.content import templates as word_templates   # `templates` below is rarity's miner
+from capsule.observe.content.reflex import relevance
 from capsule.observe.transform_types import Context, Removal, TransformResult
 from capsule.observe.keep import extra
 
@@ -56,14 +58,12 @@ def _outliers(lines: list[str]) -> tuple[set[int], list[str]]:
     rest beyond the first and last line): the masks read `/orders/17` and `/admin/export.csv` alike, the words do not."""
     if len(lines) > OUTLIER_MAX_LINES:
         return set(), []
-    from capsule.observe.content import templates
-
-    folds, outliers = templates.cluster(lines)
+    folds, outliers = word_templates.cluster(lines)
     main = max(folds, key=lambda f: len(f.members), default=None)
     if main is None:
         return outliers, []
     rest = set(range(len(lines))) - {m for f in folds for m in f.members} - outliers
-    if len(main.members) >= templates.DOMINANT * len(lines) and len(rest) <= max(1, templates.RARE * len(lines)):
+    if len(main.members) >= word_templates.DOMINANT * len(lines) and len(rest) <= max(1, word_templates.RARE * len(lines)):
         # nearly every line is one fine template: the rare few of another shape break it too
         outliers = outliers | rest
     # the first and last lines stay: a range they already bound (a rising id) says nothing; of the
@@ -84,8 +84,6 @@ def cluster(text: str, ctx: Context) -> TransformResult:
     pinned = extra(text, ctx.exit_code) | failed_requests(lines)
     shown_lines = [ln.rsplit("\r", 1)[-1] if "\r" in ln.rstrip("\r") else ln for ln in lines]
     if ctx.intent:
-        from capsule.observe.content.reflex import relevance
-
         scores = relevance(shown_lines, ctx.intent)
         pinned |= set(sorted((i for i, s in enumerate(scores) if s > 0), key=lambda i: (-scores[i], i))[:INTENT_KEEP])
     groups: dict[str, list[int]] = defaultdict(list)

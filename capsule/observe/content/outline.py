@@ -12,6 +12,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 
+import tree_sitter
+
 from capsule.observe.transform_types import Context, Removal, TransformResult
 
 TRANSFORM_ID = "outline"
@@ -168,8 +170,6 @@ def load(lang: str, allowed=()):
         raise LookupError(f"grammar {lang!r} not in this role's languages {list(allowed)}")
     got = _languages.get(lang)
     if got is None:
-        import tree_sitter
-
         module, attr = GRAMMARS[lang]
         got = tree_sitter.Language(getattr(importlib.import_module(module), attr)())
         _languages[lang] = got
@@ -404,7 +404,6 @@ def outline(source: str, path: str, languages=(), detail: str = "auto") -> Trans
         language = load(lang, languages)
     except LookupError as exc:
         return TransformResult(source, TRANSFORM_ID, notes=[str(exc)])
-    import tree_sitter
 
     data = source.encode("utf-8", "surrogateescape")
     tree = tree_sitter.Parser(language).parse(data)

@@ -18,6 +18,7 @@ from collections import Counter
 from functools import lru_cache
 from importlib import resources
 
+from capsule.observe.keep import extra
 from capsule.observe.transform_types import MAX_INTENT_TOKENS, Context, Removal, TransformResult
 
 TRANSFORM_ID = "reflex"
@@ -210,8 +211,6 @@ def reflex(text: str, ctx: Context) -> TransformResult:
     if len(lines) <= MIN_LINES or _tokens(text) <= MIN_TOKENS:
         return TransformResult(text, TRANSFORM_ID, lossless=True, notes=["short: passed untouched"])
     try:
-        from capsule.observe.keep import extra
-
         keep = decide(lines, ctx.intent, pinned=extra(text, ctx.exit_code))
     except Exception as exc:  # fail open: the raw text, with the reason
         return TransformResult(text, TRANSFORM_ID, notes=[f"reflex failed open: {exc!r}"])

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 import tomllib
 
+import yaml as pyyaml
+
 from capsule.observe.content import json_reduce
 from capsule.observe.content.toon import strict_equal
 from capsule.observe.transform_types import Context, Removal, TransformResult
@@ -51,9 +53,7 @@ def _protected(lines: list[str], kind: str) -> set[int]:
 
 
 def _load_yaml(text: str):
-    import yaml
-
-    return list(yaml.safe_load_all(text))
+    return list(pyyaml.safe_load_all(text))
 
 
 def _load_toml(text: str):
@@ -137,7 +137,6 @@ def _tokens(text: str) -> int:
 def _text_yaml():
     """A SafeLoader whose numbers remember their text and whose timestamps stay text, and the
     Dumper that writes both back as written (a sampled document keeps every digit it shows)."""
-    import yaml as pyyaml
 
     class Num:
         def __init__(self, value, text):

@@ -12,10 +12,10 @@ emits raw); removals account for every dropped line.
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 from pathlib import Path
 
-from capsule.ground import logs
 from capsule.observe import markers
 from capsule.observe.filters.spec import FilterError, FilterSpec, parse_file
 from capsule.observe.filters.stages import run_stages
@@ -25,7 +25,7 @@ from capsule.observe.keep import missing
 
 TRANSFORM_ID = "filter"
 PROJECT_FILE = Path(".capsule") / "filters.toml"
-_log = logs.get("capsule")
+_log = logging.getLogger("capsule")
 # The built-in filters by path: importlib.resources (and the zipfile module it loads) cost ~6 ms of a
 # cold `ctx run`, and capsule is always installed as files.
 _DATA = Path(__file__).parent / "data"

@@ -18,6 +18,8 @@ import re
 from collections import Counter
 from dataclasses import replace
 
+from capsule.observe import keep
+from capsule.observe.content import name_runs
 from capsule.observe.filters.stages import run_stages
 from capsule.observe.filters.streaming import StreamFilter
 
@@ -60,8 +62,6 @@ class _Listing(StreamFilter):
         """What the pipeline's policy check holds (observe/keep.py: a bare name in a tree drawing
         is quoted, not reported); such a line is shown as printed."""
         if self._held is None:
-            from capsule.observe import keep  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"
-
             self._held = keep.protected("\n".join(self.lines), self.exit_code)
         return lineno - 1 in self._held
 
@@ -75,7 +75,6 @@ class _Listing(StreamFilter):
         (content/name_runs.py: `snap_0001.json…snap_0300.json`), and directories of one parent
         that hold the same names are written once (`pkgs/{a,b…d}/: names`). An entry is
         (lineno, name, is_dir[, line as printed if the policy holds it])."""
-        from capsule.observe.content import name_runs  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"
 
         written: dict[str, tuple[str, ...]] = {}
         for d, entries in dirs.items():

@@ -17,8 +17,13 @@ import re
 from dataclasses import dataclass, replace
 
 from capsule.observe import markers
+from capsule.observe.content import templates
+from capsule.observe.content.reflex import relevance
+from capsule.observe.content.search import asks_to_read, query_of
+from capsule.observe.filters import search_focus
 from capsule.observe.filters.stages import INTENT_SHARE, run_stages
 from capsule.observe.filters.streaming import StreamFilter
+from capsule.observe.guard import budgets
 from capsule.observe.verbatim import is_verbatim
 
 _HIT = re.compile(r"^(?P<path>[^\s:][^:]*?):(?P<no>\d+):(?P<text>.*)$")
@@ -235,8 +240,6 @@ class SearchFilter(StreamFilter):
             return
         if self.cues is not None and any(e.sep != ":" for e in hits):
             # regions past the view's size: the groups the task points at whole (search_focus.py)
-            from capsule.observe.filters import search_focus  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"
-
             cut = search_focus.cut(self.lines, entries, self.cues(), {e.lineno for e in entries if self._protected(e)})
             if cut is not None:
                 self.out, self._run.removals = cut
@@ -256,8 +259,6 @@ class SearchFilter(StreamFilter):
         """A search that reads code (content/search.asks_to_read: context asked for, grep -n on
         one file; or hits that name no file, the tool's own one-file form) within the bounded
         view's size (budgets.toml [reads] view_max_lines) is shown whole (issue 25)."""
-        from capsule.observe.content.search import asks_to_read  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"
-        from capsule.observe.guard import budgets  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"
 
         if n_lines > budgets()["reads"]["view_max_lines"]:
             return False
@@ -270,7 +271,6 @@ class SearchFilter(StreamFilter):
         the hits that break a template, the protected ones, the definitions of the searched name
         and the lines the intent points at join none. (folded line numbers, count line after a
         sample's line number, outlier line numbers)."""
-        from capsule.observe.content import templates  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"
 
         if any(e.sep != ":" for e in hits):
             return set(), {}, set()       # context was asked for: the agent reads those regions whole
@@ -280,8 +280,6 @@ class SearchFilter(StreamFilter):
         texts = [e.text for e in hits]
         named: set[int] = set()
         if self.intent:
-            from capsule.observe.content.reflex import relevance  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"
-
             # a hit whose text the intent speaks to joins no fold; a routine hit in a file the
             # intent names folds within that file (its file stays in view with its own count)
             exempt |= {i for i, s in enumerate(relevance(texts, self.intent)) if s > 0}
@@ -313,7 +311,6 @@ class SearchFilter(StreamFilter):
 
     def _definitions(self, hits: list[Entry]) -> list[Entry]:
         """Hits that define the searched name (a symbol hunt's answer is its definition)."""
-        from capsule.observe.content.search import query_of  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"
 
         query = query_of(self.command)
         if query is None or not re.fullmatch(r"[\w$.]+", query.pattern):
@@ -329,8 +326,6 @@ class SearchFilter(StreamFilter):
         keep |= set(sorted(outliers)[:budget // 2])   # the hits that break a template: the ones that differ
         keep |= {e.lineno for e in self._definitions(hits)[:int(budget * DEFINITION_SHARE)]}
         if self.intent:
-            from capsule.observe.content.reflex import relevance  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"
-
             scores = relevance([e.raw for e in hits], self.intent)
             ranked = sorted((i for i, s in enumerate(scores) if s > 0), key=lambda i: (-scores[i], i))
             keep |= {hits[i].lineno for i in ranked[:int(budget * INTENT_SHARE)]}

@@ -9,6 +9,7 @@ project or role file) gets linear-time RE2 regexes only (linear.py), so no input
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass, field
 
 from capsule.ground import tomlcache
@@ -74,7 +75,7 @@ def _regex(value, where: str, linear: bool = False) -> re.Pattern:
     if not isinstance(value, str):
         raise FilterError(f"{where}: expected a regex string, got {type(value).__name__}")
     if linear:
-        from capsule.observe.filters.linear import LinearPattern, LinearRegexError
+        from capsule.observe.filters.linear import LinearPattern, LinearRegexError  # noqa: PLC0415 - bench_startup "ctx run cold, no engine"
 
         try:
             return LinearPattern(value)  # type: ignore[return-value]  # the slice of re.Pattern stages use
@@ -183,8 +184,6 @@ def parse_file(data: bytes, source: str, linear: bool = False) -> dict[str, Filt
     try:
         doc = tomlcache.loads(data)
     except Exception as exc:
-        import tomllib
-
         if not isinstance(exc, (UnicodeDecodeError, tomllib.TOMLDecodeError)):
             raise
         raise FilterError(f"{source}: not a valid TOML filter file: {exc}") from None

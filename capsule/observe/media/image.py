@@ -41,7 +41,7 @@ class Sized:
 
 
 def _open(data: bytes):
-    from PIL import Image
+    from PIL import Image  # noqa: PLC0415 - bench_startup "capsule ctx doctor"
 
     try:
         with warnings.catch_warnings():     # Pillow's bomb warning is an answer here, not a log line
@@ -107,7 +107,7 @@ def fit(data: bytes, fam: caps.Family) -> Sized:
 
 def _resized(img, fam: caps.Family, media_type: str, size: tuple[int, int], target: tuple[int, int],
              before: int) -> Sized:
-    from PIL import Image, ImageOps
+    from PIL import Image, ImageOps  # noqa: PLC0415 - bench_startup "capsule ctx doctor"
 
     (w, h), (tw, th) = size, target
     try:
@@ -152,7 +152,7 @@ def _encode(img, media_type: str) -> tuple[bytes, str]:
 def content_area(data: bytes) -> int:
     """Pixels of the box that holds everything differing from the background (the top-left pixel's
     colour): a short web page's text fills its box even when it fills little of the screen."""
-    from PIL import Image, ImageChops
+    from PIL import Image, ImageChops  # noqa: PLC0415 - bench_startup "capsule ctx doctor"
 
     img = Image.open(io.BytesIO(data)).convert("RGB")
     bg = Image.new("RGB", img.size, img.getpixel((0, 0)))

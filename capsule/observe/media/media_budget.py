@@ -12,6 +12,7 @@ decoded (image.py, pdf.py). Invariant: over budget -> MediaError, the caller sen
 from __future__ import annotations
 
 import contextvars
+import ctypes
 import threading
 import time
 from contextlib import contextmanager
@@ -32,8 +33,6 @@ def _return_freed_memory() -> None:
     pool would bound what is held, not what PID 1 keeps. A fixed 1 MB threshold keeps big blocks
     mmapped, so a finished decode gives its memory back. Not glibc: nothing to do."""
     try:
-        import ctypes  # noqa: PLC0415
-
         libc = ctypes.CDLL("libc.so.6")
         libc.mallopt(-3, 1 << 20)       # M_MMAP_THRESHOLD
     except (OSError, AttributeError):

@@ -28,6 +28,7 @@ from capsule.ground.types import Part
 from capsule.observe.media import caps, image
 from capsule.observe.media.image import MediaError
 from capsule.observe.media import media_budget
+from capsule.store import memo
 
 TIMEOUT_S = 60.0
 MIN_TEXT_CHARS = 16        # a page with fewer non-space characters has no usable text layer
@@ -52,8 +53,6 @@ def tool() -> str | None:
     """The text extractor in use: 'pdftotext (poppler X)', 'pypdf X (poppler missing)', or None."""
     exe = shutil.which("pdftotext")
     if exe:
-        from capsule.store import memo
-
         def ask() -> str | None:
             try:
                 out = subprocess.run([exe, "-v"], capture_output=True, text=True, timeout=10)
@@ -66,7 +65,7 @@ def tool() -> str | None:
         if found is not None:
             return found
     try:
-        import pypdf
+        import pypdf  # noqa: PLC0415 - bench_startup "capsule ctx doctor"
     except ImportError:
         return None
     return f"pypdf {pypdf.__version__} (poppler's pdftotext missing)"
@@ -77,7 +76,7 @@ def renderer() -> str | None:
 
 
 def _reader(data: bytes):
-    import pypdf
+    import pypdf  # noqa: PLC0415 - bench_startup "capsule ctx doctor"
 
     try:
         reader = pypdf.PdfReader(io.BytesIO(data))

@@ -18,14 +18,17 @@ import re
 import shlex
 from dataclasses import replace
 
+import tree_sitter
+
 from capsule.observe.guard import budgets
 from capsule.observe.transform_types import Context, Removal, TransformResult
 from capsule.ground import tokens
-from capsule.observe import registry
+from capsule.observe import markers, read_focus, registry
 from capsule.observe.content import outline
 from capsule.observe.content.outline import has_assignment, body_of, split_rows
 from capsule.observe.content.outline import language_for
-from capsule.observe.content.sniff import sniff
+from capsule.observe.content.sniff import language_of, sniff
+from capsule.observe.cues import empty
 
 # `nl -ba`/`cat -n` output (a right-aligned number and a tab before each line), or an agent's
 # Read tool (`  12→code`)
@@ -64,8 +67,6 @@ def read_file(text: str, ctx: Context) -> TransformResult:
     if editable:
         body = text if source is None else source
         if not family.startswith("source:") and not _source_path(path):
-            from capsule.observe.content.sniff import language_of
-
             lang = language_of(body[:8192])      # declarations further down than the first KiB
             family = f"source:{lang}" if lang else family
         outlined = _outline(body, ctx, path, family, budget)
@@ -98,9 +99,6 @@ def _focused(source: str, ctx: Context, path: str | None, family: str, structure
     None when nothing points (no cue, no region here, no grammar): the plain structure stands."""
     if ctx.cues is None:
         return None
-    from capsule.observe import markers, read_focus
-    from capsule.observe.content import outline
-    from capsule.observe.cues import empty
 
     cue = ctx.cues()
     if empty(cue):
@@ -154,7 +152,6 @@ def _outline(source: str, ctx: Context, path: str | None, family: str, budget: i
         language = outline.load(lang, ctx.languages)
     except LookupError:
         return None
-    import tree_sitter
 
     tree = tree_sitter.Parser(language).parse(source.encode("utf-8", "surrogateescape"))
     lines = source.split("\n")
