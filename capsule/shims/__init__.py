@@ -108,6 +108,7 @@ def render_env(shim_dir: Path) -> str:
 
 CAPTURE = "capsule-capture"          # compiled: the agent's own view (capture, engine, emission)
 CAPTURE_TEMPLATE = TEMPLATE.with_name("capsule_capture.c")
+PROTOCOL_TEMPLATE = TEMPLATE.with_name("capture_protocol.c")   # its text goes where the capture says @PROTOCOL@
 # The shim first freestanding (no libc to load: each shimmed exec of a script costs ~nothing over the
 # real command), else with libc; the capture statically linked, else dynamically. First that builds wins.
 SHIM_FLAGS = (("-O2", "-static", "-nostdlib", "-ffreestanding", "-fno-stack-protector", "-fno-pie", "-no-pie",
@@ -149,6 +150,9 @@ def render_capture(socket: str | None = None) -> str:
         "@ENV_FORWARD@": _c_list(limits.env_names()), "@ALNUM@": _alnum_c(),
         "@ARGV0_PATH@": _c_list(ARGV0_PATH), "@REPLY_SLACK@": f"{REPLY_SLACK}u",
     }
+    # One translation unit from two files (each short enough to read): the protocol half first, so
+    # its own placeholders are filled with the rest.
+    values = {"@PROTOCOL@": PROTOCOL_TEMPLATE.read_text(encoding="utf-8"), **values}
     return _fill(CAPTURE_TEMPLATE, values)
 
 
