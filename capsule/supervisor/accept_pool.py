@@ -3,7 +3,8 @@
 Not responsible for what a request means (control_server.EngineServer answers it) nor for the
 engine's lock. Invariant: while the pool runs, a thread is waiting in accept() (up to `cap` threads),
 so a request wakes one thread already asleep in the kernel and no hand-off follows (blocking I/O, no
-event loop, no per-connection task); no accept error stops the pool; past `max_waiting` connections
+event loop, no thread started per request: POOL threads live as long as the pool); no accept error
+stops the pool; past `max_waiting` connections
 still sending their request, the oldest is closed (that shim prints raw).
 """
 
@@ -20,7 +21,7 @@ from typing import Callable
 
 log = logging.getLogger("capsule.supervisor")
 
-SPARE = 2                       # threads left waiting in accept() when the load falls; more end
+POOL = 4                        # threads that live as long as the pool; more start only under load
 ACCEPT_BACKOFF_S = (0.01, 0.5)
 JOIN_S = 10.0                   # stop(): how long the threads get to finish the connection they serve
 EXHAUSTED = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
@@ -110,8 +111,9 @@ class Incoming:
 
 class AcceptPool:
     """Threads that each accept one connection, pass it to `serve` (which reads, answers and may go
-    on with work after the reply) and accept again. One more thread starts whenever the last one
-    waiting in accept() takes a connection; a thread that finds SPARE others waiting ends."""
+    on with work after the reply) and accept again. POOL of them start; one more starts whenever the
+    last one waiting in accept() takes a connection (slow clients, a queue for the engine), and such
+    extra threads end once the load falls (another waits in accept())."""
 
     def __init__(self, sock: socket.socket, serve: Callable[[Incoming], None], read_timeout: float,
                  max_waiting: int, cap: int):
@@ -130,7 +132,8 @@ class AcceptPool:
 
     def start(self) -> None:
         with self._lock:
-            self._spawn()
+            for _ in range(POOL):
+                self._spawn()
 
     def _spawn(self) -> None:
         """(under _lock) one more thread, unless the pool is at its cap or closed."""
@@ -149,7 +152,7 @@ class AcceptPool:
         me = threading.current_thread()
         while True:
             with self._lock:
-                if self._closed or self._idle >= SPARE:
+                if self._closed or (len(self._threads) > POOL and self._idle > 0):
                     self._threads.discard(me)
                     return
                 self._idle += 1
