@@ -129,6 +129,7 @@ class EngineServer:
         """No more requests, and no thread left writing rows: whoever closes the engine next
         (the supervisor, the daemon) writes what is still owed."""
         self._stopping.set()
+        self._warm.set()                # a request still waiting for a warm engine is answered RAW now
         pool.stop()
         if self._retry is not None:
             self._retry.join()
@@ -306,7 +307,12 @@ class EngineServer:
                 return
             self._retrying = True
             self._retry = threading.Thread(target=self._retry_loop, name="capsule-rows", daemon=True)
-        self._retry.start()
+        try:
+            self._retry.start()
+        except RuntimeError as exc:     # no thread to be had: the next request's drain tries again
+            log.warning("control socket: no thread to retry owed rows (%r)", exc)
+            with self._state:
+                self._retrying = False
 
     def _retry_loop(self) -> None:
         try:
