@@ -55,7 +55,7 @@ def start_supervisor(state: Path, tree: str | None = None) -> tuple[subprocess.P
     warm (its engine serves: STATUS answered). CPU is the steadier figure on a loaded machine.
     tree: the supervisor runs that checkout's capsule (PYTHONPATH) instead of this one."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("JACKIN_CTX_")}
-    if tree:
+    if tree:        # and its cwd there: `python -m` puts the cwd first on sys.path, before PYTHONPATH
         env["PYTHONPATH"] = tree
     env["JACKIN_CTX_STATE_DIR"] = str(state)
     sock = state / "engine.sock"
@@ -63,7 +63,7 @@ def start_supervisor(state: Path, tree: str | None = None) -> tuple[subprocess.P
     t0, t0_wall = time.monotonic(), time.time()
     proc = subprocess.Popen([sys.executable, "-m", "capsule", "supervise", "--role", "python-dev", "--",
                              "sh", "-c", f': > "{mark}"; exec sleep 600'],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tree or ROOT)
     stamps: dict[str, tuple[float, float]] = {}
 
     def stamp(name: str, secs: float | None = None) -> None:
