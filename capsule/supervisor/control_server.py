@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from contextlib import contextmanager
-from functools import partial
 import logging
 import os
 import socket
