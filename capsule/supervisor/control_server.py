@@ -68,7 +68,8 @@ class EngineServer:
         self._engine_lock = threading.Lock()
         self._state = threading.Condition()     # guards _wanted, _held, the counters
         self._wanted = 0
-        self._held: tuple[int, str] | None = None   # store/finisher's pending lock, while rows are owed
+        self._held: tuple[int, str] | None = None   # store/finisher's pending lock file (kept: rehold)
+        self._holding = False             # locked: rows are owed, ledger readers wait for them
         self._retrying = False            # a thread retries rows a busy ledger sent back (_retry_owed)
         self._stopping = threading.Event()    # set while no pool serves: the retry thread ends
         self._retry: threading.Thread | None = None
@@ -147,10 +148,12 @@ class EngineServer:
             or self._wanted > 0
 
     def close_held(self) -> None:
-        """The pending lock, when the engine's rows were written by its close()."""
+        """The pending lock and its file, when the engine's rows were written by its close()."""
         self._stopping.set()
         with self._state:
-            self._release()
+            held, self._held, self._holding = self._held, None, False
+        if held is not None:
+            finisher.release(held)
 
     # ---- one connection, in a pool thread ------------------------------------------------
     def _serve_one(self, req: Incoming) -> None:
@@ -324,15 +327,21 @@ class EngineServer:
 
     def _hold(self) -> None:
         """(under _state) While rows are owed, ledger readers of this state dir wait for them
-        (store/finisher.py)."""
-        if self._held is None and self.engine is not None:
+        (store/finisher.py). The lock file is kept between calls: one flock per call, not a new
+        file (its create waits on the file system's journal: ~0.3 ms on a busy disk)."""
+        if self._holding or self.engine is None:
+            return
+        if self._held is None:
             self._held = finisher.hold(self.engine.state_dir, "engine")
+        else:
+            self._held = finisher.rehold(self._held, self.engine.state_dir, "engine")
+        self._holding = self._held is not None
 
     def _release(self) -> None:
         """(under _state)"""
-        held, self._held = self._held, None
-        if held is not None:
-            finisher.release(held)
+        if self._holding:
+            self._holding = False
+            finisher.unlock(self._held)
 
 
 def request(path: Path | str, payload: bytes, timeout: float = 2.0) -> bytes:
