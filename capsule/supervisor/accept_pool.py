@@ -123,6 +123,9 @@ class AcceptPool:
         self._max_waiting = max_waiting
         self._cap = cap
         self._lock = threading.Lock()
+        # One thread at a time in accept(): the one that served last is likely next, its caches warm
+        # (the kernel would hand connections round the waiting threads).
+        self._accept_turn = threading.Lock()
         self._waiting: dict[int, Incoming] = {}     # still sending their request, oldest first
         self._threads: set[threading.Thread] = set()
         self._idle = 0                              # threads in accept()
@@ -157,7 +160,8 @@ class AcceptPool:
                     return
                 self._idle += 1
             try:
-                conn, _ = self._sock.accept()
+                with self._accept_turn:
+                    conn, _ = self._sock.accept()
             except OSError as exc:
                 with self._lock:
                     self._idle -= 1
