@@ -8,8 +8,10 @@ Budget (DESIGN, issue 32): <= 3 ms median added over the raw command plus the en
 (door column, wall). A loaded machine makes wall noisy: the CPU table gives the same door in CPU
 (the supervisor's threads' run time per call over its engine's, plus the shim's over the raw command).
 Supervisor start: until its socket answers PING, until its agent runs, until its engine serves (STATUS).
+--against TREE: a second supervisor from another checkout of capsule (its code on PYTHONPATH; the same
+shims and client) answers the same agent calls, interleaved with these: before/after in one run.
 
-    python benchmarks/bench_shim.py [-n 40]
+    python benchmarks/bench_shim.py [-n 40] [--against /path/to/other/tree]
 """
 
 from __future__ import annotations
@@ -47,18 +49,21 @@ COMMANDS = [
 ]
 
 
-def start_supervisor(state: Path) -> tuple[subprocess.Popen, dict[str, tuple[float, float]]]:
+def start_supervisor(state: Path, tree: str | None = None) -> tuple[subprocess.Popen, dict[str, tuple[float, float]]]:
     """(process, {milestone: (seconds since start, the supervisor's CPU ms by then)}) for its
     milestones: ready (the socket answers PING), agent (the agent's first act, a marker file, exists),
-    warm (its engine serves: STATUS answered). CPU is the steadier figure on a loaded machine."""
+    warm (its engine serves: STATUS answered). CPU is the steadier figure on a loaded machine.
+    tree: the supervisor runs that checkout's capsule (PYTHONPATH) instead of this one."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("JACKIN_CTX_")}
+    if tree:        # and its cwd there: `python -m` puts the cwd first on sys.path, before PYTHONPATH
+        env["PYTHONPATH"] = tree
     env["JACKIN_CTX_STATE_DIR"] = str(state)
     sock = state / "engine.sock"
     mark = state.parent / f"{state.name}.agent"
     t0, t0_wall = time.monotonic(), time.time()
     proc = subprocess.Popen([sys.executable, "-m", "capsule", "supervise", "--role", "python-dev", "--",
                              "sh", "-c", f': > "{mark}"; exec sleep 600'],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tree or ROOT)
     stamps: dict[str, tuple[float, float]] = {}
 
     def stamp(name: str, secs: float | None = None) -> None:
@@ -120,7 +125,8 @@ def twin_call(engine, argv: list[str], out: bytes, err: bytes, code: int, meta: 
 
 def process_cpu_ms(pid: int) -> float:
     """CPU ms a running process has used: its threads' run time (schedstat, ns), else utime + stime
-    (clock ticks of 10 ms: sum many calls before dividing)."""
+    (clock ticks of 10 ms: sum many calls before dividing). A thread that ended since is not in the
+    sum: the server's threads live as long as it serves (supervisor/accept_pool.py)."""
     try:
         total = 0
         for task in os.listdir(f"/proc/{pid}/task"):
@@ -137,6 +143,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", type=int, default=40, help="runs per variant (default 40)")
     ap.add_argument("--starts", type=int, default=5, help="supervisor starts to time (default 5)")
+    ap.add_argument("--against", metavar="TREE", help="also time the agent calls against a supervisor "
+                    "running this other checkout of capsule, interleaved (before/after in one run)")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="capsule-bench-"))
@@ -169,28 +177,41 @@ def main() -> int:
         out_var = getattr(switches, "AGENT_OUT", "JACKIN_CTX_AGENT_OUT")  # (older trees: ignored)
         # the client capsule launched (its marker) and its tool mark: an agent call
         agent_env = dict(pass_env, CLAUDECODE="1", JACKIN_CTX_AGENT="claude", **{out_var: f"bench {view} {view}"})
+        other = None                        # --against: the other tree's supervisor, the same shims
+        if args.against:
+            other_proc, _ = start_supervisor(tmp / "state-other", args.against)
+            shims.install(tmp / "shims-other", socket=str(tmp / "state-other" / "engine.sock"))
+            other = (other_proc, dict(agent_env, PATH=f"{tmp / 'shims-other'}:{path}",
+                                      JACKIN_CTX_SOCKET=str(tmp / "state-other" / "engine.sock")))
         meta = {k: agent_env[k] for k in limits.env_names() if k in agent_env}    # what the shim forwards
         rows = []
         served_before = control_server.status(state / "engine.sock")["served"]
         for argv in COMMANDS:
             real = shutil.which(argv[0], path=path)
-            samples: dict[str, list[float]] = {"raw": [], "pass": [], "agent": [], "engine": []}
+            samples: dict[str, list[float]] = {"raw": [], "pass": [], "agent": [], "engine": [], "other": []}
             done = subprocess.run([real, *argv[1:]], env=raw_env, capture_output=True, cwd=ROOT)
             for _ in range(3):  # warm the page cache, and both engines on this output
                 timed([real, *argv[1:]], raw_env)
                 timed(argv, agent_env)
+                if other:
+                    timed(argv, other[1])
                 twin_call(engine, argv, done.stdout, done.stderr, done.returncode, meta)
             name = " ".join(argv)
             ENGINE_CPU.pop(name, None)
             sup0 = process_cpu_ms(proc.pid)
+            other0 = process_cpu_ms(other[0].pid) if other else 0.0
             for _ in range(args.n):
                 samples["raw"].append(timed([real, *argv[1:]], raw_env, f"{name}|raw"))
                 samples["pass"].append(timed(argv, pass_env, f"{name}|pass"))
                 samples["agent"].append(timed(argv, agent_env, f"{name}|agent"))
+                if other:
+                    samples["other"].append(timed(argv, other[1], f"{name}|other"))
                 samples["engine"].append(twin_call(engine, argv, done.stdout, done.stderr, done.returncode, meta))
             SERVER_CPU[name] = (process_cpu_ms(proc.pid) - sup0) / args.n
-            med = {k: statistics.median(v) for k, v in samples.items()}
-            rows.append((name, med["raw"], med["pass"], med["agent"], med["engine"]))
+            if other:
+                SERVER_CPU[f"{name}|other"] = (process_cpu_ms(other[0].pid) - other0) / args.n
+            med = {k: statistics.median(v) if v else 0.0 for k, v in samples.items()}
+            rows.append((name, med["raw"], med["pass"], med["agent"], med["engine"], med["other"]))
         env_file = shim_dir / getattr(shims, "ENV_FILE", "capsule-env.sh")
         env_cost = None
         if env_file.is_file():  # absent before the identity decision existed (comparing old trees)
@@ -201,8 +222,9 @@ def main() -> int:
                 sourced.append(timed(["bash", "-c", f". {env_file}\ntrue"], call_env))
             env_cost = (statistics.median(plain), statistics.median(sourced))
         served = control_server.status(state / "engine.sock")["served"] - served_before
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
+        for p in (proc, other[0]) if other else (proc,):
+            p.send_signal(signal.SIGTERM)
+            p.wait(30)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -210,14 +232,18 @@ def main() -> int:
     print("added = agent - raw; engine = the engine's own work on that output before the reply (in-process twin,")
     print("the supervisor's engine and client facts, called between the runs);")
     print("door = added - engine: what the shim and socket cost, the part the 3 ms budget governs")
-    print(f"{'command':<24} {'raw':>7} {'passthru':>8} {'agent':>8} {'added':>8} {'engine':>7} {'door':>7}")
+    against = f" {'other':>8} {'door':>7}" if args.against else ""
+    print(f"{'command':<24} {'raw':>7} {'passthru':>8} {'agent':>8} {'added':>8} {'engine':>7} {'door':>7}    {against}")
     worst = 0.0
-    for name, raw, passthru, agent, eng in rows:
+    for name, raw, passthru, agent, eng, other_agent in rows:
         added = agent - raw
         door = added - eng
         worst = max(worst, door)
+        them = f" {other_agent:8.2f} {other_agent - raw - eng:+7.2f}" if args.against else ""
         print(f"{name:<24} {raw:7.2f} {passthru:8.2f} {agent:8.2f} {added:+8.2f} {eng:7.2f} {door:+7.2f}"
-              f"  {'ok' if door <= BUDGET_MS else 'OVER'}")
+              f"  {'ok' if door <= BUDGET_MS else 'OVER'}{them}")
+    if args.against:
+        print(f"other: the same agent calls answered by a supervisor running {args.against}")
     print(f"\nCPU ms (user+sys of the command and its shim; the engine's share runs in the supervisor), median")
     print(f"{'command':<24} {'raw':>7} {'passthru':>8} {'agent':>8} {'pass-raw':>9} {'agent-raw':>9}")
     for name, *_ in rows:
@@ -228,11 +254,17 @@ def main() -> int:
           " over the runs)\nagainst the in-process twin's engine CPU (emission + row): server = the difference;"
           " door cpu = server + the shim's CPU over raw (agent-raw above): the door's cost in CPU, which a"
           " loaded machine inflates less than wall")
-    print(f"{'command':<24} {'supervisor':>10} {'engine':>8} {'server':>8} {'door cpu':>9}")
+    print(f"{'command':<24} {'supervisor':>10} {'engine':>8} {'server':>8} {'door cpu':>9}"
+          + (f" {'other':>8} {'server':>8} {'door cpu':>9}" if args.against else ""))
     for name, *_ in rows:
         sup, eng = SERVER_CPU[name], statistics.median(ENGINE_CPU[name])
-        shim = statistics.median(CPU[f"{name}|agent"]) - statistics.median(CPU[f"{name}|raw"])
-        print(f"{name:<24} {sup:10.2f} {eng:8.2f} {sup - eng:+8.2f} {sup - eng + shim:+9.2f}")
+        raw_cpu = statistics.median(CPU[f"{name}|raw"])
+        shim = statistics.median(CPU[f"{name}|agent"]) - raw_cpu
+        them = ""
+        if args.against:
+            osup, oshim = SERVER_CPU[f"{name}|other"], statistics.median(CPU[f"{name}|other"]) - raw_cpu
+            them = f" {osup:8.2f} {osup - eng:+8.2f} {osup - eng + oshim:+9.2f}"
+        print(f"{name:<24} {sup:10.2f} {eng:8.2f} {sup - eng:+8.2f} {sup - eng + shim:+9.2f}{them}")
     if env_cost:
         print(f"agent env file (capsule-env.sh, once per tool call): bash -c true {env_cost[0]:.2f} ms, "
               f"sourcing it first {env_cost[1]:.2f} ms ({env_cost[1] - env_cost[0]:+.2f} ms)")

@@ -73,6 +73,26 @@ def release(held: tuple[int, str]) -> None:
     os.close(fd)
 
 
+def unlock(held: tuple[int, str]) -> None:
+    """Readers go on, and the file stays for rehold(): a long-lived writer (the control socket) takes
+    one flock per call, not a new file. A reader that finds it free clears it, as a dead finisher's."""
+    fcntl.flock(held[0], fcntl.LOCK_UN)
+
+
+def rehold(held: tuple[int, str], state_dir, name: str) -> tuple[int, str] | None:
+    """An unlocked hold locked again; a new hold when a reader cleared its file meanwhile (checked
+    once locked: a reader clearing it holds its own lock until the file is gone)."""
+    fd, path = held
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if os.fstat(fd).st_nlink:
+            return held
+    except OSError:
+        pass
+    os.close(fd)
+    return hold(state_dir, name)
+
+
 def wait(state_dir, timeout: float = WAIT_S) -> None:
     """Wait for the finishers of state_dir still running; clear the files of finishers that died."""
     d = os.path.join(state_dir, DIR)

@@ -1,9 +1,11 @@
 """The control socket: a Unix stream server in the supervisor that keeps the engine warm for shims.
 
-Not responsible for running commands (the shim does) or for compression (capsule.engine).
-Invariant: the socket is owner-only (0600); any failure answers RAW so the shim emits raw output;
-running out of descriptors (EMFILE) or memory never stops the server: it sheds the oldest
-connections still waiting for their request, backs off and accepts again (the shed shims print raw).
+Not responsible for running commands (the shim does), for compression (capsule.engine) or for the
+threads that accept and read connections (accept_pool.py). Invariant: the socket is owner-only (0600);
+any failure answers RAW so the shim emits raw output; a reply is sent as soon as its emission exists
+and the connection closed before the ledger row is written; running out of descriptors (EMFILE) or
+memory never stops the server: it sheds the oldest connections still waiting for their request,
+backs off and accepts again (the shed shims print raw).
 
 The wire protocol (OBS1, HOOK1, JRN1, PING, STATUS; one request per connection; limits, timeouts and the
 fail-open rules the shims follow) is written down once, in docs/shell-protocol.md.
@@ -11,142 +13,128 @@ fail-open rules the shims follow) is written down once, in docs/shell-protocol.m
 
 from __future__ import annotations
 
-import errno
 import json
-from functools import partial
+from contextlib import contextmanager
 import logging
 import os
 import socket
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import anyio
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 from capsule.agents import limits
 from capsule.ground import paths
 from capsule.shims import REPLY_SLACK, door, hook_door
 from capsule.store import finisher
 from capsule.supervisor import run_journal
+from capsule.supervisor.accept_pool import AcceptPool, Incoming, listen_unix
 
 log = logging.getLogger("capsule.supervisor")
 
 MAX_HEADER = 256
 MAX_PAYLOAD = 64 << 20
 READ_TIMEOUT_S = 30.0
-INLINE_BYTES = 64 << 10     # outputs up to this are shaped on the loop itself (see _answer)
 MAX_WAITING = 64            # connections still sending their request; past this the oldest is shed
-ACCEPT_BACKOFF_S = (0.01, 0.5)
+MORE_THREADS = 16           # threads past MAX_WAITING: requests read whole, waiting for the engine
 SWITCH_INTERVAL_S = 0.001
 ROW_RETRY_S = 1.0           # rows a busy ledger sent back are tried again this often, request or not
-_EXHAUSTED = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 
 
 class EngineServer:
     def __init__(self, path: Path, engine: Any | None, status: Callable[[], dict] | None = None,
                  warming: bool = False):
         """warming: the engine comes later (set_engine): the socket answers PING at once, and a
-        request that needs the engine waits for it (a shim's deadline passing first means raw)."""
+        request that needs the engine waits for it (its deadline passing first means RAW)."""
         self.path = Path(path)
         self.engine = engine
-        self._warming = warming
-        self._warm = None                 # an anyio.Event while warming (made on the loop: listen())
+        self._warm = threading.Event()
+        if not warming:
+            self._warm.set()
         self.status = status or (lambda: {})
-        self.lock = anyio.Lock()
         self.served = 0
         self.failed = 0
-        self.shed = 0
         self.last = time.monotonic()     # the last request's arrival (the daemon's idle clock)
-        self._listener = None
-        self._waiting: dict[int, anyio.CancelScope] = {}   # in arrival order: oldest first
-        self._wanted = 0                  # requests waiting for the engine: a drain yields to them
-        self._held: tuple[int, str] | None = None   # store/finisher's pending lock, while rows are owed
-        self._retrying = False            # a task retries rows a busy ledger sent back (_retry_owed)
+        self._listener: socket.socket | None = None
+        self._pool: AcceptPool | None = None
+        self._shed_before = 0             # connections shed by pools that have stopped
+        # The engine serves one call at a time. Requests go first: a request announces itself
+        # (_wanted) before it waits, a drain or a rehearsal takes the lock only while none is
+        # announced, and a drain stops between rows when one is.
+        self._engine_lock = threading.Lock()
+        self._state = threading.Condition()     # guards _wanted, _held, the counters
+        self._wanted = 0
+        self._held: tuple[int, str] | None = None   # store/finisher's pending lock file (kept: rehold)
+        self._holding = False             # locked: rows are owed, ledger readers wait for them
+        self._retrying = False            # a thread retries rows a busy ledger sent back (_retry_owed)
+        self._stopping = threading.Event()    # set while no pool serves: the retry thread ends
+        self._retry: threading.Thread | None = None
+
+    @property
+    def shed(self) -> int:
+        return self._shed_before + (self._pool.shed if self._pool is not None else 0)
 
     def set_engine(self, engine: Any | None) -> None:
         """The warm engine (None: it failed to start, every request is answered RAW)."""
         self.engine = engine
-        self._warming = False
-        if self._warm is not None:
-            self._warm.set()
+        self._warm.set()
 
     async def rehearse(self) -> None:
         """Once the engine serves: the sample outputs (Engine.warm_up_samples) through an understudy
-        over scratch stores, one at a time under the engine's lock, so every module the pipeline
-        loads on first use is loaded before the agent's first call of that kind, and a request that
-        arrives meanwhile waits for one sample at most (the lock serves its waiters in order)."""
-        # Requests that waited for the warming engine were woken by set_engine(): they reach the lock
-        # first, so the engine serves them now, not after a sample (the first costs ~100 ms of imports).
-        await anyio.lowlevel.checkpoint()
-        if self.engine is None:
-            return
+        over scratch stores, one at a time, each when no request wants the engine, so every module
+        the pipeline loads on first use is loaded before the agent's first call of that kind, and a
+        request that arrives meanwhile waits for one sample at most."""
+        if self.engine is not None:
+            await anyio.to_thread.run_sync(self._rehearse)
+
+    def _rehearse(self) -> None:
         try:
             with tempfile.TemporaryDirectory(prefix="capsule-warm-") as scratch:
                 twin = self.engine.understudy(Path(scratch))
                 try:
                     for obs in twin.warm_up_samples():
-                        async with self.lock:
-                            await anyio.to_thread.run_sync(twin.rehearse, obs)
+                        with self._background_turn():
+                            twin.rehearse(obs)
                 finally:
                     twin.close()
         except Exception as exc:  # noqa: BLE001 - unrehearsed, a kind's first request pays its imports
             log.warning("engine rehearsal failed: %r", exc)
 
-    async def _engine(self) -> Any | None:
-        if self._warming and self._warm is not None:
-            await self._warm.wait()
-        return self.engine
-
     async def listen(self) -> None:
-        if self._warming and self._warm is None:
-            self._warm = anyio.Event()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        if self.path.exists() or self.path.is_symlink():
-            self.path.unlink()
-        old = os.umask(0o177)
-        try:
-            self._listener = await anyio.create_unix_listener(self.path)
-        finally:
-            os.umask(old)
-        os.chmod(self.path, 0o600)
+        self._listener = listen_unix(self.path)
 
     async def serve(self) -> None:
-        """Accept until the listener is closed. Resource exhaustion sheds and backs off; no accept
-        error ends the loop, because the supervisor must outlive every client."""
+        """Serve until cancelled: the pool's threads accept and answer (accept_pool.py); no accept
+        error ends them, because the supervisor must outlive every client."""
         assert self._listener is not None, "listen() first"
-        # A request wakes this loop while a worker thread may be writing rows: the loop gets the GIL
-        # within 1 ms, not the default 5 ms (sys.getswitchinterval), each time it needs it.
+        # A request wakes a pool thread while another may be writing rows: it gets the GIL within
+        # 1 ms, not the default 5 ms (sys.getswitchinterval), each time it needs it.
         sys.setswitchinterval(SWITCH_INTERVAL_S)
-        delay = ACCEPT_BACKOFF_S[0]
-        async with self._listener, anyio.create_task_group() as tg:
-            while True:
-                try:
-                    stream = await self._listener.accept()
-                except anyio.ClosedResourceError:
-                    return
-                except (OSError, anyio.BrokenResourceError) as exc:
-                    cause = exc if isinstance(exc, OSError) else exc.__cause__
-                    code = getattr(cause, "errno", None)
-                    if code in _EXHAUSTED:
-                        self._shed(max(1, len(self._waiting) // 2))
-                    log.warning("control socket accept failed (%s); retrying in %.2fs",
-                                errno.errorcode.get(code, repr(cause)), delay)
-                    await anyio.sleep(delay)
-                    delay = min(delay * 2, ACCEPT_BACKOFF_S[1])
-                    continue
-                delay = ACCEPT_BACKOFF_S[0]
-                if len(self._waiting) >= MAX_WAITING:
-                    self._shed(len(self._waiting) - MAX_WAITING + 1)
-                tg.start_soon(self._handle, stream)
+        pool = AcceptPool(self._listener, self._serve_one, READ_TIMEOUT_S, MAX_WAITING,
+                          MAX_WAITING + MORE_THREADS)
+        self._pool, self._listener = pool, None
+        self._stopping.clear()
+        pool.start()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self._stop, pool)
 
-    def _shed(self, n: int) -> None:
-        """Close the `n` oldest connections that have not finished sending their request."""
-        for key in list(self._waiting)[:n]:
-            self._waiting.pop(key).cancel()
-            self.shed += 1
+    def _stop(self, pool: AcceptPool) -> None:
+        """No more requests, and no thread left writing rows: whoever closes the engine next
+        (the supervisor, the daemon) writes what is still owed."""
+        self._stopping.set()
+        self._warm.set()                # a request still waiting for a warm engine is answered RAW now
+        pool.stop()
+        if self._retry is not None:
+            self._retry.join()
+        self._shed_before += pool.shed
+        self._pool = None
 
     def close(self) -> None:
         try:
@@ -155,97 +143,56 @@ class EngineServer:
             pass
 
     def busy(self) -> bool:
-        """A request being read or answered, or rows still owed."""
-        return bool(self._waiting) or self.lock.locked() or self._wanted > 0
+        """A connection being read or answered, or rows being written or wanted."""
+        return bool(self._pool is not None and self._pool.active) or self._engine_lock.locked() \
+            or self._wanted > 0
 
     def close_held(self) -> None:
-        """The pending lock, when the engine's rows were written by its close()."""
-        self._release()
-
-    async def _handle(self, stream) -> None:
-        with anyio.CancelScope() as scope:
-            key = id(scope)
-            self._waiting[key] = scope
-            try:
-                await self._handle_one(stream, key)    # closes the stream, shed or not
-            finally:
-                self._waiting.pop(key, None)
-
-    async def _handle_one(self, stream, key: int) -> None:
-        async with stream:
-            try:
-                with anyio.fail_after(READ_TIMEOUT_S):
-                    reply = await self._answer(BufferedByteReceiveStream(stream), key)
-            except Exception as exc:  # noqa: BLE001 - the shim falls back to raw
-                self.failed += 1
-                log.warning("control socket request failed: %r", exc)
-                reply = b"RAW\n"
-            try:
-                await stream.send(reply)
-            except Exception:  # noqa: BLE001 - the shim gave up (timeout); nothing to do
-                pass
-        await self._drain(yielding=True)
-        await self._retry_owed()
-
-    async def _retry_owed(self) -> None:
-        """Rows a busy ledger sent back (Engine.drain) are owed, and readers wait for them (the
-        pending lock): they are tried again every ROW_RETRY_S until written, without waiting for
-        the next request, which may never come. One task does it; a request's own drain goes first."""
-        if self._retrying:
-            return
-        self._retrying = True
-        try:
-            while self.engine is not None and self.engine.pending():
-                await anyio.sleep(ROW_RETRY_S)
-                if self._wanted == 0:
-                    await self._drain(yielding=True)
-        finally:
-            self._retrying = False
-
-    async def _drain(self, yielding: bool) -> None:
-        """Token counts and ledger rows of what was answered, written in a worker thread after the
-        reply, off the shim's path. yielding: a request that arrives meanwhile waits for one row at
-        most (the drain stops there; that request's handler drains the rest after its own reply)."""
-        if self.engine is None:
-            return
-        stop = (lambda: self._wanted > 0) if yielding else None
-        async with self.lock:       # first: a drain in progress has taken its rows off pending()
-            if self.engine.pending():
-                await anyio.to_thread.run_sync(partial(self.engine.drain, stop=stop))
-            # A request waiting for the lock (_wanted) took the pending lock before its row exists:
-            # it is not released under it; that request's own drain releases it after its reply.
-            if not self.engine.pending() and self._wanted == 0:
-                self._release()
-
-    def _hold(self) -> None:
-        """While rows are owed, ledger readers of this state dir wait for them (store/finisher.py)."""
-        if self._held is None and self.engine is not None:
-            self._held = finisher.hold(self.engine.state_dir, "engine")
-
-    def _release(self) -> None:
-        held, self._held = self._held, None
+        """The pending lock and its file, when the engine's rows were written by its close()."""
+        self._stopping.set()
+        with self._state:
+            held, self._held, self._holding = self._held, None, False
         if held is not None:
             finisher.release(held)
 
-    async def _answer(self, buf: BufferedByteReceiveStream, key: int | None = None) -> bytes:
-        head = await buf.receive_until(b"\n", MAX_HEADER)
+    # ---- one connection, in a pool thread ------------------------------------------------
+    def _serve_one(self, req: Incoming) -> None:
+        try:
+            try:
+                reply = self._answer(req)
+            except Exception as exc:  # noqa: BLE001 - the shim falls back to raw
+                if req.shed:
+                    return              # closed under it (accept_pool.py): the shim prints raw
+                with self._state:
+                    self.failed += 1
+                log.warning("control socket request failed: %r", exc)
+                reply = b"RAW\n"
+            req.reply(reply, READ_TIMEOUT_S)
+        finally:
+            req.conn.close()            # the shim has its reply: the row is none of its wait
+        self._drain(yielding=True)
+        self._retry_owed()
+
+    def _answer(self, req: Incoming) -> bytes:
+        head = req.line(MAX_HEADER)
         self.last = time.monotonic()
         fields = head.split()
         verb = fields[0] if fields else b""
         if verb == b"PING":
             return b"PONG %d\n" % os.getpid()
         if verb == b"STATUS":
-            if await self._engine() is not None:
-                # Rows deferred past a reply are written under the lock: a STATUS answers after
-                # them, so whoever asks (doctor, a test) then reads a ledger that has every row.
-                await self._drain(yielding=False)
+            req.complete()
+            if self._engine(req) is not None:
+                # Rows deferred past a reply are written first: a STATUS answers after them, so
+                # whoever asks (doctor, a test) then reads a ledger that has every row.
+                self._drain(yielding=False, deadline=req.deadline)
             info = dict(self.status())
             info.update(served=self.served, failed=self.failed, shed=self.shed)
             return json.dumps(info, sort_keys=True).encode() + b"\n"
         if verb == b"HOOK1" and len(fields) == 2:
-            return await self._hook(buf, int(fields[1]), key)
+            return self._hook(req, int(fields[1]))
         if verb == b"JRN1" and len(fields) == 6:
-            return await self._journal(buf, *(int(f) for f in fields[1:]), key=key)
+            return self._journal(req, *(int(f) for f in fields[1:]))
         if verb != b"OBS1" or len(fields) not in (7, 8, 9, 10):
             raise ValueError(f"bad request header {head[:60]!r}")
         code, duration_us, n_cmd, n_out, n_err, n_scope, *rest = (int(f) for f in fields[1:])
@@ -253,78 +200,148 @@ class EngineServer:
         if min(n_cmd, n_out, n_err, n_scope, n_cwd, n_meta, n_intent) < 0 or \
                 n_cmd + n_out + n_err + n_scope + n_cwd + n_meta + n_intent > MAX_PAYLOAD:
             raise ValueError("payload out of bounds")
-        command = (await _exactly(buf, n_cmd)).decode("utf-8", "surrogateescape")
-        out = await _exactly(buf, n_out)
-        err = await _exactly(buf, n_err)
-        scope = (await _exactly(buf, n_scope)).decode("utf-8", "surrogateescape") or None
-        cwd = (await _exactly(buf, n_cwd)).decode("utf-8", "surrogateescape") or None
-        meta = limits.parse_meta(await _exactly(buf, n_meta))
-        intent = (await _exactly(buf, n_intent)).decode("utf-8", "surrogateescape") or None
-        self._waiting.pop(key, None)     # the whole request is here: no longer sheddable
-        if await self._engine() is None:
+        command = req.exactly(n_cmd).decode("utf-8", "surrogateescape")
+        out = req.exactly(n_out)
+        err = req.exactly(n_err)
+        scope = req.exactly(n_scope).decode("utf-8", "surrogateescape") or None
+        cwd = req.exactly(n_cwd).decode("utf-8", "surrogateescape") or None
+        meta = limits.parse_meta(req.exactly(n_meta))
+        intent = req.exactly(n_intent).decode("utf-8", "surrogateescape") or None
+        req.complete()
+        if self._engine(req) is None:
             return b"RAW\n"
-        work = partial(door.observe_command, self.engine, command, out, err, code, duration_us / 1000.0, scope,
-                       cwd=cwd, meta=meta, intent=intent)
-        self._hold()
-        self._wanted += 1               # a drain running now stops after its current row (_drain)
-        try:
-            await self.lock.acquire()
-        finally:
-            self._wanted -= 1
-        try:
-            # A small output (nearly every call: ~0.3-7 ms of engine work) is answered here, on the
-            # loop: a hop to a worker thread and back costs two more wake-ups, each a scheduler slot
-            # on a busy machine. A large one goes to a thread, so the loop (PING, the proxy) stays live.
-            if n_out + n_err <= INLINE_BYTES:
-                new_out, new_err = work()
-            else:
-                new_out, new_err = await anyio.to_thread.run_sync(work)
-        finally:
-            self.lock.release()
+        with self._request_turn(req.deadline):
+            new_out, new_err = door.observe_command(self.engine, command, out, err, code, duration_us / 1000.0,
+                                                    scope, cwd=cwd, meta=meta, intent=intent)
         if len(new_out) + len(new_err) > 2 * (n_out + n_err) + REPLY_SLACK:
             raise ValueError("emission over the protocol's bound")     # the shims would refuse it
-        self.served += 1
+        with self._state:
+            self.served += 1
         return b"OK %d %d\n" % (len(new_out), len(new_err)) + bytes(new_out) + bytes(new_err)
 
-    async def _hook(self, buf: BufferedByteReceiveStream, n: int, key: int | None) -> bytes:
+    def _hook(self, req: Incoming, n: int) -> bytes:
         """One tool result from the hook door, answered like a shim's command (one engine, one lock)."""
         if not 0 <= n <= MAX_PAYLOAD:
             raise ValueError("payload out of bounds")
-        event = json.loads(await _exactly(buf, n) or b"{}")
-        self._waiting.pop(key, None)
-        if await self._engine() is None:
+        event = json.loads(req.exactly(n) or b"{}")
+        req.complete()
+        if self._engine(req) is None:
             return b"RAW\n"
-        self._hold()
-        self._wanted += 1               # as for OBS1: a drain yields to it and keeps the pending lock
-        try:
-            await self.lock.acquire()
-        finally:
-            self._wanted -= 1
-        try:
-            value = await anyio.to_thread.run_sync(hook_door.answer, self.engine, event)
-        finally:
-            self.lock.release()
-        self.served += 1
+        with self._request_turn(req.deadline):
+            value = hook_door.answer(self.engine, event)
+        with self._state:
+            self.served += 1
         out = hook_door.hook_output(value)
         return b"OK %d\n" % len(out) + out
 
-
-    async def _journal(self, buf: BufferedByteReceiveStream, pid: int, fd_out: int, fd_err: int, n_cmd: int,
-                       n_cwd: int, key: int | None) -> bytes:
+    def _journal(self, req: Incoming, pid: int, fd_out: int, fd_err: int, n_cmd: int, n_cwd: int) -> bytes:
         """A warm `ctx run`'s journal (supervisor/run_journal.py): no engine work and no row; it never
         waits for the engine (the state dir is this process's own)."""
         if min(pid, fd_out, fd_err, n_cmd, n_cwd) < 0 or n_cmd + n_cwd > MAX_PAYLOAD:
             raise ValueError("payload out of bounds")
-        command = (await _exactly(buf, n_cmd)).decode("utf-8", "surrogateescape")
-        cwd = (await _exactly(buf, n_cwd)).decode("utf-8", "surrogateescape")
-        self._waiting.pop(key, None)
+        command = req.exactly(n_cmd).decode("utf-8", "surrogateescape")
+        cwd = req.exactly(n_cwd).decode("utf-8", "surrogateescape")
+        req.complete()
         state = self.engine.state_dir if self.engine is not None else paths.state_dir()
         run_journal.watch(state, pid, (fd_out, fd_err), command, cwd)
         return b"OK 0 0\n"
 
+    def _engine(self, req: Incoming) -> Any | None:
+        """The engine, once warm; a request whose deadline passes first is answered RAW."""
+        if not self._warm.wait(req.remaining()):
+            raise TimeoutError("the engine did not warm before the request's deadline")
+        return self.engine
 
-async def _exactly(buf: BufferedByteReceiveStream, n: int) -> bytes:
-    return await buf.receive_exactly(n) if n else b""
+    # ---- the engine's turns --------------------------------------------------------------
+    @contextmanager
+    def _request_turn(self, deadline: float, hold: bool = True) -> Iterator[None]:
+        """The engine for a request, ahead of any drain or rehearsal. hold: the call will owe a row,
+        so ledger readers wait for it from now on (taken with the announcement, so no drain can
+        release the pending lock between the two)."""
+        with self._state:
+            self._wanted += 1           # a drain running now stops after its current row (_drain)
+            if hold:
+                self._hold()
+        try:
+            got = self._engine_lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
+        finally:
+            with self._state:
+                self._wanted -= 1
+                self._state.notify_all()
+        if not got:
+            raise TimeoutError("the engine stayed busy past the request's deadline")
+        try:
+            yield
+        finally:
+            self._engine_lock.release()
+
+    @contextmanager
+    def _background_turn(self) -> Iterator[None]:
+        """The engine for work nobody waits on (a drain, a rehearsal): once no request wants it."""
+        with self._state:
+            self._state.wait_for(lambda: self._wanted == 0)
+        with self._engine_lock:
+            yield
+
+    def _drain(self, yielding: bool, deadline: float | None = None) -> None:
+        """Token counts and ledger rows of what was answered, written after the reply, off the shim's
+        path. yielding: a request that arrives meanwhile waits for one row at most (the drain stops
+        there; that request's thread drains the rest after its own reply)."""
+        if self.engine is None:
+            return
+        turn = self._background_turn() if yielding else \
+            self._request_turn(time.monotonic() + READ_TIMEOUT_S if deadline is None else deadline, hold=False)
+        with turn:
+            if self.engine.pending():
+                self.engine.drain(stop=(lambda: self._wanted > 0) if yielding else None)
+            # A request announced meanwhile took the pending lock before its row exists: it is not
+            # released under it; that request's own drain releases it after its reply.
+            with self._state:
+                if not self.engine.pending() and self._wanted == 0:
+                    self._release()
+
+    def _retry_owed(self) -> None:
+        """Rows a busy ledger sent back (Engine.drain) are owed, and readers wait for them (the
+        pending lock): a thread tries them again every ROW_RETRY_S until written, without waiting
+        for the next request, which may never come. One thread does it; a request's own drain goes first."""
+        with self._state:
+            if self._retrying or self.engine is None or not self.engine.pending():
+                return
+            self._retrying = True
+            self._retry = threading.Thread(target=self._retry_loop, name="capsule-rows", daemon=True)
+        try:
+            self._retry.start()
+        except RuntimeError as exc:     # no thread to be had: the next request's drain tries again
+            log.warning("control socket: no thread to retry owed rows (%r)", exc)
+            with self._state:
+                self._retrying = False
+
+    def _retry_loop(self) -> None:
+        try:
+            while self.engine.pending() and not self._stopping.wait(ROW_RETRY_S):
+                if self._wanted == 0:
+                    self._drain(yielding=True)
+        finally:
+            with self._state:
+                self._retrying = False
+
+    def _hold(self) -> None:
+        """(under _state) While rows are owed, ledger readers of this state dir wait for them
+        (store/finisher.py). The lock file is kept between calls: one flock per call, not a new
+        file (its create waits on the file system's journal: ~0.3 ms on a busy disk)."""
+        if self._holding or self.engine is None:
+            return
+        if self._held is None:
+            self._held = finisher.hold(self.engine.state_dir, "engine")
+        else:
+            self._held = finisher.rehold(self._held, self.engine.state_dir, "engine")
+        self._holding = self._held is not None
+
+    def _release(self) -> None:
+        """(under _state)"""
+        if self._holding:
+            self._holding = False
+            finisher.unlock(self._held)
 
 
 def request(path: Path | str, payload: bytes, timeout: float = 2.0) -> bytes:
