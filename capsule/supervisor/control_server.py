@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import anyio
+import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from capsule.agents import limits
@@ -97,9 +98,14 @@ class EngineServer:
             await self._warm.wait()
         return self.engine
 
-    async def listen(self) -> None:
+    async def listen(self, bound: socket.socket | None = None) -> None:
+        """bound: a Unix socket the caller already bound at self.path and listens on (`ctx run`'s
+        private one, cli/own_engine.py: made before its capture starts, whose first request comes at once)."""
         if self._warming and self._warm is None:
             self._warm = anyio.Event()
+        if bound is not None:
+            self._listener = await anyio.abc.SocketListener.from_socket(bound)
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.exists() or self.path.is_symlink():
             self.path.unlink()
