@@ -25,6 +25,9 @@ from capsule.cli import warm
 from capsule.ground import paths
 
 PY_CAPTURE = "run-capture.py"      # in the state dir: the Python shim rendered for its run mode
+# The Python capture's round trip to this engine: it is cold (imports, the tokenizer) and ours, not a
+# supervisor that may hang; a large output takes the engine seconds per MiB on a busy machine.
+ROUND_TRIP_S, PER_MIB_S = 30.0, 5.0
 
 
 def serve(argv: list[str], intent: str | None, own_group: bool) -> None:
@@ -83,7 +86,7 @@ def _render_python_capture(script: Path) -> None:
     """The Python shim, rendered for these settings (rewritten only when that changes)."""
     from capsule import shims
 
-    shims.write_atomic(script, shims.render(script.parent), 0o700)
+    shims.write_atomic(script, shims.render(script.parent, timeout_s=ROUND_TRIP_S, per_mib_s=PER_MIB_S), 0o700)
 
 
 def _serve_child(listener: socket.socket, pidfd: int, path: Path) -> None:

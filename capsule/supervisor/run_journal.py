@@ -59,10 +59,11 @@ def settle(timeout: float = 30.0) -> None:
 
 
 def _sealed(f) -> bool:
-    """Did the capture seal this memory file (F_SEAL_SEAL)? The Python capture's way to say "shown":
-    its memory files are the command's own output, which a truncation could cut while still written."""
+    """Did the capture seal this memory file against shrinking? The Python capture's way to say "shown":
+    its memory files are the command's own output, which a truncation could cut while still written.
+    (The compiled capture's are not sealable, F_SEAL_SEAL only: it empties its separate copies.)"""
     try:
-        return bool(fcntl.fcntl(f.fileno(), fcntl.F_GET_SEALS) & fcntl.F_SEAL_SEAL)
+        return bool(fcntl.fcntl(f.fileno(), fcntl.F_GET_SEALS) & fcntl.F_SEAL_SHRINK)
     except OSError:
         return False
 

@@ -240,13 +240,13 @@ def hand_over(fds, pos, since_pid):
 
 def unjournal(out_fd, err_fd):
     """What the journalled memory files hold is shown, or streams from now on: they are sealed against
-    further seals (F_SEAL_SEAL), which the engine's watcher reads as "nothing to keep" (run_journal.py).
+    shrinking (F_SEAL_SHRINK), which the engine's watcher reads as "nothing to keep" (run_journal.py).
     Not emptied: the command (or its background job) may be writing to them now, and a truncation
     would take bytes not yet copied; a seal never stops a write."""
     import fcntl
     for fd in (out_fd, err_fd):
         try:
-            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SEAL)
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)
         except OSError:
             pass
 
