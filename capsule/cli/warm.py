@@ -5,8 +5,9 @@ first use and left to exit when idle. When one is reachable the run becomes the 
 runs the command and speaks the socket protocol (docs/shell-protocol.md) as the shims do.
 
 Not responsible for capture (the compiled capture, or the Python shim's), for the engine (the
-daemon's, or the run's own: cli/own_engine.py) nor for the protocol (written once, in the captures). Imports only ground and the
-standard library: this is the path whose client CPU the design bounds (bench_startup: <= 60 ms).
+daemon's, or the run's own: cli/own_engine.py) nor for the protocol (written once, in the captures).
+Imports only ground and the standard library: this is the path whose client CPU the design bounds
+(bench_startup: <= 60 ms).
 Invariant: fail open. No socket, no compiled capture, a command not found: hand_over() returns
 and the run's own engine serves it (cli/own_engine.py); once exec'd, the capture's fail-open rules hold.
 """

@@ -404,19 +404,18 @@ def capture(env, real, zero, name, args, sock, view_err, opts):
     out_fd = os.memfd_create("capsule-journal-out" if journal else "capsule-out", flags)
     err_fd = os.memfd_create("capsule-journal-err" if journal else "capsule-err", flags)
     group = bool(opts.get("--group"))
+    own_group = {"setpgroup": 0} if group else {}     # --group: the command leads its own process group
     started = time.monotonic()
     child_env = dict(env)
     child_env[ENV_NESTED] = "1"
     actions = [(os.POSIX_SPAWN_DUP2, out_fd, 1), (os.POSIX_SPAWN_DUP2, err_fd, 2)]
     try:
         try:
-            pid = os.posix_spawn(real, [zero] + args, child_env, file_actions=actions,
-                                 setpgroup=0 if group else None)
+            pid = os.posix_spawn(real, [zero] + args, child_env, file_actions=actions, **own_group)
         except OSError as e:
             if e.errno != 8:  # ENOEXEC: a script without #!, run by /bin/sh
                 raise
-            pid = os.posix_spawn("/bin/sh", ["/bin/sh", real] + args, child_env, file_actions=actions,
-                                 setpgroup=0 if group else None)
+            pid = os.posix_spawn("/bin/sh", ["/bin/sh", real] + args, child_env, file_actions=actions, **own_group)
     except OSError:
         exec_real(real, args, zero)  # could not spawn: run it raw in our place
     command = " ".join([name] + [quote(a) for a in args])
