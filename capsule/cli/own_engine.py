@@ -144,14 +144,29 @@ def _new_engine():
     from capsule.engine import Engine
 
     engine = Engine()
-    engine.defer = True     # rows after the reply (control_server.py), written by this child
-    return engine
+    engine.defer = True     # rows after the reply, written by this child once the capture has ended
+    return RowsAfterTheRun(engine)
+
+
+class RowsAfterTheRun:
+    """The engine as this child's server sees it, but for its rows: the server drains them between
+    requests with a short budget, for the next request's sake (a busy ledger can cost a row); here
+    there is no next request, so they are written once the capture has ended, patiently (_finish)."""
+
+    def __init__(self, engine):
+        self.engine = engine
+
+    def __getattr__(self, name):
+        return getattr(self.engine, name)
+
+    def drain(self, patient: bool = False, stop=None) -> None:
+        """Nothing while serving (the server holds the ledger readers' pending lock meanwhile)."""
 
 
 def _finish(server) -> None:
     """Rows a busy ledger sent back are still owed: written now (ledger readers wait for them:
     store/finisher.py), then the stores' retention, as an in-process run's finisher did it."""
-    engine = server.engine
+    engine = server.engine.engine if server.engine is not None else None
     if engine is None:
         return
     try:

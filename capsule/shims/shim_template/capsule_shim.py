@@ -427,6 +427,11 @@ def capture(env, real, zero, name, args, sock, view_err, opts):
     def forward(signum, frame):
         if group and reaped and not ours and signum in (1, 2, 3, 15):
             ours.append(signum)
+            # End now, as `cat` would, even blocked writing to a reader that does not read; what was
+            # not shown yet is still in the unsealed journal (--journal): the engine keeps it.
+            _signal.signal(signum, _signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
         try:
             if group:
                 os.killpg(pid, signum)   # the group outlives its leader while members hold the output
