@@ -78,9 +78,10 @@ def _wait(state_dir, pidfd: int, streams: dict, command: str, cwd: str) -> None:
         if any(_sealed(f) for f in streams.values()):
             return              # the Python capture sealed them: shown, or streaming (capsule_shim.py)
         if journal.keep(state_dir, command, cwd, streams):
-            log.warning("ctx run of %r ended before showing its output; journalled for the next run", command)
+            # not the command line: it may carry a secret (the journal holds it redacted)
+            log.warning("a ctx run ended before showing its output; journalled for the next run")
     except Exception as exc:  # noqa: BLE001 - a safety net that fails costs only itself
-        log.warning("run journal of %r failed: %r", command, exc)
+        log.warning("a ctx run's journal failed: %r", exc)
     finally:
         _WATCHES.remove(threading.current_thread())     # the daemon keeps no thread per run it saw
         os.close(pidfd)
