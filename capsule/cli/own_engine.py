@@ -86,7 +86,18 @@ def _render_python_capture(script: Path) -> None:
     """The Python shim, rendered for these settings (rewritten only when that changes)."""
     from capsule import shims
 
-    shims.write_atomic(script, shims.render(script.parent, timeout_s=ROUND_TRIP_S, per_mib_s=PER_MIB_S), 0o700)
+    text = shims.render(script.parent, timeout_s=ROUND_TRIP_S, per_mib_s=PER_MIB_S)
+    if os.access(script, os.X_OK) and script.read_text(encoding="utf-8") == text:
+        return
+    tmp = script.with_name(f".{script.name}.{os.getpid()}.tmp")    # many first runs at once: one each
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o700)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o700)            # whatever the umask: owner-only, and runnable before it is named
+        os.replace(tmp, script)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _serve_child(listener: socket.socket, pidfd: int, path: Path) -> None:
