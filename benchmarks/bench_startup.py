@@ -1,8 +1,9 @@
 """Cold start of the embedded door against the raw command; `capsule ctx doctor`, `ctx gain` and `ctx report`
 against `capsule --help`; `capsule statusline` (Claude Code runs it after each message: target <= 50 ms)
 against a bare Python start. Then `ctx run -- git log --stat -n 40` paired (interleaved) three ways: the
-raw git, `ctx run` with no engine (JACKIN_CTX_NO_DAEMON=1: the in-process engine) and `ctx run` with a
-warm engine (the engine daemon, cli/warm.py): CPU (user+sys) of the client process and its command,
+raw git, `ctx run` with no engine (JACKIN_CTX_NO_DAEMON=1: the run's own, a child that outlives it
+by its rows, counted too) and `ctx run` with a warm engine (the engine daemon, cli/warm.py): CPU
+(user+sys) of the client process and its command,
 which a loaded machine inflates less than wall time; target: the warm client <= 60 ms over git.
 --callgrind adds each one's instruction count (valgrind, the client process alone: a warm run
 execs the compiled capture, and both images are counted, the command not). --baseline CAPSULE adds
@@ -37,11 +38,32 @@ def timed(argv: list[str], runs: int, env: dict, stdin: bytes = b"") -> list[flo
 
 
 def cpu_ms(argv: list[str], env: dict) -> float:
-    """CPU ms (user+sys) of one run of argv and its children."""
+    """CPU ms (user+sys) of one run of argv and its children, those it left running included (a cold
+    `ctx run`'s engine child writes its rows after the run: this process adopts and reaps it)."""
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
+    reap_adopted()
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1000
+
+
+def adopt_orphans() -> None:
+    """Descendants a run leaves behind become this process's children (PR_SET_CHILD_SUBREAPER), so
+    their CPU counts in RUSAGE_CHILDREN once reaped (set after the engine daemons have started)."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)     # PR_SET_CHILD_SUBREAPER
+
+
+def reap_adopted(timeout_s: float = 60.0) -> None:
+    """Reap adopted children until there are none (a daemon started meanwhile would never end: give up)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(-1, os.WNOHANG) == (0, 0):
+                time.sleep(0.005)
+        except ChildProcessError:
+            return
 
 
 def instructions(argv: list[str], env: dict, command: str) -> float | None:
@@ -108,6 +130,7 @@ def paired(capsule: str, state: str, runs: int, callgrind: bool, baseline: str |
         if warm_engine(baseline, git, base_warm):
             variants.append(("baseline: ctx run, warm engine", base_run, base_warm))
     samples: dict[str, list[float]] = {name: [] for name, _, _ in variants}
+    adopt_orphans()
     for _ in range(runs):
         for name, argv, env in variants:
             samples[name].append(cpu_ms(argv, env))

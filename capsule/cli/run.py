@@ -1,39 +1,26 @@
 """`capsule ctx run -- CMD` and `CMD | capsule ctx pipe`: the embedded doors.
 
-With a warm engine reachable, `ctx run` execs the shims' compiled capture (cli/warm.py), which speaks
-the socket protocol; what follows is the in-process run, when there is none (or JACKIN_CTX_NO_DAEMON=1).
-Not responsible for shrinking (the engine does). Runs the real command with stdin passed
-through, stdout and stderr captured separately, signals forwarded (without a terminal, to the
-command's whole process group, so grandchildren holding the pipes stop too). A command still
-running after JACKIN_CTX_STREAM_AFTER seconds shows what it has and streams the rest raw (as the
-shims do); a background job still holding the output when the command exits gets it copied on raw
-by a child of ours, and the command's status returns at once (docs/shell-protocol.md's fail-open
-rules); what is captured is journalled under the state dir (store/journal.py) until it is shown.
-Invariant (INV-4): the exit status is the command's, or 128+n when it died of signal n; a
-terminating signal that arrives after the command is gone is ours, and ends us with 128+n.
+`ctx run` captures nothing itself: it becomes a capture that speaks the socket protocol
+(docs/shell-protocol.md), the one the shims run, against a warm engine when one is reachable
+(cli/warm.py), else against its own, served by a child of the run (cli/own_engine.py). The capture
+runs the command (stdin passed through, stdout and stderr held apart, signals forwarded, a long run
+streamed raw, a background job handed over) and exits with its status. `ctx pipe` shrinks stdin here.
+Not responsible for shrinking (the engine does). Invariant (INV-4): the exit status is the command's,
+or 128+n when it died of signal n (the capture's own); with no capture to become, the command runs raw.
 """
 
 from __future__ import annotations
 
 import os
-import select
-import shlex
-import signal
-import subprocess
 import sys
-import threading
-import time
 
 from capsule.ground.errors import UserError
 from capsule.ground.types import Observation
 from capsule.ground import switches
 
 SPOOL_MEMORY = 8 << 20
-FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGWINCH)
 INTENT_HELP = ("the step's goal, used by intent-aware transforms; one over 128 tokens is shortened to its "
                "first and last words (about 64 tokens each, joined by ' … '), with one warning, never an error")
-TERMINATING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
-HANDOVER_GRACE_S = 0.1      # after the command exits, what it left in the pipes arrives within this
 # An intent of at most this many UTF-8 bytes is under observe.types.MAX_INTENT_TOKENS (no token is
 # shorter than a byte): a warm engine gets it as it is, and the run loads no tokenizer to check it.
 INTENT_SAFE_BYTES = 128
@@ -82,8 +69,12 @@ def cmd_run(args) -> int:
         intent = check_intent(intent)       # may be over the limit: shortened here, with its warning
     from capsule.cli import warm
 
-    warm.hand_over(argv, intent, own_group=not _has_terminal())    # a warm engine: exec, no return
-    return run_and_observe(argv, intent=intent)
+    own_group = not _has_terminal()
+    warm.hand_over(argv, intent, own_group)     # a warm engine: exec, no return
+    from capsule.cli import own_engine
+
+    own_engine.serve(argv, intent, own_group)   # the run's own engine: exec, no return
+    return _exec_passthrough(argv)              # neither could start: the command raw (fail open)
 
 
 def _exec_passthrough(argv: list[str]) -> int:
@@ -109,214 +100,10 @@ def _copy(pipe, spool, hasher) -> None:
     pipe.close()
 
 
-class _Capture:
-    """One stream of a running command: spooled (raw, outside the state dir) and mirrored into the
-    run's journal (redacted, journal.py) until the output is emitted, or, once the command has run
-    too long, written straight through to the user."""
-
-    def __init__(self, name: str, pipe, out, journal, wake: int, done: threading.Event):
-        import blake3
-
-        self.name, self.pipe, self.out, self.journal = name, pipe, out, journal
-        self.wake, self.done, self.stopped = wake, done, False
-        self.spool = _temporary_spool()
-        self.size = 0
-        self.hasher = blake3.blake3()
-        self.lock = threading.Lock()
-        self.live = False
-        self.thread = threading.Thread(target=self._copy, daemon=True)
-        self.thread.start()
-
-    def _copy(self) -> None:
-        try:
-            self._copy_until_eof()
-        finally:
-            self.done.set()
-
-    def _chunks(self):
-        """The pipe's chunks until EOF, or until stop() (then the pipe stays open for hand_over)."""
-        fd = self.pipe.fileno()
-        poll = select.poll()
-        poll.register(fd, select.POLLIN)
-        poll.register(self.wake, select.POLLIN)
-        while True:
-            ready = {f for f, _ in poll.poll()}
-            if self.wake in ready:
-                self.stopped = True
-                return
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                self.pipe.close()
-                self.journal.end(self.name)
-                return
-            yield chunk
-
-    def _copy_until_eof(self) -> None:
-        for chunk in self._chunks():
-            with self.lock:
-                if self.live:
-                    self._show(chunk)
-                    continue
-                try:
-                    _write_all(self.spool, chunk)
-                except Exception:  # noqa: BLE001 - nowhere to hold it: show it raw, never block the command
-                    self._go_live()
-                    self._show(chunk)
-                    continue
-                self.size += len(chunk)
-                self.hasher.update(chunk)
-                self.journal.write(self.name, chunk)
-
-    def go_live(self) -> None:
-        """Show what was held, then everything as it comes (raw)."""
-        with self.lock:
-            self._go_live()
-
-    def _go_live(self) -> None:
-        if self.live:
-            return
-        self.live = True
-        left = self.size
-        try:
-            self.spool.seek(0)
-            while left and (chunk := self.spool.read(min(left, 1 << 20))):
-                self._show(chunk)
-                left -= len(chunk)
-            self.spool.close()
-        except (OSError, ValueError):   # a spool that failed (closed, unreadable): show what came after
-            pass
-
-    def _show(self, chunk: bytes) -> None:
-        try:
-            self.out.write(chunk)
-            self.out.flush()
-        except OSError:     # the reader left; keep draining the command's pipe
-            pass
-
-
-def _go_live(captures: list[_Capture], journal, live: bool) -> bool:
-    """Show what each capture holds and the rest as it comes (raw); the journal is no longer needed."""
-    if not live:
-        for c in captures:
-            c.go_live()
-        journal.discard()
-    return True
-
-
-def _hand_over(captures: list[_Capture], wake_w: int) -> None:
-    """A background job still holds the command's pipes: the capture threads stop reading, and a
-    child of ours copies what the job writes on to our stdout/stderr, raw, until it lets go; we
-    return the command's status at once, as the shell expects (no fork: we copy, and wait)."""
-    os.write(wake_w, b"x")
-    for c in captures:
-        c.thread.join()
-    held = {c.pipe.fileno(): c.out.fileno() for c in captures if c.stopped}
-    sys.stdout.flush()
-    sys.stderr.flush()
-    try:
-        pid = os.fork()
-    except OSError:
-        pid = -1
-    if pid <= 0:
-        if pid == 0:
-            for sig in (*FORWARDED, signal.SIGINT):
-                signal.signal(sig, signal.SIG_DFL)
-        _copy_raw(held)
-        if pid == 0:
-            os._exit(0)
-    for c in captures:
-        if c.stopped:
-            c.pipe.close()
-
-
-def _copy_raw(held: dict[int, int]) -> None:
-    """Copy each pipe (key) to its output fd (value) until every pipe has closed."""
-    poll = select.poll()
-    for fd in held:
-        poll.register(fd, select.POLLIN)
-    try:
-        while held:
-            for fd, _ in poll.poll():
-                chunk = os.read(fd, 1 << 16)
-                if not chunk:
-                    poll.unregister(fd)
-                    del held[fd]
-                    continue
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(held[fd], view):]
-    except OSError:     # the reader left: nothing more to copy to
-        pass
-
-
 def _temporary_spool():
     import tempfile
 
     return tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY)
-
-
-def _write_all(f, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[f.write(view):]
-
-
-def run_and_observe(argv: list[str], intent: str | None = None) -> int:
-    from capsule.ground import paths
-    from capsule.store import journal as journals
-
-    command = shlex.join(argv)
-    start = time.perf_counter()
-    state = paths.state_dir()
-    at_terminal = _has_terminal()
-    wake_r, wake_w = os.pipe()           # written once: the capture threads stop reading (hand_over)
-    try:
-        # Without a terminal the command leads its own process group, so a forwarded signal
-        # reaches everything it started; with one it stays in ours, where job control (Ctrl-C,
-        # the foreground group) already reaches all of it, and where it may still prompt on
-        # /dev/tty (a background group reading the terminal would be stopped by SIGTTIN).
-        child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 process_group=None if at_terminal else 0)
-    except OSError as exc:
-        return _launch_failed(argv, exc)
-    ours = _forward_signals(child, own_group=not at_terminal)
-    journal = journals.Journal(state, command)
-    changed = threading.Event()          # a capture reached EOF, or the command exited
-    captures = [_Capture(name, pipe, out.buffer, journal, wake_r, changed)
-                for name, pipe, out in (("stdout", child.stdout, sys.stdout), ("stderr", child.stderr, sys.stderr))]
-    waiter = threading.Thread(target=lambda: (child.wait(), changed.set()), daemon=True)
-    waiter.start()
-    after = switches.stream_after()
-    deadline = None if after <= 0 else start + after
-    live = False
-    while any(c.thread.is_alive() for c in captures):
-        changed.clear()
-        if child.returncode is not None:
-            # The command is gone: what it left in the pipes arrives at once; a pipe still open
-            # after that is held by a background job (`make serve`'s server).
-            for c in captures:
-                c.thread.join(HANDOVER_GRACE_S)
-            if any(c.thread.is_alive() for c in captures):
-                live = _go_live(captures, journal, live)
-                _hand_over(captures, wake_w)
-            break
-        if not live and deadline is not None and time.perf_counter() >= deadline:
-            live = _go_live(captures, journal, live)    # still running: a dev server or a long build must not look dead
-        changed.wait(None if live or deadline is None else max(0.0, deadline - time.perf_counter()))
-    rc = child.wait()
-    _stop_forwarding(ours)
-    status = 128 - rc if rc < 0 else rc
-    if live:
-        return status
-    duration_ms = (time.perf_counter() - start) * 1000
-    try:
-        intent = check_intent(intent)
-        for c in captures:
-            _emit(c.spool, c.hasher.hexdigest()[:24], c.name, c.out, command, status, duration_ms, intent)
-    finally:    # shown, or the reader left: only a process killed outright leaves its journal
-        journal.discard()
-    _drain()
-    return status
 
 
 def _emit(spool, digest, stream, out, command, status, duration_ms, intent) -> None:
@@ -401,48 +188,6 @@ def _has_terminal() -> bool:
         return False
     os.close(fd)
     return True
-
-
-def _gone(child: subprocess.Popen) -> bool:
-    """Has the command exited (reaped, or a zombie waiting to be)? Never reaps it."""
-    if child.returncode is not None:
-        return True
-    try:
-        return os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except (ChildProcessError, AttributeError, OSError):
-        return child.returncode is not None
-
-
-def _forward_signals(child: subprocess.Popen, own_group: bool) -> list[int]:
-    """Install the forwarding handlers. Returns a list that receives a terminating signal that
-    arrived when the command was already gone: that one was meant for us."""
-    ours: list[int] = []
-
-    def forward(signum, _frame):
-        if signum in TERMINATING and _gone(child) and not ours:
-            ours.append(signum)
-        if signum == signal.SIGINT and not own_group:
-            return   # at a terminal, Ctrl-C already reached the whole foreground group
-        try:
-            if own_group:
-                os.killpg(child.pid, signum)   # the group outlives its leader while members hold the pipes
-            elif child.returncode is None:
-                os.kill(child.pid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-    for sig in (*FORWARDED, signal.SIGINT):
-        signal.signal(sig, forward)
-    return ours
-
-
-def _stop_forwarding(ours: list[int]) -> None:
-    """The command is gone: signals are ours again (default actions), and one that came in
-    after it left ends us now, as it would have without capsule in between."""
-    for sig in (*FORWARDED, signal.SIGINT):
-        signal.signal(sig, signal.SIG_DFL)
-    if ours:
-        os.kill(os.getpid(), ours[0])
 
 
 def check_intent(intent: str | None) -> str | None:

@@ -4,11 +4,12 @@ first use and left to exit when idle. When one is reachable the run becomes the 
 (shims/shim_template/capsule_capture.c: exec, no Python work after the socket is found), which
 runs the command and speaks the socket protocol (docs/shell-protocol.md) as the shims do.
 
-Not responsible for capture (the compiled capture; run.py's in-process fallback), for the engine
-(the daemon's) nor for the protocol (written once, in the capture). Imports only ground and the
-standard library: this is the path whose client CPU the design bounds (bench_startup: <= 60 ms).
+Not responsible for capture (the compiled capture, or the Python shim's), for the engine (the
+daemon's, or the run's own: cli/own_engine.py) nor for the protocol (written once, in the captures).
+Imports only ground and the standard library: this is the path whose client CPU the design bounds
+(bench_startup: <= 60 ms).
 Invariant: fail open. No socket, no compiled capture, a command not found: hand_over() returns
-and run.py's in-process engine serves the run; once exec'd, the capture's fail-open rules hold.
+and the run's own engine serves it (cli/own_engine.py); once exec'd, the capture's fail-open rules hold.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def start_daemon(sock: str) -> None:
 def capture_for(sock: str) -> str | None:
     """The compiled capture that serves runs on `sock`: the daemon's own build beside its socket,
     else (the supervisor's socket) the one installed with the image's shims; None when there is none
-    (no C compiler: the run stays in-process)."""
+    (no C compiler: the run's own engine uses the Python shim's capture)."""
     for cand in (paths.daemon_capture(sock), paths.CONTAINER_SHIM_DIR / CAPTURE):
         if os.access(cand, os.X_OK):
             return str(cand)
@@ -99,6 +100,18 @@ def find_command(name: str) -> str | None:
     return None
 
 
+def run_options(sock: str, intent: str | None, own_group: bool) -> list[str]:
+    """The capture's options before REAL (capsule_capture.c's run_options(), capsule_shim.py's too)."""
+    scope = (os.environ.get(switches.SCOPE) or os.environ.get("CLAUDE_CODE_SESSION_ID")
+             or os.environ.get("CODEX_THREAD_ID") or "local")
+    opts = ["--socket", sock, "--scope", scope, "--stderr", "--journal"]
+    if intent is not None:
+        opts += ["--intent", intent]
+    if own_group:
+        opts.append("--group")
+    return opts
+
+
 def hand_over(argv: list[str], intent: str | None, own_group: bool) -> None:
     """Become the compiled capture for this run when a warm engine is reachable (never returns
     then); return when there is none to reach, the capture is missing or the command is not found."""
@@ -107,16 +120,9 @@ def hand_over(argv: list[str], intent: str | None, own_group: bool) -> None:
     real = capture and find_command(argv[0])
     if not real:
         return
-    scope = (os.environ.get(switches.SCOPE) or os.environ.get("CLAUDE_CODE_SESSION_ID")
-             or os.environ.get("CODEX_THREAD_ID") or "local")
-    opts = ["--socket", sock, "--scope", scope, "--stderr", "--journal"]
-    if intent is not None:
-        opts += ["--intent", intent]
-    if own_group:
-        opts.append("--group")
     sys.stdout.flush()
     sys.stderr.flush()
     try:
-        os.execv(capture, [capture, *opts, real, *argv])
+        os.execv(capture, [capture, *run_options(sock, intent, own_group), real, *argv])
     except OSError:
-        return                      # not runnable after all: the in-process engine
+        return                      # not runnable after all: the run's own engine (own_engine.py)

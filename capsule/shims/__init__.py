@@ -68,14 +68,17 @@ def shim_python() -> str:
     return getattr(sys, "_base_executable", None) or sys.executable
 
 
-def render(shim_dir: Path, python: str | None = None, socket: str | None = None) -> str:
+def render(shim_dir: Path, python: str | None = None, socket: str | None = None, timeout_s: float = TIMEOUT_S,
+           per_mib_s: float = PER_MIB_S) -> str:
+    """The Python shim; timeout_s and per_mib_s: its engine round trip's deadline (`ctx run`'s own
+    engine, cli/own_engine.py, is cold: its first request pays the imports, the tokenizer's load)."""
     values = {
         "@PYTHON@": python or shim_python(),
         "@SHIM_DIR@": repr(str(shim_dir)),
         "@PROGRAM@": repr(PROGRAM),
         "@SOCKET@": repr(socket if socket is not None else str(paths.socket_path())),
-        "@TIMEOUT_S@": repr(TIMEOUT_S),
-        "@PER_MIB_S@": repr(PER_MIB_S),
+        "@TIMEOUT_S@": repr(timeout_s),
+        "@PER_MIB_S@": repr(per_mib_s),
         "@MAX_BYTES@": repr(MAX_BYTES),
         "@SW_DISABLE@": repr(switches.DISABLE),
         "@SW_NO_SHIMS@": repr(switches.NO_SHIMS),

@@ -104,8 +104,10 @@ class EngineServer:
         except Exception as exc:  # noqa: BLE001 - unrehearsed, a kind's first request pays its imports
             log.warning("engine rehearsal failed: %r", exc)
 
-    async def listen(self) -> None:
-        self._listener = listen_unix(self.path)
+    async def listen(self, bound: socket.socket | None = None) -> None:
+        """bound: a Unix socket the caller already bound at self.path and listens on (`ctx run`'s
+        private one, cli/own_engine.py: made before its capture starts, whose first request comes at once)."""
+        self._listener = bound if bound is not None else listen_unix(self.path)
 
     async def serve(self) -> None:
         """Serve until cancelled: the pool's threads accept and answer (accept_pool.py); no accept

@@ -12,6 +12,7 @@ follow (another user's process, no pidfd, not the capture's memory files) journa
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import select
@@ -41,8 +42,30 @@ def watch(state_dir, pid: int, fds: tuple[int, int], command: str, cwd: str) -> 
         for f in files:
             f.close()
         raise
-    threading.Thread(target=_wait, args=(state_dir, pidfd, dict(zip(STREAMS, files)), command, cwd),
-                     name=f"run-journal-{pid}", daemon=True).start()
+    thread = threading.Thread(target=_wait, args=(state_dir, pidfd, dict(zip(STREAMS, files)), command, cwd),
+                              name=f"run-journal-{pid}", daemon=True)
+    _WATCHES.append(thread)          # before it starts: it removes itself when done
+    thread.start()
+
+
+_WATCHES: list[threading.Thread] = []
+
+
+def settle(timeout: float = 30.0) -> None:
+    """Wait (at most `timeout` each) for the watches still going to finish journalling: a process
+    about to exit whose runs have ended (`ctx run`'s own engine, cli/own_engine.py)."""
+    for thread in list(_WATCHES):
+        thread.join(timeout)
+
+
+def _sealed(f) -> bool:
+    """Did the capture seal this memory file against shrinking? The Python capture's way to say "shown":
+    its memory files are the command's own output, which a truncation could cut while still written.
+    (The compiled capture's are not sealable, F_SEAL_SEAL only: it empties its separate copies.)"""
+    try:
+        return bool(fcntl.fcntl(f.fileno(), fcntl.F_GET_SEALS) & fcntl.F_SEAL_SHRINK)
+    except OSError:
+        return False
 
 
 def _wait(state_dir, pidfd: int, streams: dict, command: str, cwd: str) -> None:
@@ -52,11 +75,15 @@ def _wait(state_dir, pidfd: int, streams: dict, command: str, cwd: str) -> None:
         poll.register(pidfd, select.POLLIN)       # readable once the process has exited
         while not poll.poll():
             pass
+        if any(_sealed(f) for f in streams.values()):
+            return              # the Python capture sealed them: shown, or streaming (capsule_shim.py)
         if journal.keep(state_dir, command, cwd, streams):
-            log.warning("ctx run of %r ended before showing its output; journalled for the next run", command)
+            # not the command line: it may carry a secret (the journal holds it redacted)
+            log.warning("a ctx run ended before showing its output; journalled for the next run")
     except Exception as exc:  # noqa: BLE001 - a safety net that fails costs only itself
-        log.warning("run journal of %r failed: %r", command, exc)
+        log.warning("a ctx run's journal failed: %r", exc)
     finally:
+        _WATCHES.remove(threading.current_thread())     # the daemon keeps no thread per run it saw
         os.close(pidfd)
         for f in streams.values():
             f.close()

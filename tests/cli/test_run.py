@@ -9,21 +9,27 @@ import sys
 
 import pytest
 
-from capsule.cli.run import run_and_observe
 from capsule.ground import tokens
 from capsule.measure.ledger import Ledger
 
 
-def test_every_exit_code_is_bit_exact(state_dir):
-    for code in range(256):
-        assert run_and_observe(["sh", "-c", f"exit {code}"]) == code
+def test_every_exit_code_is_bit_exact(capsule):
+    """With the run's own engine (no daemon): both ends, the shell's 126/127 and the signal range (the
+    compiled capture runs all 256 in tests/shims/test_conformance.py)."""
+    for code in (0, 1, 2, 63, 126, 127, 128, 200, 255):
+        assert capsule("ctx", "run", "--", "sh", "-c", f"exit {code}", env={"JACKIN_CTX_NO_DAEMON": "1"}).returncode == code
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL, signal.SIGSEGV, signal.SIGINT, signal.SIGABRT,
                                  signal.SIGHUP, signal.SIGUSR1])
 def test_signal_death_is_128_plus_n(capsule, sig):
-    r = capsule("ctx", "run", "--", "sh", "-c", f"kill -{int(sig)} $$")
-    assert r.returncode == 128 + int(sig)
+    """The run dies of the command's signal, as the command would have (a shell's $? is 128+n)."""
+    r = capsule("ctx", "run", "--", "sh", "-c", f'kill -{int(sig)} $$; echo "rc=$?"', env={"JACKIN_CTX_NO_DAEMON": "1"})
+    assert r.returncode == -int(sig) and r.stdout == b""
+    shell = subprocess.run(["sh", "-c", f'{sys.executable} -m capsule ctx run -- sh -c "kill -{int(sig)} \\$\\$"; echo "rc=$?"'],
+                           capture_output=True, env={**os.environ, "JACKIN_CTX_NO_DAEMON": "1",
+                                                     "JACKIN_CTX_STATE_DIR": os.environ["JACKIN_CTX_STATE_DIR"]})
+    assert shell.stdout == f"rc={128 + int(sig)}\n".encode()
 
 
 def test_sigterm_to_capsule_reaches_the_command(state_dir, tmp_path):

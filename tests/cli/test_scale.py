@@ -1,4 +1,4 @@
-"""Any size and many at once: a 1 GB stdout in bounded memory, 64 concurrent runs on one state dir."""
+"""Any size and many at once: a 1 GB stdout in bounded memory, byte-exact; 64 concurrent runs on one state dir."""
 
 from __future__ import annotations
 
@@ -37,24 +37,24 @@ def test_one_gigabyte_stdout_bounded_memory_and_byte_exact(state_dir, tmp_path):
     )
     measure = tmp_path / "measure.py"
     measure.write_text(
-        "import resource, subprocess, sys\n"
-        "p = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE)\n"
-        "sys.stdout.buffer.write(p.stdout)\n"
-        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
-        "sys.exit(p.returncode)\n"
+        "import blake3, resource, subprocess, sys\n"
+        "p = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE)\n"
+        "h, n = blake3.blake3(), 0\n"
+        "while chunk := p.stdout.read(1 << 20):\n"
+        "    h.update(chunk)\n"
+        "    n += len(chunk)\n"
+        "print(n, h.hexdigest(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+        "sys.exit(p.wait())\n"
     )
     r = subprocess.run([sys.executable, str(measure), sys.executable, "-m", "capsule", "ctx", "run", "--",
                         sys.executable, str(producer)], capture_output=True,
                        env=_env(state_dir, JACKIN_CTX_STREAM_AFTER="0"),   # held to the end: memory, not liveness
                        timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
-    peak_kib = int(r.stderr.decode().strip().splitlines()[-1])
-    assert peak_kib <= 200 * 1024, f"peak RSS {peak_kib} KiB"
-    out = r.stdout
-    assert len(out) < 64 * 1024
-    assert b"ERROR worker-7 batch 99 failed: disk quota exceeded" in out
-    handle = re.search(rb"<<ccr:([0-9a-f]{24})>>", out).group(1).decode()
-    # Expand streams the original back; hash it without holding it.
+    size, digest, peak_kib = r.stdout.split()
+    assert int(peak_kib) <= 200 * 1024, f"peak RSS {int(peak_kib)} KiB"
+    # Past the socket protocol's 32 MiB bound a run's output passes as the command wrote it (the
+    # capture streams it raw: docs/shell-protocol.md); `ctx pipe` shrinks one this large.
     expected = blake3.blake3()
     proc = subprocess.Popen([sys.executable, str(producer)], stdout=subprocess.PIPE)
     expected_size = 0
@@ -62,19 +62,7 @@ def test_one_gigabyte_stdout_bounded_memory_and_byte_exact(state_dir, tmp_path):
         expected.update(chunk)
         expected_size += len(chunk)
     proc.wait()
-    assert expected_size >= GIB
-    got = blake3.blake3()
-    size = 0
-    exp = subprocess.Popen([sys.executable, "-m", "capsule", "ctx", "expand", handle], stdout=subprocess.PIPE,
-                           env=_env(state_dir))
-    while chunk := exp.stdout.read(1 << 20):
-        got.update(chunk)
-        size += len(chunk)
-    assert exp.wait() == 0
-    assert size == expected_size
-    assert got.hexdigest() == expected.hexdigest()
-    row = Ledger(state_dir / "ledger.db").rows()[-1]
-    assert row["raw_bytes"] == expected_size and row["token_label"] == "approx"
+    assert int(size) == expected_size >= GIB and digest.decode() == expected.hexdigest()
 
 
 def test_sixty_four_concurrent_runs_lose_no_row(state_dir):

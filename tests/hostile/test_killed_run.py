@@ -1,7 +1,10 @@
-"""`ctx run` killed with SIGKILL (issue 11): nothing of ours runs then, so what the command printed
-is journalled under the state dir as it arrives and the next `ctx run` archives it and names its
-handles; a command still running after JACKIN_CTX_STREAM_AFTER seconds streams raw (as the shims
-do), so a kill after that costs the user nothing they had not already been shown."""
+"""`ctx run` killed with SIGKILL (issue 11): the run is the capture, and its engine (a warm one, or
+the run's own child: cli/own_engine.py) watches it (JRN1): what the command printed is journalled,
+redacted, once the capture is gone, and the next `ctx run` archives it and names its handles; a
+command still running after JACKIN_CTX_STREAM_AFTER seconds streams raw (as the shims do), so a kill
+after that costs the user nothing they had not already been shown. Nothing is persisted while the run
+lives. The command outlives a killed capture (the Python capture's output is a memory file, which
+never breaks): these tests end it by its process group."""
 
 from __future__ import annotations
 
@@ -58,6 +61,22 @@ def _gone(script_word: str) -> bool:
     return script_word not in out
 
 
+def _groups(pid: int) -> list[int]:
+    """The process groups the run's command leads (no terminal: its own), to end after the run."""
+    return [int(c) for t in os.listdir(f"/proc/{pid}/task") for c in open(f"/proc/{pid}/task/{t}/children").read().split()]
+
+
+def _kill_run(proc: subprocess.Popen, groups: list[int]) -> tuple[bytes, bytes]:
+    os.kill(proc.pid, signal.SIGKILL)
+    out, err = proc.communicate(timeout=30)
+    for g in groups:
+        try:
+            os.killpg(g, signal.SIGKILL)
+        except ProcessLookupError:      # the engine's child is no group's leader
+            pass
+    return out, err
+
+
 def _capsule(state_dir, *args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "capsule", *args], capture_output=True,
                           env=_env(state_dir), cwd=REPO, timeout=120)
@@ -66,15 +85,18 @@ def _capsule(state_dir, *args) -> subprocess.CompletedProcess:
 def test_a_run_killed_with_sigkill_loses_nothing_it_had_captured(tmp_path):
     state = tmp_path / "state"
     marker = "killed-run-marker-1"
-    proc = _start(state, f"{PRINT}; echo 'error: linker failed' >&2; : {marker}; {TICKS}",
+    flag = tmp_path / "printed"
+    proc = _start(state, f"{PRINT}; echo 'error: linker failed' >&2; touch {flag}; : {marker}; {TICKS}",
                   JACKIN_CTX_STREAM_AFTER="120")
-    _wait(lambda: _journal(state).get("stdout", 0) >= len(LINES) and _journal(state).get("stderr", 0) > 0,
-          what="the journal to hold the command's output")
-    os.kill(proc.pid, signal.SIGKILL)
-    out, err = proc.communicate(timeout=30)
+    _wait(flag.exists, what="the command to print its output")
+    time.sleep(0.5)                        # the capture has read what the command printed
+    assert _journal(state) == {}           # nothing persisted while the run lives
+    out, err = _kill_run(proc, _groups(proc.pid))
     assert proc.returncode == -signal.SIGKILL
     assert out == b"" and err == b""       # the user was shown nothing: the output was held
-    _wait(lambda: _gone(marker), what="the command to die of SIGPIPE")
+    _wait(lambda: _gone(marker), what="the command to end")
+    _wait(lambda: _journal(state).get("stdout", 0) >= len(LINES) and _journal(state).get("stderr", 0) > 0,
+          what="the engine to journal the command's output")
 
     doctor = _capsule(state, "ctx", "doctor", "--json")
     waiting = json.loads(doctor.stdout)["state"]["interrupted"]
@@ -107,10 +129,10 @@ def test_a_long_run_streams_raw_after_the_wait_so_a_kill_then_costs_nothing(tmp_
         if select.select([proc.stdout], [], [], 1.0)[0]:
             got += os.read(proc.stdout.fileno(), 1 << 16)
     assert got.startswith(LINES)           # shown raw while the command still runs
-    _wait(lambda: _journal(state) == {}, what="the journal to go: nothing is held any more")
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=30)
-    _wait(lambda: _gone(marker), what="the command to die of SIGPIPE")
+    _kill_run(proc, _groups(proc.pid))
+    _wait(lambda: _gone(marker), what="the command to end")
+    time.sleep(1.0)                        # the engine saw the capture end: what it streamed is not kept
+    assert _journal(state) == {}
     assert _capsule(state, "ctx", "run", "--", "true").stderr == b""
 
 
@@ -176,16 +198,18 @@ def test_the_ledger_row_is_written_after_exit_and_readers_wait_for_it(tmp_path):
 
 
 def test_a_killed_runs_command_line_is_shown_and_archived_without_its_secret(tmp_path):
-    # The journal holds the command redacted while the run lives (its output too: test_live_journal.py);
-    # what reads it (doctor, the next run's note, the archive) redacts again (a file an older capsule wrote).
+    # The journal the engine writes for a killed run holds the command redacted (its output too:
+    # test_live_journal.py); what reads it (doctor, the next run's note, the archive) redacts again.
     state = tmp_path / "state"
     token = "ghp_R8xW2pLq9ZtY4vN6mK3sJ7dF1gH5aC0eB2uX"
     marker = "killed-run-marker-3"
-    proc = _start(state, f": {token}; {PRINT}; : {marker}; {TICKS}", JACKIN_CTX_STREAM_AFTER="120")
-    _wait(lambda: _journal(state).get("stdout", 0) >= len(LINES), what="the journal to hold the output")
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=30)
-    _wait(lambda: _gone(marker), what="the command to die of SIGPIPE")
+    flag = tmp_path / "printed"
+    proc = _start(state, f": {token}; {PRINT}; touch {flag}; : {marker}; {TICKS}", JACKIN_CTX_STREAM_AFTER="120")
+    _wait(flag.exists, what="the command to print its output")
+    time.sleep(0.5)
+    _kill_run(proc, _groups(proc.pid))
+    _wait(lambda: _gone(marker), what="the command to end")
+    _wait(lambda: _journal(state).get("stdout", 0) >= len(LINES), what="the engine to journal the output")
     (waiting,) = json.loads(_capsule(state, "ctx", "doctor", "--json").stdout)["state"]["interrupted"]
     assert token not in waiting["command"] and "[capsule redacted: " in waiting["command"]
     nxt = _capsule(state, "ctx", "run", "--", "echo", "next")

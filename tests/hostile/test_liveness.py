@@ -80,11 +80,20 @@ def _ctx_run(state_dir, *argv, env_extra=None, **kw):
 
 
 def _children(pid: int) -> list[int]:
+    """The run's children but its own engine's (cli/own_engine.py: stdout on /dev/null), which lives
+    as long as the run does."""
     out = []
     for task in os.listdir(f"/proc/{pid}/task"):
         with open(f"/proc/{pid}/task/{task}/children") as fh:
             out += [int(p) for p in fh.read().split()]
-    return out
+    return [p for p in out if not _engine_child(p)]
+
+
+def _engine_child(pid: int) -> bool:
+    try:
+        return os.readlink(f"/proc/{pid}/fd/1") == os.devnull
+    except OSError:
+        return False
 
 
 def _wait_for(predicate, timeout=20.0):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -37,23 +38,32 @@ def test_no_file_under_the_state_dir_holds_a_planted_secret_after_real_runs(tmp_
     assert run.returncode == 0, run.stderr.decode()[-2000:]
     assert len(run.stdout) < len(_output())                     # compressed: archived, a manifest written
     assert _run(state, "ctx", "gain").returncode == 0           # the detached ledger writer has finished
-    # 2. a live run's journal: its command line is redacted while it runs
+    # 2. a killed run's journal (its engine writes it once the run is gone): its command line redacted
+    flag = tmp_path / "started"
     proc = subprocess.Popen([sys.executable, "-m", "capsule", "ctx", "run", "--", "sh", "-c",
-                             f"echo started; : curl -u admin:{PW} https://x token={GHP}; sleep 30"],
+                             f"echo started; touch {flag}; : curl -u admin:{PW} https://x token={GHP}; sleep 30"],
                             env={**os.environ, "JACKIN_CTX_STATE_DIR": str(state)}, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        cmds = []
-        while not cmds and time.monotonic() < deadline:
-            cmds = list((state / "journal").glob("*.cmd")) if (state / "journal").is_dir() else []
-            time.sleep(0.05)
-        assert cmds, "no journal for the live run"
-        text = cmds[0].read_bytes()
-        assert PW.encode() not in text and GHP.encode() not in text and b"[capsule redacted: " in text, text
-    finally:
-        proc.kill()
-        proc.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while not flag.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    groups = [int(c) for t in os.listdir(f"/proc/{proc.pid}/task")
+              for c in open(f"/proc/{proc.pid}/task/{t}/children").read().split()]
+    proc.kill()
+    proc.wait(timeout=30)
+    for g in groups:                # the command leads its own group (no terminal)
+        try:
+            os.killpg(g, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    cmds = []
+    while not cmds and time.monotonic() < deadline + 30:
+        cmds = list((state / "journal").glob("*.cmd")) if (state / "journal").is_dir() else []
+        time.sleep(0.05)
+    assert cmds, "no journal for the killed run"
+    text = cmds[0].read_bytes()
+    assert PW.encode() not in text and GHP.encode() not in text and b"[capsule redacted: " in text, text
     for p in (state / "journal").glob("*"):
         p.unlink()                  # (a killed run's raw bytes: the next run archives them, redacted)
     # 3. the intent hook: a prompt and a Bash call that carry a key

@@ -1,5 +1,5 @@
 """Everything under the state dir is owner-only whatever the umask (issue 24): 0700 directories,
-0600 files (SQLite stores with their WAL/SHM, a live run's journal, caches, proxy.json); a store
+0600 files (SQLite stores with their WAL/SHM, a killed run's journal, caches, proxy.json); a store
 left group/world-readable by an older capsule is tightened when it is opened; doctor says when the
 state dir itself can be read by others."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -51,19 +52,30 @@ def _transcript(home):
 def test_everything_capsule_writes_is_owner_only_under_umask_0(tmp_path):
     state = tmp_path / "state"            # created by capsule itself
     assert _run(state, "ctx", "pipe", "--cmd", "ls -l", input=LINES).returncode == 0
-    # A live run's journal, looked at while the command still runs.
-    live = subprocess.Popen([sys.executable, "-m", "capsule", "ctx", "run", "--", "sh", "-c", "seq 1 3000; sleep 2"],
+    # A killed run's journal (its engine writes it once the run is gone), the run under umask 0 too.
+    flag = tmp_path / "printed"
+    live = subprocess.Popen([sys.executable, "-m", "capsule", "ctx", "run", "--", "sh", "-c",
+                             f"seq 1 3000; touch {flag}; sleep 30"],
                             env={**os.environ, "JACKIN_CTX_STATE_DIR": str(state)}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, preexec_fn=lambda: os.umask(0))
     deadline = time.monotonic() + 20
-    journal = state / "journal"
-    while time.monotonic() < deadline and not list(journal.glob("*.stdout")):
+    while time.monotonic() < deadline and not flag.exists():
         time.sleep(0.05)
-    assert list(journal.glob("*.stdout")), "no live journal seen"
-    time.sleep(0.3)
+    time.sleep(0.5)                       # the capture has read it
+    groups = [int(c) for t in os.listdir(f"/proc/{live.pid}/task")
+              for c in open(f"/proc/{live.pid}/task/{t}/children").read().split()]
+    live.kill()
+    live.communicate(timeout=60)
+    for g in groups:                      # the command leads its own group (no terminal)
+        try:
+            os.killpg(g, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    journal = state / "journal"
+    while time.monotonic() < deadline + 20 and not list(journal.glob("*.stdout")):
+        time.sleep(0.05)
+    assert list(journal.glob("*.stdout")), "no journal of the killed run"
     during = _loose(state)
-    out, _ = live.communicate(timeout=60)
-    assert live.returncode == 0 and out
     home = tmp_path / "claude"
     _transcript(home)
     assert _run(state, "ctx", "usage", "--json", env={"CLAUDE_CONFIG_DIR": str(home)}).returncode == 0

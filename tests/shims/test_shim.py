@@ -141,8 +141,8 @@ def test_install_is_idempotent_and_uses_the_tool_list(tmp_path, compiled):
     assert shims.is_capsule_shim(tmp_path / "s" / "git")
     imports = [line for line in program.splitlines() if line.strip().startswith(("import ", "from "))]
     # ctypes: only in the forked child that copies a background job's output on (fallocate punch-hole);
-    # never on a shim's own path.
-    assert sorted({line.split()[1] for line in imports}) == ["_signal", "_socket", "ctypes", "os", "sys", "time"]
+    # fcntl: only in `ctx run`'s capture mode, to seal its journalled memory files; never on a shim's own path.
+    assert sorted({line.split()[1] for line in imports}) == ["_signal", "_socket", "ctypes", "fcntl", "os", "sys", "time"]
 
 
 def test_two_shim_directories_never_loop(shimenv, tmp_path):

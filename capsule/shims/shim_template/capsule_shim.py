@@ -30,6 +30,8 @@ STREAM_AFTER_S = @STREAM_AFTER_S@  # a call still running then streams raw (serv
 RAW_ARGS = @RAW_ARGS@  # tools.txt `raw:` tokens: calls whose output must stream pass raw
 FALSE = ("", "0", "false", "no", "off")
 SIGNALS = (1, 2, 3, 10, 12, 15, 28)  # HUP INT QUIT USR1 USR2 TERM WINCH
+RUN_FLAGS = ("--stderr", "--group", "--journal")  # ctx run's options (run_options); the shim passes none
+RUN_VALUED = ("--socket", "--intent", "--scope")
 
 
 def on(name, env):
@@ -236,6 +238,19 @@ def hand_over(fds, pos, since_pid):
     os._exit(0)
 
 
+def unjournal(out_fd, err_fd):
+    """What the journalled memory files hold is shown, or streams from now on: they are sealed against
+    shrinking (F_SEAL_SHRINK), which the engine's watcher reads as "nothing to keep" (run_journal.py).
+    Not emptied: the command (or its background job) may be writing to them now, and a truncation
+    would take bytes not yet copied; a seal never stops a write."""
+    import fcntl
+    for fd in (out_fd, err_fd):
+        try:
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)
+        except OSError:
+            pass
+
+
 def length(field, most):
     """A reply length: 1 to 20 ASCII digits, at most `most`; None otherwise."""
     if not (0 < len(field) <= 20 and field.isdigit()):
@@ -244,7 +259,7 @@ def length(field, most):
     return n if n <= most else None
 
 
-def ask_engine(path, command, out, err, code, duration_ms, scope, meta=b""):
+def ask_engine(path, command, out, err, code, duration_ms, scope, meta=b"", intent=None):
     """(stdout, stderr) of the emission, or None: RAW, or a reply that breaks the protocol."""
     import time
     # one budget for all of it: a drip cannot extend it
@@ -272,9 +287,11 @@ def ask_engine(path, command, out, err, code, duration_ms, scope, meta=b""):
             cwd = os.getcwd().encode("utf-8", "surrogateescape")  # project filters live in the workspace
         except OSError:
             cwd = b""
-        head = b"OBS1 %d %d %d %d %d %d %d %d\n" % (code, int(duration_ms * 1000), len(c), len(out), len(err),
-                                                    len(sc), len(cwd), len(meta))
-        for part in (head + c, out, err, sc, cwd, meta):
+        head = b"OBS1 %d %d %d %d %d %d %d %d" % (code, int(duration_ms * 1000), len(c), len(out), len(err),
+                                                  len(sc), len(cwd), len(meta))
+        it = intent.encode("utf-8", "surrogateescape") if intent is not None else b""
+        head += b" %d\n" % len(it) if intent is not None else b"\n"   # the 9-number form only with an intent
+        for part in (head + c, out, err, sc, cwd, meta, it):
             send(part)
         s.shutdown(_socket.SHUT_WR)
         chunks, size = [], 0
@@ -301,8 +318,26 @@ def ask_engine(path, command, out, err, code, duration_ms, scope, meta=b""):
     return body[:n_out], body[n_out:]
 
 
+def run_options(argv):
+    """`capsule ctx run`'s options before REAL (the compiled capture's, cli/warm.py): ({option: value},
+    the index of REAL), or None for an option that is not known or lacks its value."""
+    opts, i = {}, 1
+    while i < len(argv) and argv[i].startswith("--"):
+        if argv[i] in RUN_FLAGS:
+            opts[argv[i]] = True
+            i += 1
+        elif argv[i] in RUN_VALUED and i + 1 < len(argv):
+            opts[argv[i]] = argv[i + 1]
+            i += 2
+        else:
+            return None
+    return opts, i
+
+
 def main():
     env = os.environ
+    if len(sys.argv) > 1 and sys.argv[1].startswith("--"):
+        return run_main(env)
     name = os.path.basename(sys.argv[0])
     args = sys.argv[1:]
     real = find_real(name, env)
@@ -317,26 +352,91 @@ def main():
     zero = argv0(name, real)
     if not view_out or not os.path.exists(sock):
         exec_real(real, args, zero)
+    return capture(env, real, zero, name, args, sock, view_err, {})
+
+
+def run_main(env):
+    """The capture mode: `capsule-shim.py [--socket PATH] [--intent TEXT] [--scope TEXT] [--stderr]
+    [--group] [--journal] REAL ARGV0 [ARGS...]`, as the compiled capture is run by `ctx run`."""
+    parsed = run_options(sys.argv)
+    if parsed is None or len(sys.argv) - parsed[1] < 2:
+        write_all(2, b"usage: capsule-shim.py [--socket PATH] [--intent TEXT] [--scope TEXT] [--stderr] "
+                     b"[--group] [--journal] REAL ARGV0 [ARGS...] (run by capsule ctx run)\n")
+        return 2
+    opts, i = parsed
+    real, given, args = sys.argv[i], sys.argv[i + 1], sys.argv[i + 2:]
+    name = os.path.basename(given)
+    zero = real if name in ARGV0_PATH else given
+    sock = opts.get("--socket") or env.get(ENV_SOCKET) or DEFAULT_SOCKET
+    view_err = opts.get("--stderr") or agent_view(env)[1]
+    return capture(env, real, zero, name, args, sock, view_err, opts)
+
+
+def send_journal(sock, fds, command):
+    """ctx run's journal (--journal): one JRN1 request naming the memory files that hold the output,
+    sent, not waited for; the engine keeps what they still hold if this process ends first
+    (supervisor/run_journal.py). False when it could not be sent (no journal: the output is still held)."""
+    try:
+        cwd = os.getcwd().encode("utf-8", "surrogateescape")
+    except OSError:
+        cwd = b""
+    c = command.encode("utf-8", "surrogateescape")
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        s.setblocking(False)
+        s.connect(sock)
+        s.sendall(b"JRN1 %d %d %d %d %d\n" % (os.getpid(), fds[0], fds[1], len(c), len(cwd)) + c + cwd)
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def capture(env, real, zero, name, args, sock, view_err, opts):
+    """Run the command with its output held in memory files, then the engine's emission (or its own
+    bytes); the exit status is the command's (a signal that killed it kills this process too)."""
     import _signal
     import time
-    out_fd = os.memfd_create("capsule-out", 1)  # MFD_CLOEXEC
-    err_fd = os.memfd_create("capsule-err", 1)
+    # With --journal the memory files are the journal's too (run_journal.py opens them by this name)
+    journal = bool(opts.get("--journal"))
+    flags = 3 if journal else 1      # MFD_CLOEXEC, with --journal | MFD_ALLOW_SEALING (unjournal)
+    out_fd = os.memfd_create("capsule-journal-out" if journal else "capsule-out", flags)
+    err_fd = os.memfd_create("capsule-journal-err" if journal else "capsule-err", flags)
+    group = bool(opts.get("--group"))
+    own_group = {"setpgroup": 0} if group else {}     # --group: the command leads its own process group
     started = time.monotonic()
     child_env = dict(env)
     child_env[ENV_NESTED] = "1"
     actions = [(os.POSIX_SPAWN_DUP2, out_fd, 1), (os.POSIX_SPAWN_DUP2, err_fd, 2)]
     try:
         try:
-            pid = os.posix_spawn(real, [zero] + args, child_env, file_actions=actions)
+            pid = os.posix_spawn(real, [zero] + args, child_env, file_actions=actions, **own_group)
         except OSError as e:
             if e.errno != 8:  # ENOEXEC: a script without #!, run by /bin/sh
                 raise
-            pid = os.posix_spawn("/bin/sh", ["/bin/sh", real] + args, child_env, file_actions=actions)
+            pid = os.posix_spawn("/bin/sh", ["/bin/sh", real] + args, child_env, file_actions=actions, **own_group)
     except OSError:
         exec_real(real, args, zero)  # could not spawn: run it raw in our place
+    command = " ".join([name] + [quote(a) for a in args])
+    if journal and not send_journal(sock, (out_fd, err_fd), command):
+        journal = False
+    ours = []      # --group: a terminating signal that came once the command was gone was meant for us
+    reaped = []
+
     def forward(signum, frame):
+        if group and reaped and not ours and signum in (1, 2, 3, 15):
+            ours.append(signum)
+            # End now, as `cat` would, even blocked writing to a reader that does not read; what was
+            # not shown yet is still in the unsealed journal (--journal): the engine keeps it.
+            _signal.signal(signum, _signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
         try:
-            os.kill(pid, signum)
+            if group:
+                os.killpg(pid, signum)   # the group outlives its leader while members hold the output
+            elif not reaped:
+                os.kill(pid, signum)
         except OSError:
             pass
     for sig in SIGNALS:
@@ -362,6 +462,8 @@ def main():
                 continue
     except Slow:
         streaming = True
+        if journal:
+            unjournal(out_fd, err_fd)    # what is shown from now on is not held
     if after > 0:
         _signal.setitimer(_signal.ITIMER_REAL, 0)
         _signal.signal(_signal.SIGALRM, _signal.SIG_DFL)
@@ -378,8 +480,10 @@ def main():
                 continue
             if wpid:
                 status = st          # one more pump: what it wrote just before exiting
+                reaped.append(pid)
             else:
                 time.sleep(0.05)
+    reaped.append(pid)
     duration_ms = (time.monotonic() - started) * 1000.0
     if os.WIFSIGNALED(status):
         code = 128 + os.WTERMSIG(status)
@@ -390,6 +494,8 @@ def main():
         # and a child of ours keeps copying it to the agent, freeing what it copied, until it is done.
         pos = [0, 0] if not streaming else pos
         pos = [pump(out_fd, 1, pos[0]), pump(err_fd, 2, pos[1])]
+        if journal:
+            unjournal(out_fd, err_fd)
         hand_over((out_fd, err_fd), pos, pid)
     elif streaming:
         pass             # already written raw, as it came
@@ -399,11 +505,11 @@ def main():
     else:
         out, err = read_all(out_fd), read_all(err_fd)
         try:
-            result = ask_engine(sock, " ".join([name] + [quote(a) for a in args]), out, err, code,
-                                duration_ms, env.get(ENV_SCOPE) or env.get("CLAUDE_CODE_SESSION_ID")
-                                or env.get("CODEX_THREAD_ID") or "",
+            result = ask_engine(sock, command, out, err, code, duration_ms,
+                                env.get(ENV_SCOPE) or env.get("CLAUDE_CODE_SESSION_ID")
+                                or env.get("CODEX_THREAD_ID") or opts.get("--scope") or "",
                                 "".join("%s=%s\n" % (k, env[k]) for k in ENV_FORWARD if k in env).encode(
-                                    "utf-8", "surrogateescape"))
+                                    "utf-8", "surrogateescape"), opts.get("--intent"))
         except Exception:
             result = None
         if result is not None:
@@ -412,8 +518,12 @@ def main():
                 err = result[1]
         write_all(1, out)
         write_all(2, err)
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
+    if journal:
+        unjournal(out_fd, err_fd)    # shown (or streamed): nothing to keep
+    if ours and not os.WIFSIGNALED(status):
+        status = ours[0]             # the signal was ours: end by it, as without capsule in between
+    if os.WIFSIGNALED(status) or ours:
+        sig = ours[0] if ours else os.WTERMSIG(status)
         for s in SIGNALS:
             try:
                 _signal.signal(s, _signal.SIG_DFL)
