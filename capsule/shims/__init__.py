@@ -23,6 +23,7 @@ from capsule.ground import switches
 PROGRAM = "capsule-shim"
 TEMPLATE = Path(__file__).with_name("shim_template") / "capsule_shim.py"
 C_TEMPLATE = TEMPLATE.with_name("capsule_shim.c")
+SHIM_PROTOCOL = TEMPLATE.with_name("shim_protocol.py")   # its text goes where the shim says @PROTOCOL@
 PY_PROGRAM = PROGRAM + ".py"        # beside a compiled capsule-shim: the Python shim it hands the agent's view to
 PY_DIR = ".py"                      # DIR/.py/<tool> -> ../capsule-shim.py (the tool's name reaches it as argv[0])
 ENV_TEMPLATE = TEMPLATE.with_name("agent_env.sh")
@@ -95,10 +96,9 @@ def render(shim_dir: Path, python: str | None = None, socket: str | None = None,
         "@ARGV0_PATH@": repr(ARGV0_PATH),
         "@REPLY_SLACK@": repr(REPLY_SLACK),
     }
-    text = TEMPLATE.read_text(encoding="utf-8")
-    for key, value in values.items():
-        text = text.replace(key, value)
-    return text
+    # One script from two files (each short enough to read): the protocol half first, so its own
+    # placeholders are filled with the rest.
+    return _fill(TEMPLATE, {"@PROTOCOL@": SHIM_PROTOCOL.read_text(encoding="utf-8"), **values})
 
 
 def render_env(shim_dir: Path) -> str:
@@ -111,7 +111,7 @@ def render_env(shim_dir: Path) -> str:
 
 CAPTURE = "capsule-capture"          # compiled: the agent's own view (capture, engine, emission)
 CAPTURE_TEMPLATE = TEMPLATE.with_name("capsule_capture.c")
-PROTOCOL_TEMPLATE = TEMPLATE.with_name("capture_protocol.c")   # its text goes where the capture says @PROTOCOL@
+CAPTURE_PROTOCOL = TEMPLATE.with_name("capture_protocol.c")   # its text goes where the capture says @PROTOCOL@
 # The shim first freestanding (no libc to load: each shimmed exec of a script costs ~nothing over the
 # real command), else with libc; the capture statically linked, else dynamically. First that builds wins.
 SHIM_FLAGS = (("-O2", "-static", "-nostdlib", "-ffreestanding", "-fno-stack-protector", "-fno-pie", "-no-pie",
@@ -155,7 +155,7 @@ def render_capture(socket: str | None = None) -> str:
     }
     # One translation unit from two files (each short enough to read): the protocol half first, so
     # its own placeholders are filled with the rest.
-    values = {"@PROTOCOL@": PROTOCOL_TEMPLATE.read_text(encoding="utf-8"), **values}
+    values = {"@PROTOCOL@": CAPTURE_PROTOCOL.read_text(encoding="utf-8"), **values}
     return _fill(CAPTURE_TEMPLATE, values)
 
 
