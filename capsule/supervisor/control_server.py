@@ -17,6 +17,7 @@ import json
 from contextlib import contextmanager
 import logging
 import os
+import shutil
 import socket
 import sys
 import tempfile
@@ -43,6 +44,39 @@ MAX_WAITING = 64            # connections still sending their request; past this
 MORE_THREADS = 16           # threads past MAX_WAITING: requests read whole, waiting for the engine
 SWITCH_INTERVAL_S = 0.001
 ROW_RETRY_S = 1.0           # rows a busy ledger sent back are tried again this often, request or not
+
+
+REHEARSALS = "warm-up"      # under the state dir: the rehearsals' scratch stores, one dir per process
+
+
+def rehearsal_root(engine: Any) -> Path | None:
+    """Where rehearsals keep their scratch stores: STATE/warm-up/<pid>, owner-only, not /tmp, so that
+    a process killed while rehearsing (~1 MB of stores) leaves them where the next rehearsal on this
+    state dir clears them; None (the system temp dir) when the engine has no state dir."""
+    state = getattr(engine, "state_dir", None)
+    if state is None:
+        return None
+    root = Path(state) / REHEARSALS
+    try:
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for left in root.iterdir():
+            if left.name.isdigit() and int(left.name) != os.getpid() and not _alive(int(left.name)):
+                shutil.rmtree(left, ignore_errors=True)
+        mine = root / str(os.getpid())
+        mine.mkdir(mode=0o700, exist_ok=True)
+        return mine
+    except OSError:
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True         # someone else's: not ours to clear
+    return True
 
 
 class EngineServer:
@@ -93,7 +127,7 @@ class EngineServer:
 
     def _rehearse(self) -> None:
         try:
-            with tempfile.TemporaryDirectory(prefix="capsule-warm-") as scratch:
+            with tempfile.TemporaryDirectory(prefix="rehearsal-", dir=rehearsal_root(self.engine)) as scratch:
                 twin = self.engine.understudy(Path(scratch))
                 try:
                     for obs in twin.warm_up_samples():
