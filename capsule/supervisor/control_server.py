@@ -368,8 +368,8 @@ class EngineServer:
         turn = self._background_turn() if yielding else \
             self._request_turn(time.monotonic() + READ_TIMEOUT_S if deadline is None else deadline, hold=False)
         with turn:
-            if self.engine.pending():
-                self.engine.drain(stop=(lambda: self._wanted > 0) if yielding else None)
+            if self.engine.pending():     # on the engine thread: rows count and redact what it just read
+                self._on_engine(lambda: self.engine.drain(stop=(lambda: self._wanted > 0) if yielding else None))
             # A request announced meanwhile took the pending lock before its row exists: it is not
             # released under it; that request's own drain releases it after its reply.
             with self._state:
