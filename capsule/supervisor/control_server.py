@@ -5,7 +5,8 @@ threads that accept and read connections (accept_pool.py). Invariant: the socket
 any failure answers RAW so the shim emits raw output; a reply is sent as soon as its emission exists
 and the connection closed before the ledger row is written; running out of descriptors (EMFILE) or
 memory never stops the server: it sheds the oldest connections still waiting for their request,
-backs off and accepts again (the shed shims print raw).
+backs off and accepts again (the shed shims print raw); the engine's big calls, its rows and its
+rehearsals run on one thread, the process's first to encode (EngineThread).
 
 The wire protocol (OBS1, HOOK1, JRN1, PING, STATUS; one request per connection; limits, timeouts and the
 fail-open rules the shims follow) is written down once, in docs/shell-protocol.md.
@@ -44,7 +45,7 @@ MAX_WAITING = 64            # connections still sending their request; past this
 MORE_THREADS = 16           # threads past MAX_WAITING: requests read whole, waiting for the engine
 SWITCH_INTERVAL_S = 0.001
 ROW_RETRY_S = 1.0           # rows a busy ledger sent back are tried again this often, request or not
-HANDOFF_BYTES = 8 << 10     # an output this big is observed on the engine thread (EngineThread)
+HANDOFF_BYTES = 2 << 10     # an output this big is observed on the engine thread (EngineThread)
 
 
 class EngineThread:

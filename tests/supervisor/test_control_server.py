@@ -152,7 +152,7 @@ def test_a_big_request_runs_the_engine_on_one_thread_and_a_small_one_where_it_wa
 
     anyio.run(main)
     assert all(r.startswith(b"OK ") for r in replies), replies
-    big = {name for size, name in where if size > 8 << 10}
-    small = {name for size, name in where if size < 8 << 10}
+    big = {name for size, name in where if size > 2 << 10}
+    small = {name for size, name in where if size < 2 << 10}
     assert big == {"capsule-engine"}, where
     assert small == {"capsule-door"}, where
