@@ -112,7 +112,9 @@ def twin_call(engine, argv: list[str], out: bytes, err: bytes, code: int, meta: 
     """Wall ms the engine spends before the reply on this output, one call: the same engine as the
     supervisor's (role, mode, deferred rows), the same client facts (meta) as the shim sends.
     ENGINE_CPU gets its CPU with the deferred row (drain): the supervisor's whole work per call.
-    Called between the runs (interleaved), so the machine's load hits it as it hits them."""
+    Called between the runs (interleaved), so the machine's load hits it as it hits them. It runs on
+    this process's first thread to encode, as the supervisor's engine thread does (control_server.
+    EngineThread): tiktoken is ~1/3 slower a token on any other thread, a cost the door would own."""
     t0 = time.perf_counter()
     c0 = time.process_time()
     door.observe_command(engine, " ".join(argv), out, err, code, 1.0, cwd=str(ROOT), meta=meta)

@@ -5,7 +5,8 @@ threads that accept and read connections (accept_pool.py). Invariant: the socket
 any failure answers RAW so the shim emits raw output; a reply is sent as soon as its emission exists
 and the connection closed before the ledger row is written; running out of descriptors (EMFILE) or
 memory never stops the server: it sheds the oldest connections still waiting for their request,
-backs off and accepts again (the shed shims print raw).
+backs off and accepts again (the shed shims print raw); the engine's big calls, its rows and its
+rehearsals run on one thread, the process's first to encode (EngineThread).
 
 The wire protocol (OBS1, HOOK1, JRN1, PING, STATUS; one request per connection; limits, timeouts and the
 fail-open rules the shims follow) is written down once, in docs/shell-protocol.md.
@@ -34,6 +35,7 @@ from capsule.shims import REPLY_SLACK, door, hook_door
 from capsule.store import finisher
 from capsule.supervisor import run_journal
 from capsule.supervisor.accept_pool import AcceptPool, Incoming, listen_unix
+from capsule.supervisor.engine_thread import EngineThread
 
 log = logging.getLogger("capsule.supervisor")
 
@@ -44,6 +46,7 @@ MAX_WAITING = 64            # connections still sending their request; past this
 MORE_THREADS = 16           # threads past MAX_WAITING: requests read whole, waiting for the engine
 SWITCH_INTERVAL_S = 0.001
 ROW_RETRY_S = 1.0           # rows a busy ledger sent back are tried again this often, request or not
+HANDOFF_BYTES = 2 << 10     # an output this big is observed on the engine thread (EngineThread)
 
 
 REHEARSALS = "warm-up"      # under the state dir: the rehearsals' scratch stores, one dir per process
@@ -87,8 +90,9 @@ class EngineServer:
         self.path = Path(path)
         self.engine = engine
         self._warm = threading.Event()
+        self._engine_thread: EngineThread | None = None
         if not warming:
-            self._warm.set()
+            self.set_engine(engine)
         self.status = status or (lambda: {})
         self.served = 0
         self.failed = 0
@@ -115,7 +119,10 @@ class EngineServer:
     def set_engine(self, engine: Any | None) -> None:
         """The warm engine (None: it failed to start, every request is answered RAW)."""
         self.engine = engine
-        self._warm.set()
+        if engine is None or self._engine_thread is not None:
+            self._warm.set()
+        else:                           # warm once the engine thread has encoded first
+            self._engine_thread = EngineThread(self._warm.set)
 
     async def rehearse(self) -> None:
         """Once the engine serves: the sample outputs (Engine.warm_up_samples) through an understudy
@@ -132,7 +139,7 @@ class EngineServer:
                 try:
                     for obs in twin.warm_up_samples():
                         with self._background_turn():
-                            twin.rehearse(obs)
+                            self._on_engine(lambda: twin.rehearse(obs))
                 finally:
                     twin.close()
         except Exception as exc:  # noqa: BLE001 - unrehearsed, a kind's first request pays its imports
@@ -172,7 +179,13 @@ class EngineServer:
         self._shed_before += pool.shed
         self._pool = None
 
+    def _on_engine(self, fn: Callable[[], Any]) -> Any:
+        return self._engine_thread.call(fn) if self._engine_thread is not None else fn()
+
     def close(self) -> None:
+        if self._engine_thread is not None:
+            self._engine_thread.stop()
+            self._engine_thread = None
         try:
             self.path.unlink()
         except OSError:
@@ -247,8 +260,10 @@ class EngineServer:
         if self._engine(req) is None:
             return b"RAW\n"
         with self._request_turn(req.deadline):
-            new_out, new_err = door.observe_command(self.engine, command, out, err, code, duration_us / 1000.0,
-                                                    scope, cwd=cwd, meta=meta, intent=intent)
+            def observe() -> tuple[bytes, bytes]:
+                return door.observe_command(self.engine, command, out, err, code, duration_us / 1000.0,
+                                            scope, cwd=cwd, meta=meta, intent=intent)
+            new_out, new_err = self._on_engine(observe) if n_out + n_err >= HANDOFF_BYTES else observe()
         if len(new_out) + len(new_err) > 2 * (n_out + n_err) + REPLY_SLACK:
             raise ValueError("emission over the protocol's bound")     # the shims would refuse it
         with self._state:
@@ -264,7 +279,8 @@ class EngineServer:
         if self._engine(req) is None:
             return b"RAW\n"
         with self._request_turn(req.deadline):
-            value = hook_door.answer(self.engine, event)
+            value = self._on_engine(lambda: hook_door.answer(self.engine, event)) if n >= HANDOFF_BYTES \
+                else hook_door.answer(self.engine, event)
         with self._state:
             self.served += 1
         out = hook_door.hook_output(value)
@@ -328,8 +344,8 @@ class EngineServer:
         turn = self._background_turn() if yielding else \
             self._request_turn(time.monotonic() + READ_TIMEOUT_S if deadline is None else deadline, hold=False)
         with turn:
-            if self.engine.pending():
-                self.engine.drain(stop=(lambda: self._wanted > 0) if yielding else None)
+            if self.engine.pending():     # on the engine thread: rows count and redact what it just read
+                self._on_engine(lambda: self.engine.drain(stop=(lambda: self._wanted > 0) if yielding else None))
             # A request announced meanwhile took the pending lock before its row exists: it is not
             # released under it; that request's own drain releases it after its reply.
             with self._state:

@@ -120,3 +120,39 @@ def test_a_request_out_of_the_protocols_bounds_is_answered_raw(tmp_path):
     anyio.run(main)
     assert got["replies"] == [b"RAW\n"] * len(bad)
     assert b'"failed": %d' % len(bad) in got["status"] and b'"served": 0' in got["status"]
+
+
+def test_a_big_request_runs_the_engine_on_one_thread_and_a_small_one_where_it_was_read(state_dir, tmp_path):
+    """tiktoken's regex caches serve fast only the thread that encoded first in the process (others
+    take a locked slow path, ~1/3 more CPU a token): a big output's engine call runs on the server's
+    one engine thread, which encodes first, whichever pool thread read the request."""
+    sock = tmp_path / "e.sock"
+    engine = _warm(state_dir)
+    where: list[tuple[int, str]] = []
+    observe = engine.observe
+
+    def traced(obs):                    # the real engine's call, its thread noted
+        where.append((len(obs.raw), threading.current_thread().name))
+        return observe(obs)
+
+    engine.observe = traced
+    replies = []
+
+    async def main():
+        server = EngineServer(sock, engine)
+        await server.listen()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve)
+            for i in range(6):
+                raw = RAW + b"run %d\n" % i
+                replies.append(await anyio.to_thread.run_sync(request, sock, _obs(b"sh big.sh", raw), 30))
+                replies.append(await anyio.to_thread.run_sync(request, sock, _obs(b"echo hi", b"hi\n"), 30))
+            tg.cancel_scope.cancel()
+        server.close()
+
+    anyio.run(main)
+    assert all(r.startswith(b"OK ") for r in replies), replies
+    big = {name for size, name in where if size > 2 << 10}
+    small = {name for size, name in where if size < 2 << 10}
+    assert big == {"capsule-engine"}, where
+    assert small == {"capsule-door"}, where
