@@ -262,6 +262,9 @@ mkdir -m 700 "$JACKIN_CTX_STATE_DIR"
 daemon=$!
 "$PY" -c "from capsule.supervisor import control_server as c; import sys; c.wait_ready(sys.argv[1], 60)" "$JACKIN_CTX_SOCKET"
 head -c 16000000 /dev/urandom > "$VOL/filler" 2>/dev/null || true
+# its warm-up rehearsal frees its scratch stores (on this volume) when it ends: fill that space too
+for i in $(seq 600); do [ -z "$(ls -A "$JACKIN_CTX_STATE_DIR/warm-up/$daemon" 2>/dev/null)" ] && break; sleep 0.1; done
+head -c 16000000 /dev/urandom > "$VOL/filler2" 2>/dev/null || true
 set +e
 "$@"
 rc=$?
