@@ -194,7 +194,7 @@ class Engine:
     def recent_commands(self, scopes: list[str]) -> list[str]:
         """The session's last shell commands (the ledger's rows of its scopes), newest first."""
         try:
-            rows = self.ledger.rows(since=time.time() - RECENT_S)
+            rows = self.ledger.rows(since=time.time() - RECENT_S, settled=False)   # best effort, never a wait
         except Exception:  # noqa: BLE001 - no ledger yet, or a busy one: no command cues
             return []
         cmds = [r["command"] for r in reversed(rows) if r["scope"] in scopes and r["command"]

@@ -163,3 +163,22 @@ def test_a_run_through_the_daemon_loads_no_engine_and_becomes_the_compiled_captu
     assert got.returncode == 0 and len(got.stdout) < len(LINES)
     assert got.stderr.decode().strip() == f'["{sock.with_suffix(".capture").name}"]'
     assert control_server.status(sock)["served"] == 1
+
+
+def test_a_file_read_after_a_command_is_shaped_not_left_to_its_deadline(run, state_dir, tmp_path):
+    """A file view reads the session's recent commands from the ledger (its cues) while the rows of
+    the command before it are still owed by the same engine: the read must not wait on its own
+    engine's pending lock (that wait outlived the capture's deadline, and the file passed raw)."""
+    source = tmp_path / "module.py"
+    body = "".join(f"    step_{k} = prepare(request, {k})\n" for k in range(8))
+    source.write_text("".join(f"def handler_{i}(request):\n{body}    return respond(request, {i})\n\n\n"
+                              for i in range(200)))
+    run(run.talk)                                       # starts the daemon
+    control_server.wait_ready(_socket(state_dir), 60)
+    for _ in range(2):
+        assert run(run.talk).returncode == 0            # a row owed right before the read
+        t0 = time.monotonic()
+        got = run("cat", str(source))
+        took = time.monotonic() - t0
+        assert got.returncode == 0 and len(got.stdout) < source.stat().st_size // 2, got.stdout[:300]
+        assert took < 1.5, f"{took:.2f} s: the read waited for its deadline"
