@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,11 @@ REPO = Path(__file__).resolve().parent.parent
 # test. The daemon path has its own tests (tests/cli/test_engine_daemon.py, the conformance test's
 # "ctx-daemon"), which clear this; a daemon they start exits when idle.
 os.environ.setdefault("JACKIN_CTX_NO_DAEMON", "1")
+
+# Tests of signal deaths (a command killed by SIGHUP is 128+1) need the default disposition in every
+# process they start; a suite started under `nohup` (or any parent that ignores it) would pass its
+# ignored SIGHUP to every child through exec, and `kill -1 $$` would do nothing.
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
 os.environ.setdefault("JACKIN_CTX_DAEMON_IDLE", "30")
 
 
