@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 
 from capsule.agents import session
 from capsule.route import quota
+from tests.hostile.killing import kill_with_its_groups
 from tests.hostile.test_secret_redaction import _holding, _run
 from tests.store.test_secret_forms import FORMS, GHP
 
@@ -48,15 +48,7 @@ def test_no_file_under_the_state_dir_holds_a_planted_secret_after_real_runs(tmp_
     while not flag.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.5)
-    groups = [int(c) for t in os.listdir(f"/proc/{proc.pid}/task")
-              for c in open(f"/proc/{proc.pid}/task/{t}/children").read().split()]
-    proc.kill()
-    proc.wait(timeout=30)
-    for g in groups:                # the command leads its own group (no terminal)
-        try:
-            os.killpg(g, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    kill_with_its_groups(proc)
     cmds = []
     while not cmds and time.monotonic() < deadline + 30:
         cmds = list((state / "journal").glob("*.cmd")) if (state / "journal").is_dir() else []

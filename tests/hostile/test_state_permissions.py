@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import stat
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import httpx2
 
 from capsule.proxy.app import Settings
 from capsule.proxy.proxy_server import ProxyServer
+from tests.hostile.killing import kill_with_its_groups
 
 LINES = "".join(f"line {i} of a long listing\n" for i in range(3000)).encode()
 
@@ -62,15 +62,7 @@ def test_everything_capsule_writes_is_owner_only_under_umask_0(tmp_path):
     while time.monotonic() < deadline and not flag.exists():
         time.sleep(0.05)
     time.sleep(0.5)                       # the capture has read it
-    groups = [int(c) for t in os.listdir(f"/proc/{live.pid}/task")
-              for c in open(f"/proc/{live.pid}/task/{t}/children").read().split()]
-    live.kill()
-    live.communicate(timeout=60)
-    for g in groups:                      # the command leads its own group (no terminal)
-        try:
-            os.killpg(g, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    kill_with_its_groups(live)
     journal = state / "journal"
     while time.monotonic() < deadline + 20 and not list(journal.glob("*.stdout")):
         time.sleep(0.05)

@@ -6,7 +6,10 @@ import sys
 import time
 from pathlib import Path
 
+import anyio
 import pytest
+
+from capsule.supervisor.control_server import EngineServer
 
 
 class Running:
@@ -47,3 +50,25 @@ def supervise(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def serve_while(sock, body, engine=None):
+    """Run `body(server)` in a thread while the server serves on `sock`; its return value."""
+    result = {}
+
+    async def main():
+        server = EngineServer(sock, engine)
+        await server.listen()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve)
+            result["value"] = await anyio.to_thread.run_sync(body, server)
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)
+    return result["value"]
+
+
+@pytest.fixture
+def serving():
+    """serving(sock, body, engine=None): body(server) in a thread while a real EngineServer serves on sock."""
+    return serve_while

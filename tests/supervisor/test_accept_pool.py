@@ -8,26 +8,8 @@ import socket
 import threading
 import time
 
-import anyio
-
 from capsule.supervisor import accept_pool, control_server
-from capsule.supervisor.control_server import EngineServer, request
-
-
-def _serving(sock, body, engine=None):
-    """Run `body(server)` in a thread while the server serves on `sock`; its return value."""
-    result = {}
-
-    async def main():
-        server = EngineServer(sock, engine)
-        await server.listen()
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(server.serve)
-            result["value"] = await anyio.to_thread.run_sync(body, server)
-            tg.cancel_scope.cancel()
-
-    anyio.run(main)
-    return result["value"]
+from capsule.supervisor.control_server import request
 
 
 def _silent(sock) -> socket.socket:
@@ -37,7 +19,7 @@ def _silent(sock) -> socket.socket:
     return s
 
 
-def test_past_max_waiting_the_oldest_silent_connections_are_shed(tmp_path, monkeypatch):
+def test_past_max_waiting_the_oldest_silent_connections_are_shed(tmp_path, monkeypatch, serving):
     monkeypatch.setattr(control_server, "MAX_WAITING", 4)
     sock = tmp_path / "e.sock"
 
@@ -58,12 +40,12 @@ def test_past_max_waiting_the_oldest_silent_connections_are_shed(tmp_path, monke
             s.close()
         return ends, pong, server.shed
 
-    ends, pong, shed = _serving(sock, body)
+    ends, pong, shed = serving(sock, body)
     assert ends == [b"", b"", None, None, None, None], ends   # the 5th and 6th each shed the oldest
     assert pong.startswith(b"PONG") and shed == 3       # and the PING one more: still answered
 
 
-def test_a_request_that_drips_in_gets_one_deadline_for_all_of_it(tmp_path, monkeypatch):
+def test_a_request_that_drips_in_gets_one_deadline_for_all_of_it(tmp_path, monkeypatch, serving):
     monkeypatch.setattr(control_server, "READ_TIMEOUT_S", 1.0)
     sock = tmp_path / "e.sock"
 
@@ -86,12 +68,12 @@ def test_a_request_that_drips_in_gets_one_deadline_for_all_of_it(tmp_path, monke
         s.close()
         return reply, took, server.failed
 
-    reply, took, failed = _serving(sock, body)
+    reply, took, failed = serving(sock, body)
     assert reply == b"RAW\n" and failed == 1
     assert 0.9 < took < 2.5, took                   # cut at the request's 1 s, not per byte
 
 
-def test_the_threads_a_burst_started_end_after_it(tmp_path):
+def test_the_threads_a_burst_started_end_after_it(tmp_path, serving):
     sock = tmp_path / "e.sock"
 
     def pool_threads() -> int:
@@ -111,7 +93,7 @@ def test_the_threads_a_burst_started_end_after_it(tmp_path):
         same = names == {t.ident for t in threading.enumerate() if t.name == "capsule-door"}
         return before, during, pool_threads(), pongs, same
 
-    before, during, after, pongs, same = _serving(sock, body)
+    before, during, after, pongs, same = serving(sock, body)
     assert before == accept_pool.POOL                    # waiting in accept() before any load
     assert during >= 13                                  # one per connection, and one more in accept()
     assert after == accept_pool.POOL, after              # the burst's threads ended, the pool's live on

@@ -97,7 +97,7 @@ def test_a_request_waits_for_one_owed_row_at_most_and_every_row_lands(state_dir,
     assert seen["second_s"] < (time.monotonic() - t0) / 4, seen
 
 
-def test_a_request_out_of_the_protocols_bounds_is_answered_raw(tmp_path):
+def test_a_request_out_of_the_protocols_bounds_is_answered_raw(tmp_path, serving):
     """docs/shell-protocol.md's limits, enforced by the server: each is a failure (RAW), not a hang."""
     sock = tmp_path / "e.sock"
     bad = [b"X" * 300 + b"\n",                                  # header past 256 bytes, no newline in it
@@ -106,18 +106,8 @@ def test_a_request_out_of_the_protocols_bounds_is_answered_raw(tmp_path):
            b"OBS1 0 1000 4 10 0 0\nabc",                        # fewer bytes than announced, then EOF
            b"HOOK1 -5\n",
            b"BOGUS\n"]
-    got = {}
-
-    async def main():
-        server = EngineServer(sock, None)
-        await server.listen()
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(server.serve)
-            got["replies"] = [await anyio.to_thread.run_sync(request, sock, payload, 10) for payload in bad]
-            got["status"] = await anyio.to_thread.run_sync(request, sock, b"STATUS\n", 10)
-            tg.cancel_scope.cancel()
-
-    anyio.run(main)
+    got = serving(sock, lambda _server: {"replies": [request(sock, payload, 10) for payload in bad],
+                                          "status": request(sock, b"STATUS\n", 10)})
     assert got["replies"] == [b"RAW\n"] * len(bad)
     assert b'"failed": %d' % len(bad) in got["status"] and b'"served": 0' in got["status"]
 
