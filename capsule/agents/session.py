@@ -23,7 +23,7 @@ import sys
 from capsule.agents import claude, codex, notes
 from capsule.agents.common import MARKER_KEY, MARKER_VALUE, SERVER_NAME, server_command
 from capsule.ground import switches
-from capsule.ground import paths
+from capsule.ground import paths, processes
 import capsule
 
 SESSIONS_DIR = "sessions"
@@ -54,22 +54,12 @@ def intents_dir(state_dir: Path) -> Path:
     return sessions_root(state_dir) / "intents"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def prepare(state_dir: Path) -> Path:
     """A fresh dir for this supervisor's session; dirs of dead sessions (SIGKILL) are removed."""
     root = sessions_root(state_dir)
     root.mkdir(parents=True, exist_ok=True)
     for d in root.iterdir():
-        if d.name.isdigit() and not _alive(int(d.name)):
+        if d.name.isdigit() and not processes.alive(int(d.name)):
             shutil.rmtree(d, ignore_errors=True)
     cutoff = time.time() - INTENT_RETENTION_S
     # the hook door's answers (shims/hook_door.py MEMO_DIR) only matter inside a session: a resumed

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from capsule.ground.terminal import visible
 from capsule import __version__
-from capsule.ground import paths
+from capsule.ground import paths, processes
 from capsule.ground.errors import UserError
 from capsule.ground import switches
 from capsule.policy.manifest import DEFAULT_ROLE, ManifestError, load_role
@@ -250,7 +250,7 @@ def _proxy(running: dict | None, state: Path) -> dict:
         from capsule.proxy.proxy_server import read_state  # noqa: PLC0415 - bench_startup "capsule --help"
 
         found = read_state(state)
-        if found and _alive(found.get("pid")):
+        if found and processes.alive(found.get("pid")):
             info = {"state": "running", "url": found.get("url"), "upstream": found.get("anthropic_upstream"),
                     "openai_upstream": found.get("openai_upstream"), "standalone": True}
         else:
@@ -259,14 +259,6 @@ def _proxy(running: dict | None, state: Path) -> dict:
     if db.exists():
         info["store"] = _store(db).get("rows", {})
     return info
-
-
-def _alive(pid) -> bool:
-    try:
-        os.kill(int(pid), 0)
-        return True
-    except (OSError, TypeError, ValueError):
-        return False
 
 
 def render(r: dict) -> str:

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator
 import anyio
 
 from capsule.agents import limits
-from capsule.ground import paths
+from capsule.ground import paths, processes
 from capsule.shims import REPLY_SLACK, door, hook_door
 from capsule.store import finisher
 from capsule.supervisor import run_journal
@@ -63,23 +63,13 @@ def rehearsal_root(engine: Any) -> Path | None:
     try:
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
         for left in root.iterdir():
-            if left.name.isdigit() and int(left.name) != os.getpid() and not _alive(int(left.name)):
+            if left.name.isdigit() and int(left.name) != os.getpid() and not processes.alive(int(left.name)):
                 shutil.rmtree(left, ignore_errors=True)
         mine = root / str(os.getpid())
         mine.mkdir(mode=0o700, exist_ok=True)
         return mine
     except OSError:
         return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True         # someone else's: not ours to clear
-    return True
 
 
 class EngineServer:

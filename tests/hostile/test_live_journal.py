@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
 
 import apsw
 
+from tests.hostile.killing import kill_with_its_groups
 from tests.hostile.test_secret_redaction import _holding
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -103,16 +103,7 @@ def test_a_killed_run_is_archived_from_the_redacted_journal(tmp_path):
         _wait_for_the_sleep(state, proc)
         time.sleep(0.5)
     finally:
-        # the command leads its own process group (no terminal): ours to end, by its id, after ctx run
-        groups = [int(c) for t in os.listdir(f"/proc/{proc.pid}/task")
-                  for c in open(f"/proc/{proc.pid}/task/{t}/children").read().split()]
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.communicate(timeout=30)
-        for g in groups:
-            try:
-                os.killpg(g, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_with_its_groups(proc)      # the command leads its own process group (no terminal)
     deadline = time.monotonic() + 30
     while "still working" not in _journal_text(state) and time.monotonic() < deadline:
         time.sleep(0.05)                                   # the engine journals what the killed run held

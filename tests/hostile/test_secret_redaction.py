@@ -49,6 +49,7 @@ def _db_values(path) -> bytes:
     import apsw
 
     con = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    con.setbusytimeout(10_000)     # an engine may be creating its stores right now (a cold run's own engine)
     try:
         out = []
         for (table,) in con.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall():
