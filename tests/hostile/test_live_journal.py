@@ -65,7 +65,8 @@ def _wait_for_the_sleep(state, proc, timeout=60.0) -> list[str]:
     while time.monotonic() < deadline:
         try:
             found += _holding(state, SECRETS) if state.is_dir() else []
-        except apsw.BusyError:          # the run's engine is creating its stores meanwhile: look again
+        except (apsw.BusyError, apsw.IOError):   # the run's engine is creating its stores meanwhile (a
+            # read-only look at a WAL store whose shared memory is not made yet is an IOError): look again
             time.sleep(0.05)
             continue
         if (state.parent / "printed").exists():
