@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
@@ -114,13 +116,28 @@ def ensure_schema(conn: apsw.Connection, path: Path, schema: str, then=None) -> 
         raise StoreError(describe(Path(path), exc)) from exc
 
 
+# One transaction per connection: a store object shared by threads (the proxy's workers) takes
+# its connection's lock, or the second BEGIN fails "within a transaction" and its rows are lost.
+_write_locks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_write_locks_guard = threading.Lock()
+
+
+def _write_lock(conn: apsw.Connection) -> threading.RLock:
+    with _write_locks_guard:
+        lock = _write_locks.get(conn)
+        if lock is None:
+            lock = _write_locks[conn] = threading.RLock()
+        return lock
+
+
 @contextmanager
 def write(conn: apsw.Connection):
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    else:
-        conn.execute("COMMIT")
+    with _write_lock(conn):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        else:
+            conn.execute("COMMIT")
