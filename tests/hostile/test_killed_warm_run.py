@@ -15,6 +15,7 @@ import sys
 import time
 
 from capsule.supervisor import control_server
+from tests.hostile.killing import kill_with_its_groups
 from tests.hostile.test_killed_run import LINES, PRINT, REPO, TICKS, _journal, _wait
 from tests.hostile.test_live_journal import GHP, SECRETS
 from tests.hostile.test_secret_redaction import _holding
@@ -49,8 +50,7 @@ def test_a_warm_run_killed_with_sigkill_loses_nothing_it_had_captured(tmp_path):
     with open(f"/proc/{proc.pid}/cmdline", "rb") as f:
         assert f.read().split(b"\0")[0].endswith(b".capture")      # the run is the compiled capture now
     assert _journal(state) == {} and _holding(state, SECRETS) == []   # nothing persisted while it runs
-    os.kill(proc.pid, signal.SIGKILL)
-    out, err = proc.communicate(timeout=30)
+    out, err = kill_with_its_groups(proc)          # the command leads its own group (no terminal)
     assert proc.returncode == -signal.SIGKILL and out == b"" and err == b""   # the output was held
 
     _wait(lambda: _journal(state).get("stdout", 0) >= len(LINES) and _journal(state).get("stderr", 0) > 0,
