@@ -19,9 +19,12 @@ REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("JACKIN_CTX_NO_DAEMON", "1")
 
 # Tests of signal deaths (a command killed by SIGHUP is 128+1) need the default disposition in every
-# process they start; a suite started under `nohup` (or any parent that ignores it) would pass its
-# ignored SIGHUP to every child through exec, and `kill -1 $$` would do nothing.
+# process they start. A parent that ignores a signal passes that to every child through exec: `nohup`
+# ignores SIGHUP, and a non-interactive shell's `cmd &` ignores SIGINT and SIGQUIT, so `kill -2 $$`
+# would do nothing. A handled signal goes back to the default in the child at exec.
 signal.signal(signal.SIGHUP, signal.SIG_DFL)
+signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+signal.signal(signal.SIGINT, signal.default_int_handler)     # Ctrl-C still stops pytest
 os.environ.setdefault("JACKIN_CTX_DAEMON_IDLE", "30")
 
 
