@@ -132,7 +132,11 @@ def _write_lock(conn: apsw.Connection) -> threading.RLock:
 
 @contextmanager
 def write(conn: apsw.Connection):
-    with _write_lock(conn):
+    lock = _write_lock(conn)
+    # bounded like SQLite's own busy wait: a writer stuck behind another fails as it would there
+    if not lock.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
+        raise apsw.BusyError("another thread held this connection's write past the busy wait")
+    try:
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
@@ -141,3 +145,5 @@ def write(conn: apsw.Connection):
             raise
         else:
             conn.execute("COMMIT")
+    finally:
+        lock.release()

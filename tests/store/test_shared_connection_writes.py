@@ -33,3 +33,32 @@ def test_many_threads_adding_through_one_store_lose_no_sample(tmp_path):
         w.join()
     assert errors == []
     assert len(store.samples()) == threads * per_thread
+
+
+def test_a_writer_stuck_behind_another_thread_fails_as_a_busy_wait_would(tmp_path, monkeypatch):
+    import apsw
+    import pytest
+
+    from capsule.store import sqlite
+
+    monkeypatch.setattr(sqlite, "BUSY_TIMEOUT_MS", 200)
+    store = QuotaStore(tmp_path / "quota.db")
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with sqlite.write(store.conn):
+            holding.set()
+            release.wait(10)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    holding.wait(10)
+    try:
+        with pytest.raises(apsw.BusyError):
+            store.add([Sample(ts=1.0, account="a", regime="subscription", api="anthropic", window="5h",
+                              utilization=0.5)])
+    finally:
+        release.set()
+        t.join()
+    store.add([Sample(ts=2.0, account="a", regime="subscription", api="anthropic", window="5h", utilization=0.5)])
+    assert [s.ts for s in store.samples()] == [2.0]     # the lock was given back; nothing half-written
