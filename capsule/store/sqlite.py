@@ -2,7 +2,8 @@
 
 Not responsible for any schema. Invariant: many processes may write one database at once
 without "database is locked": every write transaction starts with BEGIN IMMEDIATE, so it
-queues on the busy handler instead of failing on a read-to-write lock upgrade. A database that
+queues on the busy handler instead of failing on a read-to-write lock upgrade; threads sharing
+one connection queue on its lock (SQLite has one transaction per connection). A database that
 cannot be opened raises StoreError, whose message names the file, the problem and the fix; a
 reader (connect_read) still gets a read-only connection when the state dir is read-only.
 """
